@@ -1,0 +1,118 @@
+"""The ``telltale`` command: serve, migrate, create keys, and run the background roles."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable
+
+from app.settings import get_settings
+
+# Subcommands added by feature modules: name -> (help, add_arguments, run).
+EXTRA_COMMANDS: dict[
+    str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
+] = {}
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from app import migrate
+    from app.main import create_app
+
+    settings = get_settings()
+    if settings.is_sqlite or args.migrate:
+        migrate.upgrade(settings.database_url)
+    app = create_app(settings)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
+    return 0
+
+
+def _db(args: argparse.Namespace) -> int:
+    from app import migrate
+
+    url = get_settings().database_url
+    if args.action == "upgrade":
+        migrate.upgrade(url, args.revision or "head")
+    else:
+        migrate.downgrade(url, args.revision or "-1")
+    return 0
+
+
+def _keys_create(args: argparse.Namespace) -> int:
+    from app import migrate
+    from app.db import make_engine, make_sessionmaker
+    from app.keys import create_key
+
+    settings = get_settings()
+    if settings.is_sqlite:
+        migrate.upgrade(settings.database_url)
+    engine = make_engine(settings.database_url)
+    try:
+        with make_sessionmaker(engine)() as session:
+            key = create_key(session, project_name=args.project, role=args.role, name=args.name)
+            session.commit()
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        engine.dispose()
+    print(key)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="telltale", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the API (and the scheduler) with uvicorn")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--log-level", default="info")
+    serve.add_argument(
+        "--migrate", action="store_true", help="upgrade the database first (always on SQLite)"
+    )
+    serve.set_defaults(func=_serve)
+
+    db = sub.add_parser("db", help="apply or roll back migrations")
+    db.add_argument("action", choices=["upgrade", "downgrade"])
+    db.add_argument("revision", nargs="?", help="target (default: head / one step down)")
+    db.set_defaults(func=_db)
+
+    keys = sub.add_parser("keys", help="manage API keys")
+    keys_sub = keys.add_subparsers(dest="keys_command", required=True)
+    create = keys_sub.add_parser("create", help="create a key; prints only the key")
+    create.add_argument("--project", required=True)
+    create.add_argument("--role", required=True, choices=["ingest", "read", "annotate", "admin"])
+    create.add_argument("--name", default="")
+    create.set_defaults(func=_keys_create)
+
+    _load_extra_commands()
+    for name, (help_text, add_args, run) in EXTRA_COMMANDS.items():
+        p = sub.add_parser(name, help=help_text)
+        add_args(p)
+        p.set_defaults(func=run)
+    return parser
+
+
+def _load_extra_commands() -> None:
+    """Import the modules that register subcommands (scheduler, embed-worker, demo)."""
+    import importlib
+
+    for module in ("app.scheduler.cli", "app.media.cli", "app.demo.cli"):
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not module.startswith(exc.name):
+                raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""Engine and session factory for SQLite (embedded, WAL) and PostgreSQL (psycopg 3)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.orm import Session, sessionmaker
+
+
+def normalise_url(url: str) -> str:
+    """Accept plain ``postgresql://`` URLs and pick the psycopg 3 driver for them."""
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+    return url
+
+
+def _sqlite_pragmas(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
+    # WAL lets readers run beside the single writer; busy_timeout makes a second writer
+    # wait for the lock instead of failing at once; NORMAL sync is durable under WAL
+    # against process crashes (fsync at checkpoints), which is what the embedded mode needs.
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
+
+
+def make_engine(url: str, *, pool_size: int = 8) -> Engine:
+    url = normalise_url(url)
+    if url.startswith("sqlite"):
+        engine = create_engine(
+            url, connect_args={"check_same_thread": False, "timeout": 30}, pool_pre_ping=True
+        )
+        event.listen(engine, "connect", _sqlite_pragmas)
+        # Let SQLAlchemy, not pysqlite, emit BEGIN, so BEGIN IMMEDIATE can be used for
+        # writes that read-then-write (claiming, idempotency checks).
+        @event.listens_for(engine, "connect")
+        def _no_autobegin(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
+            dbapi_conn.isolation_level = None
+
+        @event.listens_for(engine, "begin")
+        def _begin(conn: Any) -> None:
+            mode = conn.info.get("sqlite_begin", "BEGIN")
+            conn.exec_driver_sql(mode)
+
+        return engine
+    return create_engine(
+        url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True, pool_recycle=1800
+    )
+
+
+def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
+    return sessionmaker(bind=engine, expire_on_commit=False)
+
+
+@contextmanager
+def write_transaction(engine: Engine) -> Iterator[Any]:
+    """A connection in a write transaction; on SQLite it takes the write lock up front.
+
+    ``BEGIN IMMEDIATE`` avoids the deadlock where two readers both try to upgrade to a
+    writer (SQLITE_BUSY mid-transaction), which is what makes read-then-write safe there.
+    """
+    with engine.connect() as conn:
+        if engine.dialect.name == "sqlite":
+            conn.info["sqlite_begin"] = "BEGIN IMMEDIATE"
+        try:
+            with conn.begin():
+                yield conn
+        finally:
+            conn.info.pop("sqlite_begin", None)

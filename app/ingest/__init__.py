@@ -1,0 +1,1 @@
+"""Ingestion: validate native events, write them idempotently in bounded transactions."""

@@ -1,0 +1,147 @@
+"""Validate native ingest events into rows ready for the store.
+
+Shapes follow issue #2 / DESIGN.md §4; every error names its field as ``events[i].body.x``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from app.ingest.fields import (
+    FieldError,
+    choice,
+    decode_vector,
+    opt_dict,
+    opt_float,
+    opt_int,
+    opt_str,
+    opt_time,
+    req_float,
+    req_str,
+)
+
+EVENT_TYPES = ("trace", "span", "score", "embedding")
+TRACE_STATUS = ("ok", "error")
+SPAN_STATUS = ("ok", "error", "unset")
+SOURCES = ("production", "eval", "shadow")
+SPAN_KINDS = ("agent", "llm", "tool", "retrieval", "plan", "step", "chain", "embedding", "evaluator")
+SCORE_KINDS = ("proxy", "true", "guardrail")
+SCORE_SOURCES = ("online", "delayed", "human", "eval")
+
+
+@dataclass
+class ValidEvent:
+    index: int
+    event_id: str
+    type: str
+    row: dict[str, Any]
+    vector: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class Rejection:
+    index: int
+    id: str | None
+    error: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "id": self.id, "error": self.error}
+
+
+def validate_events(
+    events: list[Any], *, max_dim: int = 16384
+) -> tuple[list[ValidEvent], list[Rejection]]:
+    valid: list[ValidEvent] = []
+    rejected: list[Rejection] = []
+    for i, event in enumerate(events):
+        prefix = f"events[{i}]"
+        event_id: str | None = None
+        try:
+            if not isinstance(event, dict):
+                raise FieldError(prefix, f"must be an object, not {type(event).__name__}")
+            event_id = req_str(event, "id", prefix, max_len=200)
+            etype = event.get("type")
+            if etype not in EVENT_TYPES:
+                raise FieldError(
+                    f"{prefix}.type", f"unknown event type {etype!r}; use {', '.join(EVENT_TYPES)}"
+                )
+            body = event.get("body")
+            if not isinstance(body, dict):
+                raise FieldError(f"{prefix}.body", "must be an object")
+            valid.append(_PARSERS[etype](i, event_id, body, f"{prefix}.body", max_dim))
+        except FieldError as exc:
+            rejected.append(Rejection(i, event_id, str(exc)))
+    return valid, rejected
+
+
+def _trace(i: int, eid: str, body: dict[str, Any], p: str, _dim: int) -> ValidEvent:
+    row = {
+        "trace_id": req_str(body, "trace_id", p, 64),
+        "agent": opt_str(body, "agent", p) or "",
+        "agent_version": opt_str(body, "agent_version", p, 64) or "",
+        "started_at": opt_time(body, "started_at", p),
+        "ended_at": opt_time(body, "ended_at", p),
+        "status": choice(body, "status", p, TRACE_STATUS, "ok"),
+        "input_hash": opt_str(body, "input_hash", p),
+        "entry_point": opt_str(body, "entry_point", p),
+        "source": choice(body, "source", p, SOURCES, "production"),
+        "counterfactual_of": opt_str(body, "counterfactual_of", p, 64),
+        "attributes": opt_dict(body, "attributes", p),
+    }
+    return ValidEvent(i, eid, "trace", row)
+
+
+def _span(i: int, eid: str, body: dict[str, Any], p: str, _dim: int) -> ValidEvent:
+    status = choice(body, "status", p, SPAN_STATUS, "ok")
+    row = {
+        "trace_id": req_str(body, "trace_id", p, 64),
+        "span_id": req_str(body, "span_id", p, 64),
+        "parent_span_id": opt_str(body, "parent_span_id", p, 64),
+        "kind": choice(body, "kind", p, SPAN_KINDS, "step"),
+        "name": opt_str(body, "name", p, 256) or "",
+        "tool_name": opt_str(body, "tool_name", p),
+        "status": "ok" if status == "unset" else status,
+        "error_type": opt_str(body, "error_type", p),
+        "started_at": opt_time(body, "started_at", p),
+        "ended_at": opt_time(body, "ended_at", p),
+        "step_index": opt_int(body, "step_index", p),
+        "confidence": opt_float(body, "confidence", p, 0.0, 1.0),
+        "attributes": opt_dict(body, "attributes", p),
+    }
+    return ValidEvent(i, eid, "span", row)
+
+
+def _score(i: int, eid: str, body: dict[str, Any], p: str, _dim: int) -> ValidEvent:
+    row: dict[str, Any] = {
+        "trace_id": req_str(body, "trace_id", p, 64),
+        "name": req_str(body, "name", p),
+        "value": req_float(body, "value", p),
+        "kind": choice(body, "kind", p, SCORE_KINDS, "proxy"),
+        "source": choice(body, "source", p, SCORE_SOURCES, "online"),
+    }
+    created = opt_time(body, "created_at", p)
+    if created is not None:
+        row["created_at"] = created
+    return ValidEvent(i, eid, "score", row)
+
+
+def _embedding(i: int, eid: str, body: dict[str, Any], p: str, max_dim: int) -> ValidEvent:
+    vec = decode_vector(body, p, max_dim)
+    row: dict[str, Any] = {
+        "stream": req_str(body, "stream", p),
+        "model": opt_str(body, "model", p) or "",
+        "dim": int(vec.size),
+        "vector": vec.tobytes(),
+        "trace_id": opt_str(body, "trace_id", p, 64),
+        "sample_id": opt_str(body, "sample_id", p),
+    }
+    created = opt_time(body, "created_at", p)
+    if created is not None:
+        row["created_at"] = created
+    return ValidEvent(i, eid, "embedding", row, vector=vec)
+
+
+_PARSERS = {"trace": _trace, "span": _span, "score": _score, "embedding": _embedding}

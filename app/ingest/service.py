@@ -1,0 +1,45 @@
+"""Ingest a validated batch through admission control into the store, off the event loop."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import HTTPException
+from starlette.concurrency import run_in_threadpool
+
+from app.ingest.admission import WriteAdmission
+from app.ingest.events import Rejection, ValidEvent
+from app.ingest.store import WriteResult, write_events
+from app.metrics import record_ingest
+
+
+async def ingest_batch(
+    *,
+    app_state: Any,
+    project_id: int,
+    valid: list[ValidEvent],
+    rejected: list[Rejection],
+    total: int,
+) -> dict[str, Any]:
+    """Write ``valid`` and build the answer; raise 422 when nothing at all was usable."""
+    admission: WriteAdmission = app_state.admission
+    result = WriteResult()
+    if valid:
+        async with admission.slot():
+            result = await run_in_threadpool(
+                write_events, app_state.engine, project_id=project_id, events=valid
+            )
+    all_rejected = sorted([*rejected, *result.rejected], key=lambda r: r.index)
+    for ev in valid:
+        record_ingest(ev.type, "ok")
+    for _ in all_rejected:
+        record_ingest("unknown", "rejected")
+    answer = {
+        "accepted": result.accepted,
+        "duplicates": result.duplicates,
+        "rejected": [r.as_dict() for r in all_rejected],
+    }
+    if total and len(all_rejected) == total:
+        # Every event was bad: the batch itself is a bad request. Name the first problem.
+        raise HTTPException(422, detail={"message": all_rejected[0].error, **answer})
+    return answer

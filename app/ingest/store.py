@@ -1,0 +1,178 @@
+"""The one write path for ingested data: idempotent, all-or-nothing per batch.
+
+The API, the OTLP receiver and the embed worker all call :func:`write_events`. Inside one
+transaction it claims the batch's client event ids (``INSERT .. ON CONFLICT DO NOTHING
+RETURNING``), and writes rows only for ids it claimed, so a re-sent event writes nothing
+even when two copies race: on PostgreSQL the second insert waits on the unique index and
+then sees the conflict; on SQLite ``BEGIN IMMEDIATE`` serialises writers. Rows go in with
+multi-row executemany, never one ORM add per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Engine, func, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
+
+from app.db import write_transaction
+from app.ingest.events import Rejection, ValidEvent
+from app.models import Embedding, EmbeddingStream, IngestEvent, Score, Span, Trace
+from app.models.base import utcnow
+
+_TABLES = {"span": Span, "score": Score, "embedding": Embedding}
+
+
+@dataclass
+class WriteResult:
+    accepted: int = 0
+    duplicates: int = 0
+    rejected: list[Rejection] = field(default_factory=list)
+
+
+def _insert(conn: Connection, model: Any) -> Any:
+    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    return dialect.insert(model)
+
+
+def write_events(engine: Engine, *, project_id: int, events: Sequence[ValidEvent]) -> WriteResult:
+    """Write validated events for one project; return counts and late rejections."""
+    result = WriteResult()
+    unique: list[ValidEvent] = []
+    seen: set[str] = set()
+    for ev in events:
+        if ev.event_id in seen:
+            result.duplicates += 1
+        else:
+            seen.add(ev.event_id)
+            unique.append(ev)
+    if not unique:
+        return result
+    with write_transaction(engine) as conn:
+        unique = _check_stream_dims(conn, project_id, unique, result)
+        claimed = _claim_event_ids(conn, project_id, unique)
+        result.duplicates += len(unique) - len(claimed)
+        fresh = [ev for ev in unique if ev.event_id in claimed]
+        _write_rows(conn, project_id, fresh)
+        result.accepted = len(fresh)
+    return result
+
+
+def _check_stream_dims(
+    conn: Connection, project_id: int, events: list[ValidEvent], result: WriteResult
+) -> list[ValidEvent]:
+    """Fix a new stream's dim from its first vector; reject vectors of another dim."""
+    first: dict[str, ValidEvent] = {}
+    for ev in events:
+        if ev.type == "embedding":
+            first.setdefault(ev.row["stream"], ev)
+    if not first:
+        return events
+    rows = [
+        {"project_id": project_id, "name": name, "model": ev.row["model"], "dim": ev.row["dim"]}
+        for name, ev in first.items()
+    ]
+    conn.execute(_insert(conn, EmbeddingStream).on_conflict_do_nothing(), rows)
+    dims = dict(
+        conn.execute(
+            select(EmbeddingStream.name, EmbeddingStream.dim).where(
+                EmbeddingStream.project_id == project_id, EmbeddingStream.name.in_(list(first))
+            )
+        ).tuples().all()
+    )
+    kept: list[ValidEvent] = []
+    for ev in events:
+        if ev.type == "embedding" and ev.row["dim"] != dims[ev.row["stream"]]:
+            result.rejected.append(
+                Rejection(
+                    ev.index,
+                    ev.event_id,
+                    f"events[{ev.index}].body.vector: dimension {ev.row['dim']} does not match "
+                    f"stream {ev.row['stream']!r} (dim {dims[ev.row['stream']]})",
+                )
+            )
+        else:
+            kept.append(ev)
+    return kept
+
+
+def _claim_event_ids(conn: Connection, project_id: int, events: list[ValidEvent]) -> set[str]:
+    if not events:
+        return set()
+    now = utcnow()
+    rows = [
+        {"project_id": project_id, "event_id": ev.event_id, "type": ev.type, "created_at": now}
+        for ev in events
+    ]
+    stmt = _insert(conn, IngestEvent).on_conflict_do_nothing().returning(IngestEvent.event_id)
+    return set(conn.execute(stmt, rows).scalars().all())
+
+
+def _write_rows(conn: Connection, project_id: int, events: list[ValidEvent]) -> None:
+    now = utcnow()
+    by_type: dict[str, list[dict[str, Any]]] = {}
+    for ev in events:
+        row = dict(ev.row, project_id=project_id)
+        if ev.type in ("score", "embedding"):
+            row.setdefault("created_at", now)
+        elif ev.type == "trace":
+            row["created_at"] = now
+        by_type.setdefault(ev.type, []).append(row)
+    if "trace" in by_type:
+        upsert_traces(conn, by_type.pop("trace"))
+    for etype, rows in by_type.items():
+        stmt = _insert(conn, _TABLES[etype])
+        if etype == "span":
+            stmt = stmt.on_conflict_do_nothing()
+        conn.execute(stmt, rows)
+
+
+def upsert_traces(conn: Connection, rows: list[dict[str, Any]]) -> None:
+    """Insert traces; a trace already known (e.g. made from its spans) is completed.
+
+    Given values win, missing ones keep what is stored, and attributes are merged, so
+    the pieces of a trace may arrive in any order.
+    """
+    stmt = _insert(conn, Trace)
+    ex = stmt.excluded
+    t = Trace.__table__.c
+    merge_attrs = (
+        t.attributes.op("||")(ex.attributes)
+        if conn.dialect.name == "postgresql"
+        else func.json_patch(t.attributes, ex.attributes)
+    )
+    keep = {
+        name: func.coalesce(ex[name], t[name])
+        for name in (
+            "started_at",
+            "ended_at",
+            "input_hash",
+            "entry_point",
+            "counterfactual_of",
+        )
+    }
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["project_id", "trace_id"],
+        set_={
+            **keep,
+            "agent": func.coalesce(func.nullif(ex.agent, ""), t.agent),
+            "agent_version": func.coalesce(func.nullif(ex.agent_version, ""), t.agent_version),
+            "status": ex.status,
+            "source": ex.source,
+            "attributes": merge_attrs,
+        },
+    )
+    # Two rows for one trace in one statement would hit ON CONFLICT twice: merge them first.
+    merged: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        prev = merged.get(row["trace_id"])
+        if prev is None:
+            merged[row["trace_id"]] = row
+        else:
+            attrs = {**prev["attributes"], **row["attributes"]}
+            prev.update({k: v for k, v in row.items() if v not in (None, "")})
+            prev["attributes"] = attrs
+    conn.execute(stmt, list(merged.values()))

@@ -1,0 +1,74 @@
+"""API keys: created once and shown once, stored only as a SHA-256 hash.
+
+Keys are 32 random bytes, so a plain SHA-256 (no slow KDF) is safe: nobody can guess a
+preimage, and the lookup stays one indexed equality per request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.models import ApiKey, Project
+
+ROLES = ("ingest", "read", "annotate", "admin")
+KEY_PREFIX = "tt_"
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: the key's project and role."""
+
+    key_id: int
+    project_id: int
+    project_name: str
+    role: str
+
+    def can(self, role: str) -> bool:
+        """Admin can do everything; ``read`` is implied by ``annotate``; the rest is exact."""
+        if self.role == "admin" or self.role == role:
+            return True
+        return role == "read" and self.role == "annotate"
+
+
+def get_or_create_project(session: Session, *, name: str) -> Project:
+    project = session.scalar(select(Project).where(Project.name == name))
+    if project is None:
+        project = Project(name=name)
+        session.add(project)
+        session.flush()
+    return project
+
+
+def create_key(session: Session, *, project_name: str, role: str, name: str = "") -> str:
+    """Create a key (and its project when new); return the plaintext key, shown once."""
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
+    if not project_name.strip():
+        raise ValueError("project name must not be empty")
+    project = get_or_create_project(session, name=project_name)
+    key = KEY_PREFIX + secrets.token_urlsafe(32)
+    session.add(
+        ApiKey(project_id=project.id, name=name, prefix=key[:10], key_hash=hash_key(key), role=role)
+    )
+    session.flush()
+    return key
+
+
+def authenticate(session: Session, *, key: str) -> Principal | None:
+    row = session.execute(
+        select(ApiKey.id, ApiKey.project_id, ApiKey.role, ApiKey.revoked_at, Project.name)
+        .join(Project, Project.id == ApiKey.project_id)
+        .where(ApiKey.key_hash == hash_key(key))
+    ).first()
+    if row is None or row.revoked_at is not None:
+        return None
+    return Principal(key_id=row.id, project_id=row.project_id, project_name=row.name, role=row.role)

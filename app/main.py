@@ -1,0 +1,109 @@
+"""The FastAPI application: ``create_app`` and its lifespan."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError, OperationalError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app import background
+from app.api.main import api_router
+from app.db import make_engine, make_sessionmaker
+from app.ingest.admission import Overloaded, WriteAdmission
+from app.metrics import REQUEST_LATENCY, WRITE_QUEUE_DEPTH
+from app.settings import Settings, get_settings
+
+log = logging.getLogger("telltale")
+
+
+def create_app(settings: Settings | None = None, *, start_background: bool | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    settings.check_secrets()
+    run_background = settings.scheduler_enabled if start_background is None else start_background
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        engine = make_engine(settings.database_url, pool_size=settings.db_pool_size)
+        app.state.settings = settings
+        app.state.engine = engine
+        app.state.sessionmaker = make_sessionmaker(engine)
+        app.state.admission = WriteAdmission(
+            max_concurrent=settings.max_concurrent_writes,
+            max_pending=settings.max_pending_writes,
+            retry_after=settings.retry_after_seconds,
+        )
+        WRITE_QUEUE_DEPTH.set_function(lambda: app.state.admission.depth)
+        services = (
+            background.start_services(settings, engine, app.state.sessionmaker)
+            if run_background
+            else []
+        )
+        app.state.services = services
+        try:
+            yield
+        finally:
+            background.stop_services(services)
+            engine.dispose()
+
+    app = FastAPI(title="Telltale", version="0.1.0", lifespan=lifespan)
+    _install_error_handlers(app)
+    _install_latency_middleware(app)
+    app.include_router(api_router)
+    return app
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(Overloaded)
+    async def overloaded(_req: Request, exc: Overloaded) -> JSONResponse:
+        return JSONResponse(
+            {"detail": "ingest write path is saturated; retry later"},
+            status_code=429,
+            headers={"Retry-After": str(exc.retry_after)},
+        )
+
+    @app.exception_handler(OperationalError)
+    @app.exception_handler(DBAPIError)
+    async def db_unavailable(_req: Request, exc: Exception) -> JSONResponse:
+        # The database is down or refusing: a retryable condition, never a 500.
+        log.warning("database error: %s", str(exc).splitlines()[0][:300])
+        return JSONResponse(
+            {"detail": "database unavailable; retry later"},
+            status_code=503,
+            headers={"Retry-After": "5"},
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_req: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [
+            {"field": ".".join(str(p) for p in e.get("loc", ())), "error": e.get("msg", "")}
+            for e in exc.errors()
+        ]
+        message = "; ".join(f"{e['field']}: {e['error']}" for e in errors) or "invalid request"
+        return JSONResponse({"detail": message, "errors": errors}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_req: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse(
+            {"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers
+        )
+
+
+def _install_latency_middleware(app: FastAPI) -> None:
+    @app.middleware("http")
+    async def timing(request: Request, call_next: Any) -> Any:
+        start = time.perf_counter()
+        response = await call_next(request)
+        route = request.scope.get("route")
+        template = getattr(route, "path", "unmatched")
+        REQUEST_LATENCY.labels(
+            route=template, method=request.method, status=f"{response.status_code // 100}xx"
+        ).observe(time.perf_counter() - start)
+        return response

@@ -1,0 +1,152 @@
+"""Projects, keys and everything ingested: traces, spans, scores, embeddings, event ids."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.models.base import Base, BigIntPK, JSONType, UTCDateTime, utcnow
+
+
+class Project(Base):
+    __tablename__ = "projects"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(128), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ApiKey(Base):
+    __tablename__ = "api_keys"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(128), default="")
+    prefix: Mapped[str] = mapped_column(String(16))
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    role: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class Trace(Base):
+    __tablename__ = "traces"
+    __table_args__ = (
+        UniqueConstraint("project_id", "trace_id"),
+        Index("ix_traces_project_started", "project_id", "started_at"),
+        Index("ix_traces_project_agent", "project_id", "agent", "started_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    trace_id: Mapped[str] = mapped_column(String(64))
+    agent: Mapped[str] = mapped_column(String(128), default="")
+    agent_version: Mapped[str] = mapped_column(String(64), default="")
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    status: Mapped[str] = mapped_column(String(16), default="ok")
+    input_hash: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    entry_point: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    source: Mapped[str] = mapped_column(String(16), default="production")
+    counterfactual_of: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    attributes: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Span(Base):
+    __tablename__ = "spans"
+    __table_args__ = (
+        UniqueConstraint("project_id", "trace_id", "span_id"),
+        Index("ix_spans_project_started", "project_id", "started_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    trace_id: Mapped[str] = mapped_column(String(64))
+    span_id: Mapped[str] = mapped_column(String(64))
+    parent_span_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    kind: Mapped[str] = mapped_column(String(16), default="step")
+    name: Mapped[str] = mapped_column(String(256), default="")
+    tool_name: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    status: Mapped[str] = mapped_column(String(16), default="ok")
+    error_type: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    step_index: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    confidence: Mapped[float | None] = mapped_column(Float, nullable=True)
+    attributes: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+
+
+class Score(Base):
+    __tablename__ = "scores"
+    __table_args__ = (
+        Index("ix_scores_project_trace", "project_id", "trace_id"),
+        Index("ix_scores_project_name_created", "project_id", "name", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    trace_id: Mapped[str] = mapped_column(String(64))
+    name: Mapped[str] = mapped_column(String(128))
+    value: Mapped[float] = mapped_column(Float)
+    kind: Mapped[str] = mapped_column(String(16), default="proxy")
+    source: Mapped[str] = mapped_column(String(16), default="online")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class EmbeddingStream(Base):
+    """One named stream of vectors; its first vectors fix ``dim`` for every later one."""
+
+    __tablename__ = "embedding_streams"
+    __table_args__ = (UniqueConstraint("project_id", "name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(128))
+    model: Mapped[str] = mapped_column(String(128), default="")
+    dim: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Embedding(Base):
+    """A float32 little-endian vector; never a JSON array in the database."""
+
+    __tablename__ = "embeddings"
+    __table_args__ = (
+        Index("ix_embeddings_project_stream_created", "project_id", "stream", "created_at"),
+        Index("ix_embeddings_project_trace", "project_id", "trace_id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    stream: Mapped[str] = mapped_column(String(128))
+    model: Mapped[str] = mapped_column(String(128), default="")
+    dim: Mapped[int] = mapped_column(Integer)
+    vector: Mapped[bytes] = mapped_column(LargeBinary)
+    trace_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    sample_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class IngestEvent(Base):
+    """Client event ids already committed: a re-sent id is a duplicate and writes nothing."""
+
+    __tablename__ = "ingest_events"
+
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), primary_key=True
+    )
+    event_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    type: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -1,0 +1,51 @@
+"""One settings object, read from ``TELLTALE_*`` environment variables.
+
+Only ``app/`` reads settings; it passes plain values down to ``detectors/`` and ``pipelines/``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="TELLTALE_", extra="ignore")
+
+    database_url: str = "sqlite:///./telltale.db"
+    # Request limits: a body over max_request_bytes gets 413, a batch over
+    # max_events_per_batch gets 413 too (it is a size limit, not a malformed envelope).
+    max_request_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
+    max_events_per_batch: int = Field(default=5000, gt=0)
+    # Backpressure: at most this many write transactions run at once, and at most
+    # max_pending_writes batches wait; beyond that the answer is 429 + Retry-After.
+    max_concurrent_writes: int = Field(default=4, gt=0)
+    max_pending_writes: int = Field(default=32, gt=0)
+    retry_after_seconds: int = Field(default=1, gt=0)
+    db_pool_size: int = Field(default=8, gt=0)
+    # Scheduler: runs in the API process by default; `telltale scheduler` runs it alone.
+    scheduler_enabled: bool = True
+    # Where uploaded media is kept for the labeling UI, and for how long.
+    media_dir: str = "./media"
+    media_retention_days: int = Field(default=30, gt=0)
+    # Secret used to sign session cookies of the web UI. Refused at its default outside local.
+    secret_key: str = "change-me-local-only"
+    environment: str = "local"
+    public_url: str = "http://127.0.0.1:8000"
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+    def check_secrets(self) -> None:
+        if self.environment != "local" and self.secret_key == "change-me-local-only":
+            raise ValueError(
+                "TELLTALE_SECRET_KEY must be set when TELLTALE_ENVIRONMENT is not 'local'"
+            )
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,353 @@
+"""FM-1 compounding decision errors: does one wrong step make the next ones more likely?
+
+Also home of the two small tests the FM-1/2/3 detectors share: a permutation test that
+compares a pooled statistic between two windows by shuffling whole units (traces or
+input groups) between them, and the Holm step-down adjustment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from detectors.records import DetectorResult, Step, TraceRecord
+
+FAILURE_MODE = "FM-1"
+TOOL_KINDS = frozenset({"tool", "retrieval"})
+
+
+def is_tool_step(step: Step) -> bool:
+    """A tool call: a ``tool``/``retrieval`` span, or any span naming a tool."""
+    return step.kind in TOOL_KINDS or step.tool_name is not None
+
+
+def step_error(step: Step) -> bool:
+    """Status ``error``, an ``error_type``, or the attribute ``correct`` set to false."""
+    attrs = step.attributes
+    correct = attrs.get("correct")
+    return (
+        step.failed
+        or step.error_type is not None
+        or attrs.get("error_type") is not None
+        or correct is False
+        or (isinstance(correct, str) and correct.lower() == "false")
+    )
+
+
+def holm(p_values: Sequence[float]) -> np.ndarray:
+    """Holm (1979) step-down adjusted p-values (monotone, capped at 1).
+
+    >>> holm([0.01, 0.04, 0.03]).round(3).tolist()
+    [0.03, 0.06, 0.06]
+    """
+    p = np.asarray(p_values, dtype=float)
+    m = p.size
+    order = np.argsort(p, kind="stable")
+    adjusted = np.maximum.accumulate((m - np.arange(m)) * p[order])
+    out = np.empty(m)
+    out[order] = np.minimum(adjusted, 1.0)
+    return out
+
+
+def window_permutation_test(
+    current: np.ndarray,
+    reference: np.ndarray,
+    statistic: Callable[[np.ndarray], np.ndarray],
+    *,
+    n_permutations: int,
+    seed: int,
+    chunk: int = 256,
+) -> tuple[float, float]:
+    """One-sided permutation test that ``statistic`` is larger in ``current``.
+
+    ``current`` (n_c x m) and ``reference`` (n_r x m) hold one row of additive counts per
+    unit of independence (a trace, an input group); ``statistic`` maps pooled sums
+    (..., m) to a value (...). The test statistic is ``statistic(cur) - statistic(ref)``;
+    units are shuffled between the windows (exact under exchangeable units, so
+    correlation inside a unit cannot inflate the false-alarm rate). Returns
+    ``(difference, p)`` with ``p = (1 + #{perm >= observed}) / (1 + n_permutations)``.
+    """
+    units = np.vstack([current, reference]).astype(np.float64)
+    total = units.sum(axis=0)
+    cur_sum = current.sum(axis=0)
+    observed = float(statistic(cur_sum) - statistic(total - cur_sum))
+    rng = np.random.default_rng(seed)
+    labels = np.zeros(len(units), dtype=np.float64)
+    labels[: len(current)] = 1.0
+    exceed, done = 0, 0
+    tolerance = 1e-9 * max(1.0, abs(observed))
+    while done < n_permutations:
+        size = min(chunk, n_permutations - done)
+        masks = rng.permuted(np.broadcast_to(labels, (size, len(units))), axis=1)
+        sums = masks @ units
+        diffs = statistic(sums) - statistic(total - sums)
+        exceed += int(np.count_nonzero(diffs >= observed - tolerance))
+        done += size
+    return observed, (1 + exceed) / (1 + n_permutations)
+
+
+def log_mh_ratio(sums: np.ndarray) -> np.ndarray:
+    """Log Mantel-Haenszel risk ratio from (..., K*4) sums of (a, n1, c, n0) per stratum.
+
+    ``a`` errors among ``n1`` exposed steps, ``c`` among ``n0`` unexposed; 0.5 is added to
+    numerator and denominator (Haldane) so empty cells stay finite.
+    """
+    cells = sums.reshape(*sums.shape[:-1], -1, 4)
+    a, n1, c, n0 = (cells[..., i] for i in range(4))
+    n = np.maximum(n1 + n0, 1.0)
+    num = (a * n0 / n).sum(axis=-1)
+    den = (c * n1 / n).sum(axis=-1)
+    return np.asarray(np.log((num + 0.5) / (den + 0.5)))
+
+
+class CompoundingErrorDetector:
+    """FM-1: error hazard after an earlier decision error, against independent errors.
+
+    For every decision step (not a tool call) at depth ``d >= 1`` the detector records
+    whether it is wrong and whether an earlier decision step of the trace was wrong
+    (:func:`step_error`). Steps right after a failure run that began at a failed tool call
+    belong to FM-2 and are left out, and such runs do not count as an earlier error.
+    Stratified by depth (depths ``>= max_depth`` pooled), the compounding ratio is the
+    Mantel-Haenszel risk ratio ``h(d | earlier error) / h(d | no earlier error)``;
+    under independent errors it is 1 whatever the per-depth base hazard.
+
+    Sub-tests, Holm-adjusted at ``alpha``:
+
+    * **compounding**: with an adequate reference, a trace-permutation test that the log
+      ratio is larger in ``current`` than in ``reference`` (an agent that always had
+      correlated errors does not keep firing); without one, the one-sided
+      Cochran-Mantel-Haenszel test of ratio 1. Fires only if also
+      ``ratio >= min_ratio * max(reference ratio, 1)`` (reference ratio 1 when absent).
+    * **coherence illusion** (with a reference only): per trace, the mean step confidence
+      after the first non-final step with confidence ``< low_confidence``; the window
+      score is the mean over traces. One-sided Welch t-test current > reference, fires
+      only if the increase is ``>= min_confidence_increase``.
+
+    Parameters
+    ----------
+    alpha : float, default 0.01
+        Family-wise false-alarm rate per run.
+    min_ratio : float, default 1.5
+        Minimum effect: how many times the baseline ratio the current ratio must be.
+    low_confidence : float, default 0.5
+    min_confidence_increase : float, default 0.05
+    min_traces : int, default 30
+        Multi-step traces needed in a window (fewer: insufficient data / no reference).
+    min_exposed : int, default 10
+        Steps after an earlier error needed in a window for the compounding sub-test.
+    max_depth : int, default 12
+    n_permutations : int, default 999
+    seed : int, default 0
+
+    Examples
+    --------
+    >>> from detectors.records import Step, TraceRecord
+    >>> rng = np.random.default_rng(0)
+    >>> def trace(i, boost):
+    ...     steps, wrong = [], False
+    ...     for d in range(8):
+    ...         wrong_now = bool(rng.random() < (0.05 * boost if wrong else 0.05))
+    ...         steps.append(Step(d, "llm", "think", "error" if wrong_now else "ok"))
+    ...         wrong = wrong or wrong_now
+    ...     return TraceRecord(f"t{i}", "agent", steps=tuple(steps))
+    >>> reference = [trace(i, 1.0) for i in range(300)]
+    >>> current = [trace(i, 6.0) for i in range(300)]
+    >>> result = CompoundingErrorDetector().test(reference, current)
+    >>> result.fired, result.statistic > 3.0
+    (True, True)
+    >>> CompoundingErrorDetector().test(reference, reference[:150]).fired
+    False
+    """
+
+    def __init__(
+        self,
+        *,
+        alpha: float = 0.01,
+        min_ratio: float = 1.5,
+        low_confidence: float = 0.5,
+        min_confidence_increase: float = 0.05,
+        min_traces: int = 30,
+        min_exposed: int = 10,
+        max_depth: int = 12,
+        n_permutations: int = 999,
+        seed: int = 0,
+    ) -> None:
+        if not 0.0 < alpha < 1.0:
+            raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+        if min_ratio < 1.0:
+            raise ValueError(f"min_ratio must be >= 1, got {min_ratio}")
+        if not 0.0 < low_confidence < 1.0:
+            raise ValueError(f"low_confidence must be in (0, 1), got {low_confidence}")
+        if min_confidence_increase < 0.0:
+            raise ValueError(f"min_confidence_increase must be >= 0, got {min_confidence_increase}")
+        if min_traces < 2:
+            raise ValueError(f"min_traces must be >= 2, got {min_traces}")
+        if min_exposed < 1:
+            raise ValueError(f"min_exposed must be >= 1, got {min_exposed}")
+        if max_depth < 1:
+            raise ValueError(f"max_depth must be >= 1, got {max_depth}")
+        if (n_permutations + 1) * alpha < 4:
+            raise ValueError(f"n_permutations too small for alpha={alpha}: {n_permutations}")
+        self.alpha = alpha
+        self.min_ratio = min_ratio
+        self.low_confidence = low_confidence
+        self.min_confidence_increase = min_confidence_increase
+        self.min_traces = min_traces
+        self.min_exposed = min_exposed
+        self.max_depth = max_depth
+        self.n_permutations = n_permutations
+        self.seed = seed
+
+    def _trace_counts(self, trace: TraceRecord) -> tuple[np.ndarray, int]:
+        """(max_depth x 4) counts (a, n1, c, n0) per depth, and the errors after an error."""
+        counts = np.zeros((self.max_depth, 4))
+        steps = sorted(trace.steps, key=lambda s: s.index)
+        exposed, prev_cascade, compounded = False, False, 0
+        for i, step in enumerate(steps):
+            tool, err = is_tool_step(step), step_error(step)
+            cascade = err and (tool or prev_cascade)
+            if i >= 1 and not tool and not prev_cascade:
+                row = counts[min(i, self.max_depth) - 1]
+                row[0 if exposed else 2] += err
+                row[1 if exposed else 3] += 1
+                compounded += int(exposed and err)
+            exposed = exposed or (err and not tool and not cascade)
+            prev_cascade = cascade
+        return counts.reshape(-1), compounded
+
+    def _coherence(self, trace: TraceRecord) -> float | None:
+        steps = sorted(trace.steps, key=lambda s: s.index)
+        for i, step in enumerate(steps[:-1]):
+            if step.confidence is not None and step.confidence < self.low_confidence:
+                later = [s.confidence for s in steps[i + 1 :] if s.confidence is not None]
+                return float(np.mean(later)) if later else None
+        return None
+
+    def _window(self, traces: Sequence[TraceRecord]) -> dict[str, Any]:
+        multi = [t for t in traces if len(t.steps) >= 2]
+        rows = [self._trace_counts(t) for t in multi]
+        counts = np.array([r[0] for r in rows]).reshape(len(rows), self.max_depth * 4)
+        scores = [s for s in (self._coherence(t) for t in multi) if s is not None]
+        compounded = sorted(
+            ((r[1], t.trace_id) for r, t in zip(rows, multi, strict=True) if r[1] > 0),
+            key=lambda x: (-x[0], x[1]),
+        )
+        exposed = int(counts.reshape(-1, self.max_depth, 4)[:, :, 1].sum())
+        return {
+            "n_traces": len(multi),
+            "counts": counts,
+            "exposed": exposed,
+            "ratio": float(np.exp(log_mh_ratio(counts.sum(axis=0)))),
+            "coherence": np.array(scores),
+            "examples": [tid for _, tid in compounded[:5]],
+        }
+
+    def _depth_table(self, counts: np.ndarray, baseline: float) -> tuple[list, int | None]:
+        table, begins = [], None
+        for k, (a, n1, c, n0) in enumerate(counts.sum(axis=0).reshape(-1, 4)):
+            if n1 + n0 == 0:
+                continue
+            h1 = a / n1 if n1 else None
+            h0 = c / n0 if n0 else None
+            ratio = ((a + 0.5) / (n1 + 1)) / ((c + 0.5) / (n0 + 1))
+            depth = k + 1
+            table.append(
+                {
+                    "depth": depth if depth < self.max_depth else f">={depth}",
+                    "exposed_steps": int(n1),
+                    "hazard_after_error": h1,
+                    "unexposed_steps": int(n0),
+                    "hazard_no_error": h0,
+                }
+            )
+            if begins is None and n1 >= 5 and ratio >= self.min_ratio * baseline:
+                begins = depth
+        return table, begins
+
+    def test(
+        self, reference: Sequence[TraceRecord], current: Sequence[TraceRecord]
+    ) -> DetectorResult:
+        cur, ref = self._window(current), self._window(reference)
+        if cur["n_traces"] < self.min_traces:
+            return DetectorResult.insufficient(
+                FAILURE_MODE,
+                f"{cur['n_traces']} multi-step traces in current window (< {self.min_traces})",
+            )
+        has_ref = ref["n_traces"] >= self.min_traces and ref["exposed"] >= self.min_exposed
+        baseline = max(ref["ratio"], 1.0) if has_ref else 1.0
+        names, p_values, effect_ok = [], [], []
+        evidence: dict[str, Any] = {
+            "compounding_ratio": cur["ratio"],
+            "reference_ratio": ref["ratio"] if has_ref else None,
+            "steps_after_error": cur["exposed"],
+            "example_trace_ids": cur["examples"],
+        }
+        if cur["exposed"] >= self.min_exposed:
+            if has_ref:
+                _, p = window_permutation_test(
+                    cur["counts"], ref["counts"], log_mh_ratio,
+                    n_permutations=self.n_permutations, seed=self.seed,
+                )  # fmt: skip
+            else:
+                p = _cmh_greater(cur["counts"].sum(axis=0))
+            names.append("compounding")
+            p_values.append(p)
+            effect_ok.append(cur["ratio"] >= self.min_ratio * baseline)
+        table, begins = self._depth_table(cur["counts"], baseline)
+        evidence["by_depth"] = table
+        evidence["compounding_begins_at_depth"] = begins
+
+        c_scores, r_scores = cur["coherence"], ref["coherence"]
+        evidence["coherence_illusion"] = float(c_scores.mean()) if c_scores.size else None
+        if c_scores.size >= self.min_traces and r_scores.size >= self.min_traces:
+            change = float(c_scores.mean() - r_scores.mean())
+            evidence["coherence_illusion_change"] = change
+            names.append("coherence_illusion")
+            p_values.append(_welch_greater(c_scores, r_scores))
+            effect_ok.append(change >= self.min_confidence_increase)
+        if not names:
+            return DetectorResult.insufficient(
+                FAILURE_MODE,
+                f"{cur['exposed']} steps after an earlier error (< {self.min_exposed}) and "
+                "too few low-confidence traces to score the coherence illusion",
+                **evidence,
+            )
+        adjusted = holm(p_values)
+        fired = [bool(p <= self.alpha and ok) for p, ok in zip(adjusted, effect_ok, strict=True)]
+        evidence["sub_tests"] = {
+            n: {"p_value": float(p), "p_holm": float(q), "effect_ok": bool(ok), "fired": f}
+            for n, p, q, ok, f in zip(names, p_values, adjusted, effect_ok, fired, strict=True)
+        }
+        evidence["reference_used"] = has_ref
+        return DetectorResult(
+            failure_mode=FAILURE_MODE,
+            statistic=cur["ratio"],
+            threshold=self.min_ratio * baseline,
+            p_value=float(adjusted.min()),
+            fired=any(fired),
+            evidence=evidence,
+        )
+
+
+def _cmh_greater(sums: np.ndarray) -> float:
+    """One-sided Cochran-Mantel-Haenszel test (no continuity correction) of ratio > 1."""
+    a, n1, c, n0 = sums.reshape(-1, 4).T
+    n = n1 + n0
+    m1 = a + c
+    keep = n >= 2
+    expected = (n1 * m1 / np.maximum(n, 1))[keep]
+    var = (n1 * n0 * m1 * (n - m1) / np.maximum(n * n * (n - 1), 1))[keep]
+    if var.sum() <= 0:
+        return 1.0
+    z = (a[keep].sum() - expected.sum()) / np.sqrt(var.sum())
+    return float(stats.norm.sf(z))
+
+
+def _welch_greater(x: np.ndarray, y: np.ndarray) -> float:
+    """One-sided Welch t-test that mean(x) > mean(y); defined for constant samples too."""
+    if np.ptp(x) == 0 and np.ptp(y) == 0:
+        return 0.0 if x[0] > y[0] else 1.0
+    return float(stats.ttest_ind(x, y, equal_var=False, alternative="greater").pvalue)

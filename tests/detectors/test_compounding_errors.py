@@ -1,0 +1,205 @@
+"""FM-1 detector: calibration on clean data, power on injected compounding, degenerate input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from detectors.compounding_errors import (
+    CompoundingErrorDetector,
+    holm,
+    step_error,
+    window_permutation_test,
+)
+from detectors.records import Step, TraceRecord
+
+
+def make_window(
+    rng: np.random.Generator,
+    n_traces: int = 150,
+    n_steps: int = 8,
+    *,
+    boost: float = 1.0,
+    frailty: bool = True,
+    confidence_after_doubt: float = 0.6,
+    prefix: str = "t",
+) -> list[TraceRecord]:
+    """Traces of llm steps with a tool call every third step.
+
+    Clean: each trace has its own error rate (Beta frailty: errors correlate within a
+    trace, but nothing compounds). ``boost`` multiplies a decision step's error rate once
+    an earlier decision step was wrong. Confidence drops below 0.5 at the first error;
+    later steps report ``confidence_after_doubt`` on average.
+    """
+    base = rng.beta(2, 30, n_traces) if frailty else np.full(n_traces, 0.06)
+    draws = rng.random((n_traces, n_steps))
+    noise = rng.normal(0, 0.1, (n_traces, n_steps))
+    tool_ok = rng.random((n_traces, n_steps)) > 0.1
+    traces = []
+    for i in range(n_traces):
+        steps, wrong, doubted = [], False, False
+        for d in range(n_steps):
+            if d % 3 == 2:
+                ok = bool(tool_ok[i, d])
+                steps.append(Step(d, "tool", "search", "ok" if ok else "error", tool_name="search"))
+                continue
+            err = bool(draws[i, d] < min(1.0, base[i] * (boost if wrong else 1.0)))
+            conf = 0.3 if err and not doubted else (
+                confidence_after_doubt if doubted else 0.85
+            ) + noise[i, d]
+            attrs = {"correct": False} if err else {}
+            steps.append(Step(d, "llm", "decide", confidence=float(conf), attributes=attrs))
+            doubted = doubted or err
+            wrong = wrong or err
+        traces.append(TraceRecord(f"{prefix}{i}", "agent", steps=tuple(steps)))
+    return traces
+
+
+def fire_rate(trials: int, seed: int, n_traces: int = 150, **current_kwargs: float) -> float:
+    detector = CompoundingErrorDetector(n_permutations=399)
+    fires = 0
+    for k in range(trials):
+        rng = np.random.default_rng([seed, k])
+        reference = make_window(rng, n_traces, prefix="r")
+        current = make_window(rng, n_traces, **current_kwargs)
+        fires += detector.test(reference, current).fired
+    return fires / trials
+
+
+def test_quiet_on_clean_data_with_correlated_errors() -> None:
+    # Frailty makes errors correlate inside a trace in both windows: the reference
+    # comparison must absorb it.
+    assert fire_rate(50, seed=1) <= 2 / 50
+
+
+def test_fires_on_moderate_compounding() -> None:
+    # 300 traces x 8 steps per window, ~6% base error rate with frailty, hazard x3 after
+    # the first wrong decision.
+    assert fire_rate(20, seed=2, n_traces=300, boost=3.0) >= 0.9
+
+
+def test_fires_on_coherence_illusion() -> None:
+    assert fire_rate(20, seed=3, confidence_after_doubt=0.8) >= 0.9
+
+
+def test_evidence_names_depth_ratio_and_examples() -> None:
+    rng = np.random.default_rng(4)
+    result = CompoundingErrorDetector().test(
+        make_window(rng, 300, prefix="r"), make_window(rng, 300, boost=4.0)
+    )
+    assert result.fired and result.status == "ok"
+    ev = result.evidence
+    assert ev["sub_tests"]["compounding"]["fired"]
+    assert result.statistic == ev["compounding_ratio"] > 2 * ev["reference_ratio"]
+    assert isinstance(ev["compounding_begins_at_depth"], int)
+    assert ev["example_trace_ids"] and all(t.startswith("t") for t in ev["example_trace_ids"])
+    assert 0.0 < result.p_value <= 0.01
+
+
+def test_without_reference_uses_independent_error_model() -> None:
+    rng = np.random.default_rng(5)
+    detector = CompoundingErrorDetector()
+    quiet = detector.test([], make_window(rng, 300, frailty=False))
+    assert quiet.status == "ok" and not quiet.fired
+    assert quiet.evidence["reference_used"] is False
+    loud = detector.test([], make_window(rng, 300, frailty=False, boost=4.0))
+    assert loud.fired and loud.threshold == detector.min_ratio
+
+
+def test_errors_right_after_a_failed_tool_belong_to_fm2() -> None:
+    # Every tool failure is followed by a failing decision: a cascade, not compounding.
+    def trace(i: int) -> TraceRecord:
+        fail = i % 4 == 0
+        steps = (
+            Step(0, "llm", "plan"),
+            Step(1, "tool", "call", "error" if fail else "ok", tool_name="api"),
+            Step(2, "llm", "use", "error" if fail else "ok"),
+            Step(3, "llm", "answer"),
+        )
+        return TraceRecord(f"t{i}", "a", steps=steps)
+
+    result = CompoundingErrorDetector(min_exposed=1).test([], [trace(i) for i in range(100)])
+    assert result.evidence["steps_after_error"] == 0
+    assert not result.fired
+
+
+@pytest.mark.parametrize(
+    ("reference", "current"),
+    [
+        ([], []),
+        ([], [TraceRecord("one", "a", steps=(Step(0, "llm", "x"), Step(1, "llm", "y")))]),
+        ([], [TraceRecord(f"t{i}", "a", steps=(Step(0, "llm", "x"),)) for i in range(100)]),
+        ([], [TraceRecord(f"t{i}", "a") for i in range(100)]),
+    ],
+    ids=["empty", "one-trace", "single-step", "no-steps"],
+)
+def test_degenerate_input_is_insufficient(
+    reference: list[TraceRecord], current: list[TraceRecord]
+) -> None:
+    result = CompoundingErrorDetector().test(reference, current)
+    assert result.status == "insufficient_data" and not result.fired
+    assert result.p_value is None and result.evidence["reason"]
+
+
+def test_error_free_constant_confidence_is_insufficient_not_a_crash() -> None:
+    steps = tuple(Step(d, "llm", "x", confidence=0.9) for d in range(5))
+    window = [TraceRecord(f"t{i}", "a", steps=steps) for i in range(100)]
+    result = CompoundingErrorDetector().test(window, window)
+    assert result.status == "insufficient_data" and not result.fired
+
+
+def test_constant_low_confidence_scores_do_not_crash() -> None:
+    steps = (Step(0, "llm", "x", confidence=0.2), Step(1, "llm", "y", confidence=0.9))
+    window = [TraceRecord(f"t{i}", "a", steps=steps) for i in range(50)]
+    result = CompoundingErrorDetector().test(window, window)
+    assert result.status == "ok" and not result.fired
+    assert result.evidence["coherence_illusion"] == pytest.approx(0.9)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"alpha": 0.0}, "alpha"),
+        ({"alpha": 1.5}, "alpha"),
+        ({"min_ratio": 0.5}, "min_ratio"),
+        ({"low_confidence": 1.0}, "low_confidence"),
+        ({"min_confidence_increase": -0.1}, "min_confidence_increase"),
+        ({"min_traces": 1}, "min_traces"),
+        ({"min_exposed": 0}, "min_exposed"),
+        ({"max_depth": 0}, "max_depth"),
+        ({"n_permutations": 50}, "n_permutations"),
+    ],
+)
+def test_parameters_are_validated(kwargs: dict[str, float], name: str) -> None:
+    with pytest.raises(ValueError, match=name):
+        CompoundingErrorDetector(**kwargs)  # type: ignore[arg-type]
+
+
+def test_step_error_definition() -> None:
+    assert step_error(Step(0, "llm", "x", status="error"))
+    assert step_error(Step(0, "llm", "x", error_type="Timeout"))
+    assert step_error(Step(0, "llm", "x", attributes={"correct": False}))
+    assert step_error(Step(0, "llm", "x", attributes={"error_type": "bad"}))
+    assert not step_error(Step(0, "llm", "x", attributes={"correct": True}))
+
+
+def test_holm_matches_step_down_definition() -> None:
+    assert holm([0.001, 0.2, 0.02]).tolist() == pytest.approx([0.003, 0.2, 0.04])
+    assert holm([0.5, 0.9]).tolist() == pytest.approx([1.0, 1.0])
+
+
+def test_window_permutation_test_is_uniform_under_the_null() -> None:
+    rng = np.random.default_rng(6)
+    p_values = []
+    for k in range(200):
+        units = rng.poisson(3.0, (60, 2)).astype(float)
+        _, p = window_permutation_test(
+            units[:30], units[30:], lambda s: s[..., 0] / np.maximum(s[..., 1], 1),
+            n_permutations=199, seed=k,
+        )  # fmt: skip
+        p_values.append(p)
+    p_arr = np.array(p_values)
+    assert abs((p_arr <= 0.1).mean() - 0.1) < 0.06
+    assert math.isclose(p_arr.min(), p_arr.min())  # finite
