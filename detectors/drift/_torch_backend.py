@@ -47,3 +47,52 @@ def kernel_sums_torch(
             float(row_sums.sum()),
             sigma2,
         )
+
+
+def kcenter_torch(
+    x: np.ndarray,
+    budget: int,
+    anchor_sets: list[np.ndarray],
+    weight2: np.ndarray | None,
+    device: torch.device | None = None,
+    chunk: int = 8192,
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Plain k-center greedy on the device; returns picks, squared novelty, radius².
+
+    Lives here with the other torch kernels so that torch is imported only on this
+    path. One pass of X·c per pick: memory-bound, ~1 ms per pick for 1M × 512 on an
+    H200. The picks stay on the device until the end, so the loop never synchronises.
+    """
+    device = device or default_device()
+    with torch.no_grad():
+        xt = torch.from_numpy(x).to(device)
+        x_sq = (xt * xt).sum(dim=1)
+        min_d2 = torch.full((len(x),), float("inf"), device=device)
+        for anchors in anchor_sets:
+            at = torch.from_numpy(anchors).to(device)
+            a_sq = (at * at).sum(dim=1)
+            for i in range(0, len(x), chunk):
+                xc = xt[i : i + chunk]
+                best = torch.full((len(xc),), float("inf"), device=device)
+                for j in range(0, len(at), chunk * 4):
+                    block = torch.addmm(
+                        a_sq[j : j + chunk * 4], xc, at[j : j + chunk * 4].T, alpha=-2.0
+                    )
+                    best = torch.minimum(best, block.min(dim=1).values)
+                min_d2[i : i + chunk] = torch.minimum(
+                    min_d2[i : i + chunk], best + x_sq[i : i + chunk]
+                )
+        min_d2.clamp_(min=0.0)
+        w2 = None if weight2 is None else torch.from_numpy(weight2).to(device)
+        picks = torch.empty(budget, dtype=torch.int64, device=device)
+        novelty = torch.empty(budget, dtype=torch.float32, device=device)
+        for k in range(budget):
+            score = min_d2 if w2 is None else min_d2 * w2
+            j = torch.argmax(score)  # first maximal index, as on the numpy path
+            picks[k] = j
+            novelty[k] = min_d2[j]
+            d2 = torch.addmv(x_sq + x_sq[j], xt, xt[j], alpha=-2.0)
+            torch.minimum(min_d2, d2.clamp_(min=0.0), out=min_d2)
+            min_d2[j] = 0.0
+        radius2 = float(min_d2.max()) if len(x) else 0.0
+        return picks.cpu().numpy(), novelty.double().cpu().numpy(), radius2

@@ -110,8 +110,16 @@ def mmd_drift(
     cur = as_embedding_matrix(current, "current", min_rows=2)
     check_same_dim(ref, cur, "reference", "current")
     rng = np.random.default_rng(seed)
-    ref_used = ref if len(ref) <= max_samples else ref[np.sort(rng.choice(len(ref), max_samples, replace=False))]
-    cur_used = cur if len(cur) <= max_samples else cur[np.sort(rng.choice(len(cur), max_samples, replace=False))]
+    ref_used = (
+        ref
+        if len(ref) <= max_samples
+        else ref[np.sort(rng.choice(len(ref), max_samples, replace=False))]
+    )
+    cur_used = (
+        cur
+        if len(cur) <= max_samples
+        else cur[np.sort(rng.choice(len(cur), max_samples, replace=False))]
+    )
     n, m = len(ref_used), len(cur_used)
     pooled = np.concatenate([ref_used, cur_used])
     # Centre on the pooled mean: distances are unchanged and float32 |x|²+|y|²−2x·y
