@@ -34,7 +34,7 @@ def _db(args: argparse.Namespace) -> int:
 
     url = get_settings().database_url
     if args.action == "upgrade":
-        migrate.upgrade(url, args.revision or "head")
+        migrate.upgrade(url, args.revision or "heads")
     else:
         migrate.downgrade(url, args.revision or "-1")
     return 0

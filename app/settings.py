@@ -22,7 +22,7 @@ class Settings(BaseSettings):
     # Backpressure: at most this many write transactions run at once, and at most
     # max_pending_writes batches wait; beyond that the answer is 429 + Retry-After.
     max_concurrent_writes: int = Field(default=4, gt=0)
-    max_pending_writes: int = Field(default=32, gt=0)
+    max_pending_writes: int = Field(default=32, ge=0)
     retry_after_seconds: int = Field(default=1, gt=0)
     db_pool_size: int = Field(default=8, gt=0)
     # Scheduler: runs in the API process by default; `telltale scheduler` runs it alone.

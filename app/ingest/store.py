@@ -76,12 +76,12 @@ def _check_stream_dims(
         for name, ev in first.items()
     ]
     conn.execute(_insert(conn, EmbeddingStream).on_conflict_do_nothing(), rows)
-    dims = dict(
+    dims: dict[str, int] = dict(
         conn.execute(
             select(EmbeddingStream.name, EmbeddingStream.dim).where(
                 EmbeddingStream.project_id == project_id, EmbeddingStream.name.in_(list(first))
             )
-        ).tuples().all()
+        ).all()
     )
     kept: list[ValidEvent] = []
     for ev in events:

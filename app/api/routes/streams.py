@@ -16,19 +16,19 @@ router = APIRouter(prefix="/api/v1/streams", tags=["streams"])
 @router.get("")
 def list_streams(principal: ReadKey, session: SessionDep) -> dict[str, Any]:
     pid = principal.project_id
-    counts = dict(
+    counts: dict[str, int] = dict(
         session.execute(
             select(Embedding.stream, func.count())
             .where(Embedding.project_id == pid)
             .group_by(Embedding.stream)
-        ).tuples().all()
+        ).all()
     )
-    last = dict(
+    last: dict[str, object] = dict(
         session.execute(
             select(Embedding.stream, func.max(Embedding.created_at))
             .where(Embedding.project_id == pid)
             .group_by(Embedding.stream)
-        ).tuples().all()
+        ).all()
     )
     streams = session.scalars(
         select(EmbeddingStream).where(EmbeddingStream.project_id == pid).order_by(EmbeddingStream.name)
