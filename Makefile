@@ -1,0 +1,28 @@
+# Telltale: `make run` serves on SQLite at 127.0.0.1:8000; `make test` runs the whole suite.
+# Both create .venv and install everything on first use (torch comes from the local wheels).
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/telltale serve --host 127.0.0.1 --port 8000
+
+test: $(STAMP)
+	bash scripts/test.sh
+
+lint: $(STAMP)
+	$(BIN)/ruff check app detectors pipelines bench tests
+	$(BIN)/mypy
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The whole test suite: lint, types, then pytest on SQLite and PostgreSQL.
+# Starts PostgreSQL if it is not running and installs Debian's chromium for browser tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=.venv/bin
+
+if ! pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; then
+  echo "PostgreSQL is not answering; starting it"
+  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n1)" main start
+  for _ in $(seq 1 30); do pg_isready -h 127.0.0.1 -p 5432 -q && break; sleep 1; done
+fi
+pg_isready -h 127.0.0.1 -p 5432 || { echo "PostgreSQL is required and not reachable" >&2; exit 1; }
+
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "installing Debian chromium for the browser tests"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+    || echo "warning: could not install chromium" >&2
+fi
+
+echo "== ruff"; $BIN/ruff check app detectors pipelines bench tests
+echo "== mypy"; $BIN/mypy
+echo "== pytest"
+set +e
+$BIN/pytest "$@"
+rc=$?
+set -e
+if [ "$rc" -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi
+exit "$rc"
