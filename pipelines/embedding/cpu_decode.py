@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 
 import torch
 from PIL import Image
@@ -44,17 +44,21 @@ def decode_with_pil(item: object, probe: ImageProbe, preprocess: Preprocess) -> 
     return preprocess(rgb)
 
 
-def decode_many_with_pil(
+def submit_pil_decodes(
     pool: Executor,
     items: Sequence[object],
     probes: Sequence[ImageProbe],
     preprocess: Preprocess,
-) -> list[torch.Tensor | str]:
-    """Decode ``items`` in ``pool``; each entry is a tensor or the rejection reason."""
-    futures = [
+) -> list[Future[torch.Tensor]]:
+    """Start decoding ``items`` in ``pool``; pass the result to :func:`collect_decodes`."""
+    return [
         pool.submit(decode_with_pil, item, probe, preprocess)
         for item, probe in zip(items, probes, strict=True)
     ]
+
+
+def collect_decodes(futures: Sequence[Future[torch.Tensor]]) -> list[torch.Tensor | str]:
+    """Wait for decodes; each entry is the pixel tensor or the rejection reason."""
     results: list[torch.Tensor | str] = []
     for future in futures:
         try:

@@ -32,7 +32,7 @@ class PixelSpec:
     std: tuple[float, float, float]
 
     @classmethod
-    def from_preprocess_cfg(cfg: Mapping[str, Any]) -> PixelSpec | None:
+    def from_preprocess_cfg(cls, cfg: Mapping[str, Any]) -> PixelSpec | None:
         """Read ``model.visual.preprocess_cfg``; None when the tensor path cannot mirror it."""
         size = cfg.get("size", 224)
         if isinstance(size, tuple | list):
@@ -49,7 +49,7 @@ class PixelSpec:
         std = tuple(float(v) for v in cfg["std"])
         if len(mean) != 3 or len(std) != 3:
             return None
-        return PixelSpec(int(size), interpolation, mean, std)  # type: ignore[arg-type]
+        return cls(int(size), interpolation, mean, std)  # type: ignore[arg-type]
 
 
 def decode_jpegs(datas: Sequence[BytesLike], device: torch.device) -> list[torch.Tensor | str]:
@@ -125,10 +125,17 @@ def resize_center_crop(
     return out.clamp_(0.0, 255.0).round_(), order
 
 
-def normalize(pixels: torch.Tensor, spec: PixelSpec) -> torch.Tensor:
-    """``(x / 255 - mean) / std`` for ``(n, 3, S, S)`` pixels in [0, 255], one fused kernel."""
-    mean = torch.tensor(spec.mean, dtype=torch.float32)
-    std = torch.tensor(spec.std, dtype=torch.float32)
-    scale = (1.0 / (255.0 * std)).view(1, 3, 1, 1).to(pixels.device, non_blocking=True)
-    shift = (-mean / std).view(1, 3, 1, 1).to(pixels.device, non_blocking=True)
+def normalization_constants(
+    spec: PixelSpec, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(scale, shift)`` of shape ``(1, 3, 1, 1)`` with ``x * scale + shift == (x/255 - mean)/std``."""
+    mean = torch.tensor(spec.mean, dtype=torch.float64)
+    std = torch.tensor(spec.std, dtype=torch.float64)
+    scale = (1.0 / (255.0 * std)).float().view(1, 3, 1, 1)
+    shift = (-mean / std).float().view(1, 3, 1, 1)
+    return scale.to(device), shift.to(device)
+
+
+def normalize(pixels: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
+    """Normalise ``(n, 3, S, S)`` pixels in [0, 255] with one fused multiply-add."""
     return torch.addcmul(shift, pixels, scale)

@@ -8,8 +8,9 @@ every refusal names the item and the reason.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Literal
 
 from PIL import Image
 
@@ -31,11 +32,18 @@ _OTHER_FORMATS = {
 ImageKind = Literal["jpeg", "png", "pil"]
 
 
-class ItemError(NamedTuple):
-    """One rejected item of a batch: its position in the input and a readable reason."""
+@dataclass(frozen=True, slots=True)
+class ItemError:
+    """One rejected item of a batch: its position in the input and a readable reason.
+
+    Unpacks as ``index, message``.
+    """
 
     index: int
     message: str
+
+    def __iter__(self) -> Iterator[int | str]:
+        return iter((self.index, self.message))
 
 
 class ImageItemError(ValueError):
