@@ -155,7 +155,7 @@ def test_bad_items_are_reported_per_item(embedder: ClipEmbedder, jpegs: list[byt
     ]
     result = embedder.embed_images(items, errors="return")
     assert isinstance(result, ImageEmbeddings)
-    reasons = dict(result.errors)
+    reasons = {error.index: error.message for error in result.errors}
     assert sorted(reasons) == [1, 2, 3, 4, 5, 6, 8]
     assert reasons[1].startswith("corrupt JPEG")
     assert reasons[2].startswith("corrupt JPEG") and "truncated" in reasons[2]
