@@ -1,0 +1,339 @@
+"""FM-2 tool failure cascades: a failed (or silently wrong) tool call takes the next steps down."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from detectors.compounding_errors import holm, is_tool_step, step_error, window_permutation_test
+from detectors.records import DetectorResult, Step, TraceRecord
+
+FAILURE_MODE = "FM-2"
+DEPTH_BINS = ("0", "1", "2", "3", "4", "5+")
+
+
+def _truthy(value: Any) -> bool:
+    return value is True or (isinstance(value, str) and value.lower() in ("true", "1", "yes"))
+
+
+def available_but_wrong(step: Step) -> bool:
+    """An ``ok`` tool result flagged ``partial``/``stale`` or with ``result_count == 0``."""
+    attrs = step.attributes
+    count = attrs.get("result_count")
+    empty = isinstance(count, int | float) and not isinstance(count, bool) and count == 0
+    return not step_error(step) and (
+        _truthy(attrs.get("partial")) or _truthy(attrs.get("stale")) or empty
+    )
+
+
+def trace_quality(trace: TraceRecord) -> float:
+    """The ``quality`` score, else the latest ``true`` score, else success as 0/1."""
+    score = trace.score("quality")
+    if score is None:
+        true_scores = [s for s in trace.scores if s.kind == "true"]
+        score = max(true_scores, key=lambda s: s.created_at) if true_scores else None
+    return float(score.value) if score is not None else float(trace.success)
+
+
+def log_lift(sums: np.ndarray) -> np.ndarray:
+    """Log of the smoothed lift ``((a+.5)/(n1+1)) / ((c+.5)/(n0+1))`` from (..., 4) sums."""
+    a, n1, c, n0 = (sums[..., i] for i in range(4))
+    return np.asarray(np.log((a + 0.5) / (n1 + 1.0)) - np.log((c + 0.5) / (n0 + 1.0)))
+
+
+def excess_risk(sums: np.ndarray) -> np.ndarray:
+    """``P(t+1 fails | t failed) - P(t+1 fails | t ok)`` from (..., 4) sums of (a, n1, c, n0)."""
+    a, n1, c, n0 = (sums[..., i] for i in range(4))
+    return np.asarray(a / np.maximum(n1, 1.0) - c / np.maximum(n0, 1.0))
+
+
+def _window(traces: Sequence[TraceRecord]) -> dict[str, Any]:
+    pairs, depths, latency, quality = [], [], [], []
+    started: dict[str, list[int]] = defaultdict(list)
+    abw: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    longest: list[tuple[int, str]] = []
+    n_tool = 0
+    for trace in traces:
+        steps = sorted(trace.steps, key=lambda s: s.index)
+        err = [step_error(s) for s in steps]
+        counts = [0, 0, 0, 0]  # a, n1, c, n0: next fails | tool failed, next fails | tool ok
+        tool_latency = []
+        for i, step in enumerate(steps):
+            if not is_tool_step(step):
+                continue
+            n_tool += 1
+            tool_latency.append(step.latency_s)
+            name = step.tool_name or step.name
+            if not err[i]:
+                abw[name][0] += available_but_wrong(step)
+                abw[name][1] += 1
+            if i + 1 < len(steps):
+                slot = 0 if err[i] else 2
+                counts[slot] += err[i + 1]
+                counts[slot + 1] += 1
+            if err[i] and (i == 0 or not err[i - 1]):  # a failure run that a tool starts
+                depth = 0
+                while i + depth + 1 < len(steps) and err[i + depth + 1]:
+                    depth += 1
+                depths.append(depth)
+                started[name].append(depth)
+                longest.append((depth, trace.trace_id))
+        pairs.append(counts)
+        if tool_latency:
+            latency.append(float(np.mean(tool_latency)))
+            quality.append(trace_quality(trace))
+    longest.sort(key=lambda x: (-x[0], x[1]))
+    return {
+        "n_tool_calls": n_tool,
+        "pairs": np.array(pairs, dtype=float).reshape(-1, 4),
+        "depths": np.array(depths, dtype=int),
+        "started": started,
+        "abw": abw,
+        "latency": np.array(latency),
+        "quality": np.array(quality),
+        "examples": [tid for d, tid in longest[:5] if d > 0],
+    }
+
+
+def _depth_histogram(depths: np.ndarray) -> dict[str, int]:
+    binned = Counter(DEPTH_BINS[min(int(d), 5)] for d in depths)
+    return {b: binned.get(b, 0) for b in DEPTH_BINS}
+
+
+def _spearman(x: np.ndarray, y: np.ndarray) -> float | None:
+    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return None
+    return float(stats.spearmanr(x, y).statistic)
+
+
+class ToolCascadeDetector:
+    """FM-2: tool failures that cascade, and tool results that are available but wrong.
+
+    For every tool step ``t`` followed by a step ``t+1`` (:func:`is_tool_step`,
+    :func:`~detectors.compounding_errors.step_error`) the cascade lift is
+    ``P(t+1 fails | t failed) / P(t+1 fails | t ok)``, each rate smoothed as
+    ``(failures + 0.5) / (n + 1)``. A cascade is a run of consecutive failed steps that
+    starts at a failed tool call; its depth is the number of failed steps after the tool.
+
+    Sub-tests, Holm-adjusted at ``alpha``:
+
+    * **cascade_lift**: Fisher's exact test (one-sided, greater) on the current 2x2 table,
+      and, with an adequate reference, a trace-permutation test that the excess risk
+      ``P(t+1 fails | t failed) - P(t+1 fails | t ok)`` is larger than the reference's
+      (less noisy than the lift when failures are rare); the sub-test's p is the larger of the two (an
+      intersection-union test, valid at ``alpha`` without adjustment: it fires only when
+      cascades are both present and worse than before, so an agent that always cascaded
+      stays quiet). Fires only if ``lift >= min_lift * max(reference lift, 1)``.
+    * **available_but_wrong** (reference needed): per tool with ``min_tool_calls`` ok calls
+      in both windows, Fisher's exact test that the rate of ok-but-partial/stale/empty
+      results (:func:`available_but_wrong`) rose; Bonferroni over the tools whose smallest
+      attainable p (given the margins) is at most ``alpha`` (Tarone, 1990); a tool
+      counts only if its rate rose by ``>= min_abw_increase``.
+    * **latency_quality** (reference needed): Spearman correlation, per trace, of mean tool
+      latency with :func:`trace_quality`; one-sided test on Fisher-z with the Fieller
+      variance ``1.06 / (n - 3)`` that it fell; fires only if it is negative and fell by
+      ``>= min_rho_drop``.
+
+    Parameters
+    ----------
+    alpha : float, default 0.01
+    min_lift : float, default 1.5
+    min_failures : int, default 10
+        Failed and ok tool calls with a following step needed per window for the lift.
+    min_tool_calls : int, default 30
+    min_abw_increase : float, default 0.05
+    min_traces : int, default 30
+        Traces with a tool call (and varying latency and quality) for the correlation.
+    min_rho_drop : float, default 0.2
+    n_permutations : int, default 999
+    seed : int, default 0
+
+    Examples
+    --------
+    >>> from detectors.records import Step, TraceRecord
+    >>> rng = np.random.default_rng(0)
+    >>> def trace(i, p_cascade):
+    ...     failed = bool(rng.random() < 0.2)
+    ...     after = "error" if rng.random() < (p_cascade if failed else 0.05) else "ok"
+    ...     steps = (Step(0, "tool", "call", "error" if failed else "ok", tool_name="crm"),
+    ...              Step(1, "llm", "answer", after))
+    ...     return TraceRecord(f"t{i}", "agent", steps=steps)
+    >>> reference = [trace(i, 0.1) for i in range(400)]
+    >>> current = [trace(i, 0.6) for i in range(400)]
+    >>> result = ToolCascadeDetector().test(reference, current)
+    >>> result.fired, result.evidence["cascade_tools"][0]["tool"]
+    (True, 'crm')
+    >>> ToolCascadeDetector().test(reference, reference[:200]).fired
+    False
+    """
+
+    def __init__(
+        self,
+        *,
+        alpha: float = 0.01,
+        min_lift: float = 1.5,
+        min_failures: int = 10,
+        min_tool_calls: int = 30,
+        min_abw_increase: float = 0.05,
+        min_traces: int = 30,
+        min_rho_drop: float = 0.2,
+        n_permutations: int = 999,
+        seed: int = 0,
+    ) -> None:
+        if not 0.0 < alpha < 1.0:
+            raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+        if min_lift < 1.0:
+            raise ValueError(f"min_lift must be >= 1, got {min_lift}")
+        if min_failures < 1:
+            raise ValueError(f"min_failures must be >= 1, got {min_failures}")
+        if min_tool_calls < 1:
+            raise ValueError(f"min_tool_calls must be >= 1, got {min_tool_calls}")
+        if not 0.0 <= min_abw_increase < 1.0:
+            raise ValueError(f"min_abw_increase must be in [0, 1), got {min_abw_increase}")
+        if min_traces < 4:
+            raise ValueError(f"min_traces must be >= 4, got {min_traces}")
+        if not 0.0 <= min_rho_drop < 2.0:
+            raise ValueError(f"min_rho_drop must be in [0, 2), got {min_rho_drop}")
+        if (n_permutations + 1) * alpha < 4:
+            raise ValueError(f"n_permutations too small for alpha={alpha}: {n_permutations}")
+        self.alpha = alpha
+        self.min_lift = min_lift
+        self.min_failures = min_failures
+        self.min_tool_calls = min_tool_calls
+        self.min_abw_increase = min_abw_increase
+        self.min_traces = min_traces
+        self.min_rho_drop = min_rho_drop
+        self.n_permutations = n_permutations
+        self.seed = seed
+
+    def _has_lift_data(self, window: dict[str, Any]) -> bool:
+        _, n1, _, n0 = window["pairs"].sum(axis=0)
+        return bool(min(n1, n0) >= self.min_failures)
+
+    def _lift(self, cur: dict, ref: dict, has_ref: bool, ev: dict) -> tuple[float, float, bool]:
+        a, n1, c, n0 = cur["pairs"].sum(axis=0)
+        lift = float(np.exp(log_lift(cur["pairs"].sum(axis=0))))
+        p = float(stats.fisher_exact([[a, n1 - a], [c, n0 - c]], alternative="greater").pvalue)
+        ev["fisher_p_value"] = p
+        baseline = 1.0
+        if has_ref:
+            ref_lift = float(np.exp(log_lift(ref["pairs"].sum(axis=0))))
+            ev["reference_lift"] = ref_lift
+            baseline = max(ref_lift, 1.0)
+            # The increase is tested on the excess risk, not on the lift: with rare failures
+            # after ok calls the lift's denominator is noisy and would waste power.
+            _, p_shift = window_permutation_test(
+                cur["pairs"], ref["pairs"], excess_risk,
+                n_permutations=self.n_permutations, seed=self.seed,
+            )  # fmt: skip
+            ev["lift_increase_p_value"] = p_shift
+            p = max(p, p_shift)
+        ev["threshold"] = self.min_lift * baseline
+        return lift, p, lift >= self.min_lift * baseline
+
+    def _abw(self, cur: dict, ref: dict, ev: dict) -> tuple[float, bool] | None:
+        rows = []
+        for tool in sorted(set(cur["abw"]) & set(ref["abw"])):
+            (kc, nc), (kr, nr) = cur["abw"][tool], ref["abw"][tool]
+            # Tarone: a tool whose Fisher p could not reach alpha even with every flagged
+            # call in the current window (given the margins) cannot fire; leave it out.
+            if min(nc, nr) < self.min_tool_calls or (
+                stats.hypergeom.sf(kc + kr - 1, nc + nr, kc + kr, nc) > self.alpha
+            ):
+                continue
+            table = [[kc, nc - kc], [kr, nr - kr]]
+            p = float(stats.fisher_exact(table, alternative="greater").pvalue)
+            rise = kc / nc - kr / nr
+            rows.append(
+                {"tool": tool, "rate": kc / nc, "reference_rate": kr / nr, "calls": nc,
+                 "p_value": p, "effect_ok": rise >= self.min_abw_increase}
+            )  # fmt: skip
+        if not rows:
+            return None
+        rows.sort(key=lambda r: (r["p_value"], r["tool"]))
+        ev["available_but_wrong"] = rows
+        gated = [r["p_value"] for r in rows if r["effect_ok"]]
+        return (min(1.0, len(rows) * min(gated)) if gated else 1.0), bool(gated)
+
+    def _latency(self, cur: dict, ref: dict, ev: dict) -> tuple[float, bool] | None:
+        n_c, n_r = cur["latency"].size, ref["latency"].size
+        if min(n_c, n_r) < self.min_traces:
+            return None
+        rho_c = _spearman(cur["latency"], cur["quality"])
+        rho_r = _spearman(ref["latency"], ref["quality"])
+        if rho_c is None or rho_r is None:
+            return None
+        ev["latency_quality_rho"] = rho_c
+        ev["reference_latency_quality_rho"] = rho_r
+        z_c, z_r = (np.arctanh(np.clip(r, -0.999, 0.999)) for r in (rho_c, rho_r))
+        z = (z_r - z_c) / np.sqrt(1.06 / (n_c - 3) + 1.06 / (n_r - 3))
+        return float(stats.norm.sf(z)), rho_c < 0 and rho_r - rho_c >= self.min_rho_drop
+
+    def test(
+        self, reference: Sequence[TraceRecord], current: Sequence[TraceRecord]
+    ) -> DetectorResult:
+        cur, ref = _window(current), _window(reference)
+        if cur["n_tool_calls"] == 0:
+            return DetectorResult.insufficient(FAILURE_MODE, "no tool calls in current window")
+        has_ref = self._has_lift_data(ref)
+        ev: dict[str, Any] = {
+            "tool_calls": cur["n_tool_calls"],
+            "cascade_depths": _depth_histogram(cur["depths"]),
+            "reference_cascade_depths": _depth_histogram(ref["depths"]),
+            "mean_cascade_depth": float(cur["depths"].mean()) if cur["depths"].size else None,
+            "cascade_tools": sorted(
+                (
+                    {
+                        "tool": t,
+                        "failures": len(d),
+                        "cascades": sum(x > 0 for x in d),
+                        "mean_depth": float(np.mean(d)),
+                    }
+                    for t, d in cur["started"].items()
+                ),
+                key=lambda r: (-r["cascades"], -r["failures"], r["tool"]),
+            )[:5],  # fmt: skip
+            "example_trace_ids": cur["examples"],
+            "reference_used": has_ref,
+        }
+        names, p_values, effect_ok = [], [], []
+        lift = float("nan")
+        if self._has_lift_data(cur):
+            lift, p, ok = self._lift(cur, ref, has_ref, ev)
+            ev["cascade_lift"] = lift
+            names.append("cascade_lift")
+            p_values.append(p)
+            effect_ok.append(ok)
+        for name, outcome in (
+            ("available_but_wrong", self._abw(cur, ref, ev)),
+            ("latency_quality", self._latency(cur, ref, ev)),
+        ):
+            if outcome is not None:
+                names.append(name)
+                p_values.append(outcome[0])
+                effect_ok.append(outcome[1])
+        if not names:
+            return DetectorResult.insufficient(
+                FAILURE_MODE,
+                f"fewer than {self.min_failures} failed and ok tool calls with a next step, "
+                "and no tool or latency sample large enough in both windows",
+                **ev,
+            )
+        adjusted = holm(p_values)
+        fired = [bool(q <= self.alpha and ok) for q, ok in zip(adjusted, effect_ok, strict=True)]
+        ev["sub_tests"] = {
+            n: {"p_value": float(p), "p_holm": float(q), "effect_ok": bool(ok), "fired": f}
+            for n, p, q, ok, f in zip(names, p_values, adjusted, effect_ok, fired, strict=True)
+        }
+        return DetectorResult(
+            failure_mode=FAILURE_MODE,
+            statistic=lift,
+            threshold=float(ev.get("threshold", float("nan"))),
+            p_value=float(adjusted.min()),
+            fired=any(fired),
+            evidence=ev,
+        )
