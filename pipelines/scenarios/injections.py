@@ -16,7 +16,10 @@ Each mode touches only its own mechanism, so a detector for another mode should 
 * FM-3 output drift: the same input and version gets different decisions, and output
   embeddings spread. Correctness is left as it was (FM-4/FM-7 own correctness).
 * FM-4 ground-truth absence: delayed labels thin out and arrive later, and accuracy drops
-  while confidences are unchanged.
+  silently: no errors, no visible labels. By default the agent's confidences fall with
+  the accuracy (the inputs got harder and the agent is calibrated), which is what a
+  label-free (CBPE) estimate can see; ``overrides=(("confidence_drop", 0.0),)`` keeps the
+  confidences unchanged, a drop no confidence-based estimate can see.
 * FM-5 eval overfitting: a new version of the first agent takes its traffic; its eval
   success rises while production success stays flat, and production inputs move to
   intents the eval set does not cover.
@@ -49,13 +52,16 @@ class Injection:
     """Inject failure mode ``mode`` from ``at`` on, at ``strength``.
 
     ``ramp`` (optional) grows the effect linearly from zero at ``at`` to full strength at
-    ``at + ramp``; the default is a step change.
+    ``at + ramp``; the default is a step change. ``overrides`` replaces single full-strength
+    effects, e.g. ``(("confidence_drop", 0.0),)`` makes FM-4's accuracy drop invisible in
+    the confidences.
     """
 
     mode: str
     at: datetime
     strength: str = "moderate"
     ramp: timedelta = timedelta(0)
+    overrides: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self) -> None:
         if self.mode not in FAILURE_MODES:
@@ -66,6 +72,9 @@ class Injection:
             raise ValueError("at must be timezone-aware (UTC)")
         if self.ramp < timedelta(0):
             raise ValueError("ramp must be >= 0")
+        for name, _ in self.overrides:
+            if name not in Effects.__dataclass_fields__:
+                raise ValueError(f"overrides: unknown effect {name!r}")
 
     def level(self, t: float) -> float:
         """Fraction of full strength at epoch time ``t`` (0 before ``at``)."""
@@ -76,7 +85,8 @@ class Injection:
         return 1.0 if ramp <= 0 else min(1.0, (t - at) / ramp)
 
     def key(self) -> str:
-        return f"{self.mode}@{self.at.isoformat()}:{self.strength}:{self.ramp.total_seconds():g}"
+        extra = ",".join(f"{k}={v:g}" for k, v in self.overrides)
+        return f"{self.mode}@{self.at.isoformat()}:{self.strength}:{self.ramp.total_seconds():g}:{extra}"
 
 
 @dataclass(frozen=True)
@@ -95,10 +105,12 @@ class Effects:
     # and the multiplier of the output-embedding noise.
     nondeterminism: float = 0.0
     output_spread: float = 1.0
-    # FM-4: multiplier of the label probability and of the label delay; accuracy drop.
+    # FM-4: multiplier of the label probability and of the label delay; accuracy drop, and
+    # how much of it the agent's confidence shows (0 = confidences unchanged).
     label_rate: float = 1.0
     label_delay: float = 1.0
     accuracy_drop: float = 0.0
+    confidence_drop: float = 0.0
     # FM-5: new version of the first agent live; eval success gain; fraction of production
     # inputs taken from intents outside the eval set.
     new_version: bool = False
@@ -135,9 +147,13 @@ _TABLE: dict[str, dict[str, Effects]] = {
         "strong": Effects(nondeterminism=0.45, output_spread=3.0),
     },
     "FM-4": {
-        "weak": Effects(label_rate=0.5, label_delay=2.0, accuracy_drop=0.08),
-        "moderate": Effects(label_rate=0.2, label_delay=3.0, accuracy_drop=0.15),
-        "strong": Effects(label_rate=0.05, label_delay=4.0, accuracy_drop=0.25),
+        "weak": Effects(label_rate=0.5, label_delay=2.0, accuracy_drop=0.08, confidence_drop=0.08),
+        "moderate": Effects(
+            label_rate=0.2, label_delay=3.0, accuracy_drop=0.15, confidence_drop=0.15
+        ),
+        "strong": Effects(
+            label_rate=0.05, label_delay=4.0, accuracy_drop=0.25, confidence_drop=0.25
+        ),
     },
     "FM-5": {
         "weak": Effects(new_version=True, eval_gain=0.06, novel_inputs=0.15),
@@ -183,7 +199,8 @@ def effects_at(injections: Sequence[Injection], t: float) -> Effects:
         level = inj.level(t)
         if level <= 0.0:
             continue
-        scaled = _scaled(_TABLE[inj.mode][inj.strength], level)
+        full = replace(_TABLE[inj.mode][inj.strength], **dict(inj.overrides))  # type: ignore[arg-type]
+        scaled = _scaled(full, level)
         changed = {
             name: getattr(scaled, name)
             for name in Effects.__dataclass_fields__

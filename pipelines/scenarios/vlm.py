@@ -1,0 +1,78 @@
+"""The ``vlm.image`` embedding stream: image embeddings of a VLM service, with no traces.
+
+Clean images are a mixture of eight unit-norm clusters (the kinds of picture users send).
+FM-6 drifts it silently: a share of images comes from a new cluster and every image moves
+along a fixed direction (a mean shift), while nothing in the traces changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from pipelines.scenarios.convert import iso
+from pipelines.scenarios.injections import Injection, effects_at
+from pipelines.scenarios.profiles import stable_int
+
+IMAGE_STREAM = "vlm.image"
+IMAGE_MODEL = "ViT-B-32"
+N_CLUSTERS, CLUSTER_NOISE = 8, 0.45
+
+
+def image_vectors(
+    seed: int,
+    t_start: float,
+    duration_s: float,
+    images_per_hour: float,
+    dim: int,
+    injections: Sequence[Injection] = (),
+) -> tuple[np.ndarray, np.ndarray]:
+    """Times (epoch s, sorted) and unit vectors (float32) of the image stream."""
+    rng = np.random.default_rng(stable_int("images", seed))
+    n = int(rng.poisson(images_per_hour * duration_s / 3600.0))
+    times = np.sort(rng.uniform(0.0, duration_s, n)) + t_start
+    clusters = rng.standard_normal((N_CLUSTERS + 1, dim))
+    clusters /= np.linalg.norm(clusters, axis=1, keepdims=True)  # the last one is new
+    shift_dir = rng.standard_normal(dim)
+    shift_dir /= np.linalg.norm(shift_dir)
+    which = rng.integers(0, N_CLUSTERS, n)
+    u_new = rng.random(n)
+    noise = rng.standard_normal((n, dim)) / np.sqrt(dim)
+    new_cluster = np.zeros(n)
+    shift = np.zeros(n)
+    if injections:
+        for k, t in enumerate(times.tolist()):
+            eff = effects_at(injections, t)
+            new_cluster[k], shift[k] = eff.image_new_cluster, eff.image_shift
+    which = np.where(u_new < new_cluster, N_CLUSTERS, which)
+    vecs = clusters[which] + CLUSTER_NOISE * noise + shift[:, None] * shift_dir
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    return times, vecs.astype(np.float32)
+
+
+def image_events(
+    seed: int,
+    prefix: str,
+    t_start: float,
+    duration_s: float,
+    images_per_hour: float,
+    dim: int,
+    injections: Sequence[Injection] = (),
+) -> list[dict[str, Any]]:
+    times, vecs = image_vectors(seed, t_start, duration_s, images_per_hour, dim, injections)
+    return [
+        {
+            "id": f"{prefix}-img{k:05d}",
+            "type": "embedding",
+            "body": {
+                "stream": IMAGE_STREAM,
+                "model": IMAGE_MODEL,
+                "vector": vec,
+                "sample_id": f"{prefix}-img{k:05d}",
+                "created_at": iso(t),
+            },
+        }
+        for k, (t, vec) in enumerate(zip(times.tolist(), vecs.tolist(), strict=True))
+    ]
