@@ -18,7 +18,7 @@ import numpy as np
 from detectors.drift._validation import as_embedding_matrix, check_probability, check_same_dim
 from detectors.drift.result import DriftResult
 
-_MEDIAN_PAIRS = 100_001  # odd: the median is one sampled value, identical across backends
+_MEDIAN_PAIRS = 100_000  # pairs for the median heuristic (all pairs when fewer)
 
 
 def _resolve_backend(backend: str) -> str:
@@ -127,8 +127,11 @@ def mmd_drift(
     pooled -= pooled.mean(axis=0, dtype=np.float64).astype(np.float32)
     total = n + m
     # The bandwidth uses random pooled pairs, chosen without regard to the labels.
-    pair_i = rng.integers(0, total, size=_MEDIAN_PAIRS)
-    pair_j = (pair_i + rng.integers(1, total, size=_MEDIAN_PAIRS)) % total
+    if total * (total - 1) // 2 <= _MEDIAN_PAIRS:
+        pair_i, pair_j = np.triu_indices(total, k=1)
+    else:
+        pair_i = rng.integers(0, total, size=_MEDIAN_PAIRS)
+        pair_j = (pair_i + rng.integers(1, total, size=_MEDIAN_PAIRS)) % total
     n_perm = int(n_permutations)
     order = np.tile(np.arange(total), (n_perm + 1, 1))
     order[1:] = rng.permuted(order[1:], axis=1)
