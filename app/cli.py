@@ -24,6 +24,18 @@ def _serve(args: argparse.Namespace) -> int:
     settings = get_settings()
     if settings.is_sqlite or args.migrate:
         migrate.upgrade(settings.database_url)
+    if args.workers > 1:
+        # Several processes: uvicorn imports the factory in each worker.
+        uvicorn.run(
+            "app.main:create_app",
+            factory=True,
+            host=args.host,
+            port=args.port,
+            workers=args.workers,
+            log_level=args.log_level,
+            access_log=False,
+        )
+        return 0
     app = create_app(settings)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
     return 0
@@ -70,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--log-level", default="info")
+    serve.add_argument("--workers", type=int, default=1, help="API processes (stateless)")
     serve.add_argument(
         "--migrate", action="store_true", help="upgrade the database first (always on SQLite)"
     )
@@ -109,7 +122,9 @@ def _load_extra_commands() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     args = build_parser().parse_args(argv)
     return int(args.func(args) or 0)
 

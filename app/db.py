@@ -37,6 +37,7 @@ def make_engine(url: str, *, pool_size: int = 8) -> Engine:
             url, connect_args={"check_same_thread": False, "timeout": 30}, pool_pre_ping=True
         )
         event.listen(engine, "connect", _sqlite_pragmas)
+
         # Let SQLAlchemy, not pysqlite, emit BEGIN, so BEGIN IMMEDIATE can be used for
         # writes that read-then-write (claiming, idempotency checks).
         @event.listens_for(engine, "connect")

@@ -24,7 +24,9 @@ from app.settings import Settings, get_settings
 log = logging.getLogger("telltale")
 
 
-def create_app(settings: Settings | None = None, *, start_background: bool | None = None) -> FastAPI:
+def create_app(
+    settings: Settings | None = None, *, start_background: bool | None = None
+) -> FastAPI:
     settings = settings or get_settings()
     settings.check_secrets()
     run_background = settings.scheduler_enabled if start_background is None else start_background

@@ -2,10 +2,13 @@
 
 from fastapi import APIRouter
 
-from app.api.routes import health, ingest, streams, traces
+from app.api.routes import health, ingest, otlp, streams, traces
+from app.api.routes import queues as label_queues
 
 api_router = APIRouter()
 api_router.include_router(health.router)
 api_router.include_router(ingest.router)
 api_router.include_router(traces.router)
 api_router.include_router(streams.router)
+api_router.include_router(otlp.router)
+api_router.include_router(label_queues.router)

@@ -27,7 +27,17 @@ EVENT_TYPES = ("trace", "span", "score", "embedding")
 TRACE_STATUS = ("ok", "error")
 SPAN_STATUS = ("ok", "error", "unset")
 SOURCES = ("production", "eval", "shadow")
-SPAN_KINDS = ("agent", "llm", "tool", "retrieval", "plan", "step", "chain", "embedding", "evaluator")
+SPAN_KINDS = (
+    "agent",
+    "llm",
+    "tool",
+    "retrieval",
+    "plan",
+    "step",
+    "chain",
+    "embedding",
+    "evaluator",
+)
 SCORE_KINDS = ("proxy", "true", "guardrail")
 SCORE_SOURCES = ("online", "delayed", "human", "eval")
 

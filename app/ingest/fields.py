@@ -48,7 +48,9 @@ def _as_str(value: Any, field: str, max_len: int) -> str:
     return text
 
 
-def choice(body: dict[str, Any], key: str, prefix: str, allowed: tuple[str, ...], default: str) -> str:
+def choice(
+    body: dict[str, Any], key: str, prefix: str, allowed: tuple[str, ...], default: str
+) -> str:
     value = body.get(key)
     if value is None:
         return default
@@ -112,7 +114,9 @@ def opt_time(body: dict[str, Any], key: str, prefix: str) -> datetime | None:
         except ValueError:
             raise FieldError(field, f"is not an ISO-8601 time: {value[:40]!r}") from None
         return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
-    raise FieldError(field, f"must be an ISO-8601 time or epoch seconds, not {type(value).__name__}")
+    raise FieldError(
+        field, f"must be an ISO-8601 time or epoch seconds, not {type(value).__name__}"
+    )
 
 
 def opt_dict(body: dict[str, Any], key: str, prefix: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ multi-row executemany, never one ORM add per row.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from app.db import write_transaction
+from app.ingest import pg_copy
 from app.ingest.events import Rejection, ValidEvent
 from app.models import Embedding, EmbeddingStream, IngestEvent, Score, Span, Trace
 from app.models.base import utcnow
@@ -38,8 +39,18 @@ def _insert(conn: Connection, model: Any) -> Any:
     return dialect.insert(model)
 
 
-def write_events(engine: Engine, *, project_id: int, events: Sequence[ValidEvent]) -> WriteResult:
-    """Write validated events for one project; return counts and late rejections."""
+def write_events(
+    engine: Engine,
+    *,
+    project_id: int,
+    events: Sequence[ValidEvent],
+    also: Callable[[Connection], None] | None = None,
+) -> WriteResult:
+    """Write validated events for one project; return counts and late rejections.
+
+    ``also(conn)`` runs last inside the same transaction (the OTLP receiver merges its
+    trace rows there), so it commits or rolls back with the events.
+    """
     result = WriteResult()
     unique: list[ValidEvent] = []
     seen: set[str] = set()
@@ -58,6 +69,8 @@ def write_events(engine: Engine, *, project_id: int, events: Sequence[ValidEvent
         fresh = [ev for ev in unique if ev.event_id in claimed]
         _write_rows(conn, project_id, fresh)
         result.accepted = len(fresh)
+        if also is not None:
+            also(conn)
     return result
 
 
@@ -103,6 +116,9 @@ def _claim_event_ids(conn: Connection, project_id: int, events: list[ValidEvent]
     if not events:
         return set()
     now = utcnow()
+    if conn.dialect.name == "postgresql":
+        ids = [ev.event_id for ev in events]
+        return pg_copy.claim_ids(conn, project_id, ids, [ev.type for ev in events], now)
     rows = [
         {"project_id": project_id, "event_id": ev.event_id, "type": ev.type, "created_at": now}
         for ev in events
@@ -124,10 +140,22 @@ def _write_rows(conn: Connection, project_id: int, events: list[ValidEvent]) -> 
     if "trace" in by_type:
         upsert_traces(conn, by_type.pop("trace"))
     for etype, rows in by_type.items():
+        if conn.dialect.name == "postgresql" and _copy_rows(conn, etype, rows):
+            continue
         stmt = _insert(conn, _TABLES[etype])
         if etype == "span":
             stmt = stmt.on_conflict_do_nothing()
         conn.execute(stmt, rows)
+
+
+def _copy_rows(conn: Connection, etype: str, rows: list[dict[str, Any]]) -> bool:
+    if etype == "span":
+        return pg_copy.copy_spans(conn, rows)
+    if etype == "score":
+        pg_copy.copy_scores(conn, rows)
+    else:
+        pg_copy.copy_embeddings(conn, rows)
+    return True
 
 
 def upsert_traces(conn: Connection, rows: list[dict[str, Any]]) -> None:

@@ -6,9 +6,10 @@ import os
 import subprocess
 import sys
 
+from fastapi.testclient import TestClient
+
 from app.main import create_app
 from app.settings import Settings
-from fastapi.testclient import TestClient
 from tests.conftest import empty_database
 
 

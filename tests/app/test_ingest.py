@@ -87,8 +87,13 @@ def test_round_trip(client, make_key, engine):
     assert got["spans"][2]["tool_name"] == "search" and got["spans"][2]["error_type"] == "Timeout"
     assert got["spans"][2]["confidence"] == 0.7
     assert got["scores"] == [
-        {"name": "success", "value": 0.0, "kind": "true", "source": "online",
-         "created_at": got["scores"][0]["created_at"]}
+        {
+            "name": "success",
+            "value": 0.0,
+            "kind": "true",
+            "source": "online",
+            "created_at": got["scores"][0]["created_at"],
+        }
     ]
     listed = client.get("/api/v1/traces?agent=planner&status=error", headers=auth(reader)).json()
     assert [t["trace_id"] for t in listed["traces"]] == ["t-1"]
@@ -107,7 +112,9 @@ def test_trace_list_filters_and_cursor(client, make_key):
         events += trace_batch(f"t{i}", prefix=f"{i}-")[:1]
         events[-1]["body"]["source"] = "eval" if i % 2 else "production"
         events[-1]["body"]["started_at"] = f"2026-11-2{i}T00:00:00Z"
-    assert client.post("/api/v1/ingest", json={"events": events}, headers=auth(key)).status_code == 200
+    assert (
+        client.post("/api/v1/ingest", json={"events": events}, headers=auth(key)).status_code == 200
+    )
     seen: list[str] = []
     cursor = None
     while True:
@@ -142,7 +149,9 @@ def test_duplicate_ids_within_one_batch(client, make_key, engine):
     key = make_key("ingest")
     events = trace_batch()[1:2] * 3
     assert client.post("/api/v1/ingest", json={"events": events}, headers=auth(key)).json() == {
-        "accepted": 1, "duplicates": 2, "rejected": []
+        "accepted": 1,
+        "duplicates": 2,
+        "rejected": [],
     }
     assert count(engine, Span) == 1
 
@@ -177,7 +186,10 @@ def test_partial_success_writes_only_good_events(client, make_key, engine):
     assert r.status_code == 200
     body = r.json()
     assert body["accepted"] == 4
-    assert [(x["index"], x["id"]) for x in body["rejected"]] == [(1, "span-t-1-0"), (3, "span-t-1-2")]
+    assert [(x["index"], x["id"]) for x in body["rejected"]] == [
+        (1, "span-t-1-0"),
+        (3, "span-t-1-2"),
+    ]
     assert "events[1].body.step_index" in body["rejected"][0]["error"]
     assert "events[3].body.span_id" in body["rejected"][1]["error"]
     assert count(engine, Span) == 1
@@ -204,17 +216,27 @@ NAN_B64 = base64.b64encode(np.array([1.0, np.nan], "<f4").tobytes()).decode()
 def test_each_class_of_bad_input_names_its_field(client, make_key):
     key = make_key("ingest")
     cases = [
-        (_only({"id": "x", "type": "span", "body": {"trace_id": 5.5, "span_id": "a"}}),
-         "events[0].body.trace_id"),
+        (
+            _only({"id": "x", "type": "span", "body": {"trace_id": 5.5, "span_id": "a"}}),
+            "events[0].body.trace_id",
+        ),
         (_only({"type": "span", "body": {"trace_id": "t", "span_id": "a"}}), "events[0].id"),
         (_only({"id": "x", "type": "metric", "body": {}}), "events[0].type"),
         (_only(_emb({"vector_b64": NAN_B64})), "events[0].body.vector_b64"),
         (_only(_emb({"vector_b64": "@@not-base64@@"})), "events[0].body.vector_b64"),
         (_only(_emb({"vector_b64": NAN_B64, "dtype": "int8"})), "events[0].body.dtype"),
-        (_only({"id": "x", "type": "score", "body": {"trace_id": "t", "name": "n", "value": "hi"}}),
-         "events[0].body.value"),
-        (_only({"id": "x", "type": "trace", "body": {"trace_id": "t", "started_at": "yesterday"}}),
-         "events[0].body.started_at"),
+        (
+            _only(
+                {"id": "x", "type": "score", "body": {"trace_id": "t", "name": "n", "value": "hi"}}
+            ),
+            "events[0].body.value",
+        ),
+        (
+            _only(
+                {"id": "x", "type": "trace", "body": {"trace_id": "t", "started_at": "yesterday"}}
+            ),
+            "events[0].body.started_at",
+        ),
         ({"events": "nope"}, "events"),
         ({"batch": []}, "events"),
     ]
@@ -248,7 +270,12 @@ def test_non_json_and_oversize_bodies(client, make_key, settings):
     big = b"x" * (settings.max_request_bytes + 1)
     r = client.post("/api/v1/ingest", content=big, headers=auth(key))
     assert r.status_code == 413
-    many = {"events": [{"id": str(i), "type": "span", "body": {}} for i in range(settings.max_events_per_batch + 1)]}
+    many = {
+        "events": [
+            {"id": str(i), "type": "span", "body": {}}
+            for i in range(settings.max_events_per_batch + 1)
+        ]
+    }
     r = client.post("/api/v1/ingest", json=many, headers=auth(key))
     assert r.status_code == 413 and "events" in r.json()["detail"]
 
@@ -257,15 +284,24 @@ def test_bulk_embeddings(client, make_key, engine):
     key = make_key("ingest")
     m = np.random.default_rng(0).standard_normal((10, 8)).astype("<f4")
     body = {
-        "stream": "vlm.image", "model": "ViT-B-32", "dtype": "float32", "dim": 8,
+        "stream": "vlm.image",
+        "model": "ViT-B-32",
+        "dtype": "float32",
+        "dim": 8,
         "vectors_b64": base64.b64encode(m.tobytes()).decode(),
         "sample_ids": [f"img{i}" for i in range(10)],
     }
     r = client.post("/api/v1/embeddings", json=body, headers=auth(key))
     assert r.json() == {"accepted": 10, "duplicates": 0, "rejected": []}
-    assert client.post("/api/v1/embeddings", json=body, headers=auth(key)).json()["duplicates"] == 10
-    f16 = dict(body, dtype="float16", vectors_b64=base64.b64encode(m.astype("<f2").tobytes()).decode(),
-               sample_ids=[f"h{i}" for i in range(10)])
+    assert (
+        client.post("/api/v1/embeddings", json=body, headers=auth(key)).json()["duplicates"] == 10
+    )
+    f16 = dict(
+        body,
+        dtype="float16",
+        vectors_b64=base64.b64encode(m.astype("<f2").tobytes()).decode(),
+        sample_ids=[f"h{i}" for i in range(10)],
+    )
     assert client.post("/api/v1/embeddings", json=f16, headers=auth(key)).json()["accepted"] == 10
     wrong_dim = dict(body, dim=4, sample_ids=[f"w{i}" for i in range(20)])
     r = client.post("/api/v1/embeddings", json=wrong_dim, headers=auth(key))
@@ -286,7 +322,9 @@ def test_auth_roles_and_project_isolation(client, make_key):
     assert client.post("/api/v1/ingest", json=body, headers=auth("tt_wrong")).status_code == 401
     assert client.post("/api/v1/ingest", json=body, headers=auth(a_read)).status_code == 403
     assert client.get("/api/v1/traces", headers=auth(a_ingest)).status_code == 403
-    assert client.post("/api/v1/ingest", json=body, headers={"x-api-key": a_ingest}).status_code == 200
+    assert (
+        client.post("/api/v1/ingest", json=body, headers={"x-api-key": a_ingest}).status_code == 200
+    )
     # Project B cannot read A's trace, and writing the same ids in B is independent.
     assert client.get("/api/v1/traces/t-1", headers=auth(b_read)).status_code == 404
     assert client.get("/api/v1/traces", headers=auth(b_read)).json()["traces"] == []
@@ -329,3 +367,13 @@ def test_overload_gets_429_with_retry_after(db_url, tmp_path, make_key):
         return out
 
     assert asyncio.run(scenario()) == ["refused 2", "done", "done", "ran"]
+
+
+def test_same_span_under_a_new_event_id_is_not_doubled(client, make_key, engine):
+    key = make_key("ingest")
+    first = trace_batch()[1:3]
+    client.post("/api/v1/ingest", json={"events": first}, headers=auth(key))
+    again = [dict(ev, id=ev["id"] + "-retry") for ev in trace_batch()[1:4]]
+    r = client.post("/api/v1/ingest", json={"events": again}, headers=auth(key))
+    assert r.status_code == 200 and r.json()["accepted"] == 3
+    assert count(engine, Span) == 3

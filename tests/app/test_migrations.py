@@ -18,7 +18,15 @@ def test_upgrade_downgrade_upgrade(backend, tmp_path, request):
     engine = make_engine(url)
     try:
         tables = set(inspect(engine).get_table_names())
-        assert {"projects", "api_keys", "traces", "spans", "scores", "embeddings", "ingest_events"} <= tables
+        assert {
+            "projects",
+            "api_keys",
+            "traces",
+            "spans",
+            "scores",
+            "embeddings",
+            "ingest_events",
+        } <= tables
         assert migrate.is_at_head(engine, url)
         migrate.downgrade(url, "base")
         assert set(inspect(engine).get_table_names()) <= {"alembic_version"}

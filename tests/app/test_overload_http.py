@@ -23,8 +23,11 @@ def test_saturation_returns_429_and_acknowledged_data_lands(db_url, tmp_path, ma
     def send(i: int) -> None:
         nonlocal accepted
         events = [
-            {"id": f"{i}-{j}", "type": "span",
-             "body": {"trace_id": f"t{i}", "span_id": f"s{j}", "attributes": {"k": "v" * 50}}}
+            {
+                "id": f"{i}-{j}",
+                "type": "span",
+                "body": {"trace_id": f"t{i}", "span_id": f"s{j}", "attributes": {"k": "v" * 50}},
+            }
             for j in range(400)
         ]
         with httpx.Client(base_url=server.url, timeout=60) as c:

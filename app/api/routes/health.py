@@ -31,7 +31,10 @@ async def readyz(request: Request) -> Any:
         except Exception as exc:  # any driver error means "not ready", with the reason
             return False, f"database unreachable: {type(exc).__name__}"
         if not is_at_head(state.engine, state.settings.database_url):
-            return False, "database schema is not at the latest migration; run 'telltale db upgrade'"
+            return (
+                False,
+                "database schema is not at the latest migration; run 'telltale db upgrade'",
+            )
         return True, "ok"
 
     ok, reason = await run_in_threadpool(check)

@@ -73,10 +73,15 @@ def _bulk_to_events(payload: dict[str, Any], max_rows: int) -> list[dict[str, An
         if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
             raise FieldError("body.dim", "is required with vectors_b64 (a positive integer)")
         flat = decode_b64(
-            payload["vectors_b64"], payload.get("dtype", "float32"), "body.vectors_b64", "body.dtype"
+            payload["vectors_b64"],
+            payload.get("dtype", "float32"),
+            "body.vectors_b64",
+            "body.dtype",
         )
         if flat.size % dim:
-            raise FieldError("body.vectors_b64", f"{flat.size} values are not a multiple of dim {dim}")
+            raise FieldError(
+                "body.vectors_b64", f"{flat.size} values are not a multiple of dim {dim}"
+            )
         matrix = flat.reshape(-1, dim)
     elif payload.get("vectors") is not None:
         raw = payload["vectors"]

@@ -31,7 +31,9 @@ def list_streams(principal: ReadKey, session: SessionDep) -> dict[str, Any]:
         ).all()
     )
     streams = session.scalars(
-        select(EmbeddingStream).where(EmbeddingStream.project_id == pid).order_by(EmbeddingStream.name)
+        select(EmbeddingStream)
+        .where(EmbeddingStream.project_id == pid)
+        .order_by(EmbeddingStream.name)
     ).all()
     return {
         "streams": [

@@ -85,7 +85,7 @@ def get_trace(trace_id: str, principal: ReadKey, session: SessionDep) -> dict[st
     scores = session.scalars(
         select(Score).where(Score.project_id == pid, Score.trace_id == trace_id).order_by(Score.id)
     ).all()
-    body = trace_dict(trace) if trace is not None else {"trace_id": trace_id}
+    body: dict[str, Any] = trace_dict(trace) if trace is not None else {"trace_id": trace_id}
     body["spans"] = [
         {
             "span_id": s.span_id,
@@ -104,7 +104,13 @@ def get_trace(trace_id: str, principal: ReadKey, session: SessionDep) -> dict[st
         for s in ordered
     ]
     body["scores"] = [
-        {"name": s.name, "value": s.value, "kind": s.kind, "source": s.source, "created_at": s.created_at}
+        {
+            "name": s.name,
+            "value": s.value,
+            "kind": s.kind,
+            "source": s.source,
+            "created_at": s.created_at,
+        }
         for s in scores
     ]
     return body

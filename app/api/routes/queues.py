@@ -1,0 +1,155 @@
+"""Labeling queues: admin CRUD and fill-now; annotators claim, label, skip and release."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Query, Response
+from fastapi.responses import JSONResponse, StreamingResponse
+from sqlalchemy import select
+
+from app.api.deps import AdminKey, AnnotateKey, EngineDep, ReadKey, SessionDep
+from app.labeling import claims, queues
+from app.labeling.errors import LeaseConflict
+from app.labeling.export import label_lines
+from app.labeling.fill import fill_queue
+from app.labeling.samples import item_payloads
+from app.labeling.schemas import ClaimRequest, LabelRequest, LeaseRequest, QueueCreate, QueueUpdate
+from app.labeling.stats import queue_stats
+from app.models.labeling import QueueItem
+
+router = APIRouter(prefix="/api/v1", tags=["queues"])
+
+LEASE_CONFLICT = {409: {"description": "lease lost; the body says what to do"}}
+
+
+@router.post("/queues", status_code=201)
+def create_queue(body: QueueCreate, principal: AdminKey, session: SessionDep) -> dict[str, Any]:
+    queue = queues.create_queue(session, project_id=principal.project_id, body=body)
+    return queues.queue_dict(queue)
+
+
+@router.get("/queues")
+def list_queues(principal: AdminKey, session: SessionDep) -> dict[str, Any]:
+    found = queues.list_queues(session, project_id=principal.project_id)
+    counts = queues.item_counts(session, queue_ids=[q.id for q in found])
+    return {"queues": [queues.queue_dict(q, counts=counts[q.id]) for q in found]}
+
+
+@router.get("/queues/{name}")
+def get_queue(name: str, principal: AdminKey, session: SessionDep) -> dict[str, Any]:
+    queue = queues.get_queue(session, project_id=principal.project_id, name=name)
+    counts = queues.item_counts(session, queue_ids=[queue.id])
+    return queues.queue_dict(queue, counts=counts[queue.id])
+
+
+@router.patch("/queues/{name}")
+def update_queue(
+    name: str, body: QueueUpdate, principal: AdminKey, session: SessionDep
+) -> dict[str, Any]:
+    queue = queues.update_queue(session, project_id=principal.project_id, name=name, body=body)
+    return queues.queue_dict(queue)
+
+
+@router.delete("/queues/{name}", status_code=204)
+def delete_queue(name: str, principal: AdminKey, session: SessionDep) -> Response:
+    queues.delete_queue(session, project_id=principal.project_id, name=name)
+    return Response(status_code=204)
+
+
+@router.post("/queues/{name}/fill")
+def fill_now(
+    name: str, principal: AdminKey, session: SessionDep, engine: EngineDep
+) -> dict[str, Any]:
+    """Run the fill job for this queue now (within its budget for the current period)."""
+    queue = queues.get_queue(session, project_id=principal.project_id, name=name)
+    return fill_queue(engine, queue_id=queue.id).as_dict()
+
+
+@router.post("/queues/{name}/claim")
+def claim(
+    name: str, body: ClaimRequest, principal: AnnotateKey, session: SessionDep, engine: EngineDep
+) -> dict[str, Any]:
+    queue = queues.get_queue(session, project_id=principal.project_id, name=name)
+    # End the session's read transaction: on SQLite (WAL) it would keep reading the
+    # snapshot from before the claim commits.
+    session.commit()
+    ids = claims.claim_items(
+        engine,
+        project_id=principal.project_id,
+        queue_id=queue.id,
+        key_id=principal.key_id,
+        n=body.n,
+        lease_seconds=body.lease_seconds or queue.lease_seconds,
+    )
+    rows = {i.id: i for i in session.scalars(select(QueueItem).where(QueueItem.id.in_(ids)))}
+    items = [rows[i] for i in ids]
+    return {
+        "items": item_payloads(session, project_id=principal.project_id, items=items, queue=queue)
+    }
+
+
+@router.post("/queue-items/{item_id}/label", responses=LEASE_CONFLICT)
+def label(item_id: int, body: LabelRequest, principal: AnnotateKey, engine: EngineDep) -> Any:
+    try:
+        return claims.label_item(
+            engine,
+            project_id=principal.project_id,
+            item_id=item_id,
+            key_id=principal.key_id,
+            lease_token=body.lease_token,
+            label=body.label,
+            comment=body.comment,
+        )
+    except LeaseConflict as exc:
+        return JSONResponse(exc.body, status_code=409)
+
+
+def _end(item_id: int, body: LeaseRequest, principal: Any, engine: Any, action: str) -> Any:
+    try:
+        return claims.end_lease(
+            engine,
+            project_id=principal.project_id,
+            item_id=item_id,
+            key_id=principal.key_id,
+            lease_token=body.lease_token,
+            action=action,
+        )
+    except LeaseConflict as exc:
+        return JSONResponse(exc.body, status_code=409)
+
+
+@router.post("/queue-items/{item_id}/skip", responses=LEASE_CONFLICT)
+def skip(item_id: int, body: LeaseRequest, principal: AnnotateKey, engine: EngineDep) -> Any:
+    return _end(item_id, body, principal, engine, "skip")
+
+
+@router.post("/queue-items/{item_id}/release", responses=LEASE_CONFLICT)
+def release(item_id: int, body: LeaseRequest, principal: AnnotateKey, engine: EngineDep) -> Any:
+    return _end(item_id, body, principal, engine, "release")
+
+
+@router.get("/queues/{name}/stats")
+def stats(
+    name: str,
+    principal: ReadKey,
+    session: SessionDep,
+    window_hours: float = Query(24.0, gt=0, le=24 * 90),
+) -> dict[str, Any]:
+    queue = queues.get_queue(session, project_id=principal.project_id, name=name)
+    return queue_stats(session, queue=queue, window_hours=window_hours)
+
+
+@router.get("/queues/{name}/labels.jsonl")
+def export_labels(
+    name: str, principal: ReadKey, session: SessionDep, engine: EngineDep
+) -> StreamingResponse:
+    queue = queues.get_queue(session, project_id=principal.project_id, name=name)
+    lines = label_lines(
+        engine, project_id=principal.project_id, queue_id=queue.id, queue_name=queue.name
+    )
+    return StreamingResponse(
+        lines,
+        media_type="application/x-ndjson",
+        headers={"Content-Disposition": f'attachment; filename="{queue.name}-labels.jsonl"'},
+    )

@@ -1,0 +1,124 @@
+"""Shared bench plumbing: a fresh database, a real server subprocess, durable row counts."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import psycopg
+
+PG_ADMIN = os.environ.get("TELLTALE_BENCH_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@contextmanager
+def fresh_db(kind: str) -> Iterator[str]:
+    """A new empty database URL (SQLite file or PostgreSQL database), removed afterwards."""
+    if kind == "sqlite":
+        with tempfile.TemporaryDirectory() as d:
+            yield f"sqlite:///{d}/bench.db"
+        return
+    name = f"tt_bench_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    base = PG_ADMIN.rsplit("/", 1)[0].split("://", 1)[1]
+    try:
+        yield f"postgresql+psycopg://{base}/{name}"
+    finally:
+        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def telltale(*args: str, db_url: str, capture: bool = True) -> str:
+    env = dict(os.environ, TELLTALE_DATABASE_URL=db_url)
+    out = subprocess.run(
+        [sys.executable, "-m", "app", *args],
+        env=env,
+        cwd=ROOT,
+        check=True,
+        capture_output=capture,
+        text=True,
+    )
+    return out.stdout.strip() if capture else ""
+
+
+@contextmanager
+def server(
+    db_url: str, *, workers: int = 1, extra_env: dict[str, str] | None = None
+) -> Iterator[str]:
+    """``telltale serve`` in a subprocess on a free port; yields its base URL."""
+    telltale("db", "upgrade", db_url=db_url)
+    port = free_port()
+    env = dict(
+        os.environ,
+        TELLTALE_DATABASE_URL=db_url,
+        TELLTALE_SCHEDULER_ENABLED="false",
+        **(extra_env or {}),
+    )
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "serve",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "--workers",
+            str(workers),
+        ],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"server did not start: {proc.stderr.read() if proc.stderr else ''}"
+                )
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def count_rows(db_url: str, table: str) -> int:
+    from sqlalchemy import create_engine, text
+
+    from app.db import normalise_url
+
+    eng = create_engine(normalise_url(db_url))
+    try:
+        with eng.connect() as conn:
+            return int(conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one())
+    finally:
+        eng.dispose()

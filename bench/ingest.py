@@ -1,0 +1,181 @@
+"""Native ingestion throughput over real HTTP, counted as durable rows afterwards.
+
+    .venv/bin/python bench/ingest.py --db postgresql [--spans 200000] [--clients 4]
+
+Prints one JSON object: db, spans_per_s, embeddings_per_s (median of --repeat runs) and
+the per-run figures. Batches are encoded before the clock starts so the client's own JSON
+work does not count against the server (both share the same 2 cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import random
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.common import count_rows, fresh_db, server, telltale  # noqa: E402
+
+TOOLS = ["search", "db_query", "calculator", "http_fetch", "vector_lookup"]
+
+
+def span_batch(run: str, b: int, size: int, rng: random.Random) -> bytes:
+    events = []
+    for i in range(size):
+        trace = f"{run}-{b}-{i // 10}"
+        n_attr = rng.randint(10, 20)
+        attrs = {f"attr.{k}": rng.choice(["alpha", "beta", 3, 2.5, True]) for k in range(n_attr)}
+        attrs.update(
+            {"gen_ai.request.model": "gpt-x", "gen_ai.usage.input_tokens": rng.randint(10, 900)}
+        )
+        events.append(
+            {
+                "id": f"{run}-{b}-{i}",
+                "type": "span",
+                "body": {
+                    "trace_id": trace,
+                    "span_id": f"s{i % 10}",
+                    "parent_span_id": None if i % 10 == 0 else "s0",
+                    "kind": rng.choice(["llm", "tool", "plan", "retrieval"]),
+                    "name": "step",
+                    "tool_name": rng.choice(TOOLS),
+                    "status": "error" if rng.random() < 0.05 else "ok",
+                    "started_at": "2026-11-29T10:00:00.123Z",
+                    "ended_at": "2026-11-29T10:00:01.456Z",
+                    "step_index": i % 10,
+                    "confidence": round(rng.random(), 3),
+                    "attributes": attrs,
+                },
+            }
+        )
+    return orjson.dumps({"events": events})
+
+
+def embedding_batch(run: str, b: int, size: int, dim: int, rng: np.random.Generator) -> bytes:
+    m = rng.standard_normal((size, dim)).astype("<f4")
+    return orjson.dumps(
+        {
+            "stream": "bench.image",
+            "model": "ViT-B-32",
+            "dtype": "float32",
+            "dim": dim,
+            "vectors_b64": base64.b64encode(m.tobytes()).decode(),
+            "sample_ids": [f"{run}-{b}-{i}" for i in range(size)],
+        }
+    )
+
+
+def drive(url: str, key: str, path: str, bodies: list[bytes], clients: int) -> float:
+    """Send every body with ``clients`` threads; retry 429/503 after Retry-After. Seconds."""
+    queue = list(reversed(bodies))
+    lock = threading.Lock()
+    errors: list[str] = []
+
+    def worker() -> None:
+        with httpx.Client(
+            base_url=url,
+            timeout=120,
+            headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+        ) as c:
+            while True:
+                with lock:
+                    if not queue:
+                        return
+                    body = queue.pop()
+                while True:
+                    r = c.post(path, content=body)
+                    if r.status_code in (429, 503):
+                        time.sleep(float(r.headers.get("retry-after", "1")))
+                        continue
+                    if r.status_code != 200:
+                        errors.append(f"{r.status_code} {r.text[:200]}")
+                    break
+
+    threads = [threading.Thread(target=worker) for _ in range(clients)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - start
+    if errors:
+        raise RuntimeError(f"{len(errors)} failed requests, first: {errors[0]}")
+    return elapsed
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--db", choices=["sqlite", "postgresql"], default="postgresql")
+    p.add_argument("--spans", type=int, default=100_000)
+    p.add_argument("--embeddings", type=int, default=200_000)
+    p.add_argument("--batch", type=int, default=500)
+    p.add_argument("--emb-batch", type=int, default=2000)
+    p.add_argument("--dim", type=int, default=512)
+    p.add_argument("--clients", type=int, default=4)
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--repeat", type=int, default=3)
+    args = p.parse_args()
+
+    runs = []
+    with fresh_db(args.db) as db_url:
+        with server(db_url, workers=args.workers) as url:
+            key = telltale(
+                "keys", "create", "--project", "bench", "--role", "ingest", db_url=db_url
+            )
+            for rep in range(args.repeat):
+                run = f"r{rep}"
+                rng = random.Random(rep)
+                spans = [
+                    span_batch(run, b, args.batch, rng) for b in range(args.spans // args.batch)
+                ]
+                before = count_rows(db_url, "spans")
+                t_spans = drive(url, key, "/api/v1/ingest", spans, args.clients)
+                stored_spans = count_rows(db_url, "spans") - before
+                nrng = np.random.default_rng(rep)
+                embs = [
+                    embedding_batch(run, b, args.emb_batch, args.dim, nrng)
+                    for b in range(args.embeddings // args.emb_batch)
+                ]
+                before = count_rows(db_url, "embeddings")
+                t_emb = drive(url, key, "/api/v1/embeddings", embs, args.clients)
+                stored_emb = count_rows(db_url, "embeddings") - before
+                runs.append(
+                    {
+                        "spans": stored_spans,
+                        "spans_s": round(t_spans, 3),
+                        "spans_per_s": round(stored_spans / t_spans),
+                        "embeddings": stored_emb,
+                        "embeddings_s": round(t_emb, 3),
+                        "embeddings_per_s": round(stored_emb / t_emb),
+                    }
+                )
+    print(
+        json.dumps(
+            {
+                "db": args.db,
+                "path": "native-json",
+                "batch": args.batch,
+                "clients": args.clients,
+                "workers": args.workers,
+                "spans_per_s": statistics.median(r["spans_per_s"] for r in runs),
+                "embeddings_per_s": statistics.median(r["embeddings_per_s"] for r in runs),
+                "dim": args.dim,
+                "runs": runs,
+            },
+            indent=2,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
