@@ -128,7 +128,7 @@ def opt_dict(body: dict[str, Any], key: str, prefix: str) -> dict[str, Any]:
     return value
 
 
-_DTYPES = {"float32": np.dtype("<f4"), "float16": np.dtype("<f2")}
+_DTYPES: dict[str, np.dtype[Any]] = {"float32": np.dtype("<f4"), "float16": np.dtype("<f2")}
 
 
 def decode_vector(body: dict[str, Any], prefix: str, max_dim: int = 16384) -> np.ndarray:
