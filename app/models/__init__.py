@@ -11,6 +11,18 @@ from app.models.core import (
     Span,
     Trace,
 )
+from app.models.engine import (  # noqa: F401
+    Alert,
+    AlertEvent,
+    Channel,
+    DetectorRun,
+    Finding,
+    Monitor,
+    Notification,
+    SchedulerLease,
+    Silence,
+)
+from app.models.labeling import Label, LabelQueue, QueueItem, RejectedLabel  # noqa: F401
 
 __all__ = [
     "ApiKey",

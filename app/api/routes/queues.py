@@ -10,6 +10,7 @@ from sqlalchemy import select
 
 from app.api.deps import AdminKey, AnnotateKey, EngineDep, ReadKey, SessionDep
 from app.labeling import claims, queues
+from app.labeling import jobs as _jobs  # noqa: F401  (registers the periodic jobs)
 from app.labeling.errors import LeaseConflict
 from app.labeling.export import label_lines
 from app.labeling.fill import fill_queue
@@ -20,7 +21,9 @@ from app.models.labeling import QueueItem
 
 router = APIRouter(prefix="/api/v1", tags=["queues"])
 
-LEASE_CONFLICT = {409: {"description": "lease lost; the body says what to do"}}
+LEASE_CONFLICT: dict[int | str, dict[str, Any]] = {
+    409: {"description": "lease lost; the body says what to do"}
+}
 
 
 @router.post("/queues", status_code=201)

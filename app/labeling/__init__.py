@@ -1,0 +1,1 @@
+"""Labeling queues: filled by the active-learning selector, worked by annotators with leases."""

@@ -1,0 +1,111 @@
+"""What an annotator sees of an item: the trace summary, text, image URL and the reason."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.models import Span, Trace
+from app.models.labeling import LabelQueue, QueueItem
+
+TEXT_KEYS = ("text", "input", "prompt", "question")
+
+
+def image_url(item: QueueItem) -> str | None:
+    """Media samples (a ``sample_id`` without a trace) have an image served by the media API.
+
+    Hook for the media feature: this is the one place that decides what is media.
+    """
+    if item.sample_id and not item.trace_id:
+        return f"/api/v1/media/{item.sample_id}/image"
+    return None
+
+
+def _text(attrs: dict[str, Any]) -> str | None:
+    for key in TEXT_KEYS:
+        value = attrs.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def trace_summaries(
+    session: Session, *, project_id: int, trace_ids: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    if not trace_ids:
+        return {}
+    ids = sorted(set(trace_ids))
+    traces = session.scalars(
+        select(Trace).where(Trace.project_id == project_id, Trace.trace_id.in_(ids))
+    ).all()
+    steps = dict(
+        session.execute(
+            select(Span.trace_id, func.count())
+            .where(Span.project_id == project_id, Span.trace_id.in_(ids))
+            .group_by(Span.trace_id)
+        )
+        .tuples()
+        .all()
+    )
+    out = {}
+    for t in traces:
+        attrs = t.attributes or {}
+        out[t.trace_id] = {
+            "trace_id": t.trace_id,
+            "agent": t.agent,
+            "agent_version": t.agent_version,
+            "status": t.status,
+            "decision": attrs.get("decision"),
+            "task_type": attrs.get("task_type"),
+            "confidence": attrs.get("confidence"),
+            "steps": int(steps.get(t.trace_id, 0)),
+            "source": t.source,
+            "started_at": t.started_at,
+            "text": _text(attrs),
+            "output": attrs.get("output") if isinstance(attrs.get("output"), str) else None,
+        }
+    return out
+
+
+def item_payloads(
+    session: Session, *, project_id: int, items: Sequence[QueueItem], queue: LabelQueue
+) -> list[dict[str, Any]]:
+    """The claim answer for each item, in the given order."""
+    traces = trace_summaries(
+        session, project_id=project_id, trace_ids=[i.trace_id for i in items if i.trace_id]
+    )
+    out = []
+    for item in items:
+        trace = traces.get(item.trace_id) if item.trace_id else None
+        out.append(
+            {
+                "id": item.id,
+                "queue": queue.name,
+                "lease_token": item.lease_token,
+                "lease_expires_at": item.lease_expires_at,
+                "priority": item.priority,
+                "novelty": item.novelty,
+                "boost": item.boost,
+                "reason": item.reason,
+                "label_schema": queue.label_schema,
+                "sample": {
+                    "key": item.sample_key,
+                    "kind": "trace"
+                    if item.trace_id
+                    else "media"
+                    if image_url(item)
+                    else "embedding",
+                    "stream": item.stream,
+                    "embedding_id": item.embedding_id,
+                    "sample_id": item.sample_id,
+                    "time": item.sample_time,
+                    "trace": trace,
+                    "text": trace["text"] if trace else None,
+                    "image_url": image_url(item),
+                },
+            }
+        )
+    return out

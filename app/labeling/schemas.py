@@ -1,0 +1,136 @@
+"""Request bodies of the labeling API, and the label schema a label is checked against."""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+QUEUE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+SOURCES = Literal["production", "eval", "shadow"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Selection(_Strict):
+    """Which samples a queue draws from: embedding streams, agents' traces, trace sources."""
+
+    streams: list[Annotated[str, Field(min_length=1, max_length=128)]] = Field(
+        default_factory=list, max_length=50
+    )
+    agents: list[Annotated[str, Field(min_length=1, max_length=128)]] = Field(
+        default_factory=list, max_length=50
+    )
+    sources: list[SOURCES] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _something_selected(self) -> Selection:
+        if not self.streams and not self.agents:
+            raise ValueError("select at least one stream or one agent")
+        return self
+
+
+class CategoricalSchema(_Strict):
+    type: Literal["categorical"]
+    values: list[Annotated[str, Field(min_length=1, max_length=128)]] = Field(
+        min_length=1, max_length=100
+    )
+    # Values that mean "the sample was right": labels map to score 1.0 (else 0.0) when
+    # written back to a trace. Without it, categorical labels are not written back.
+    correct_values: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CategoricalSchema:
+        if len(set(self.values)) != len(self.values):
+            raise ValueError("values must be unique")
+        unknown = [v for v in self.correct_values or [] if v not in self.values]
+        if unknown:
+            raise ValueError(f"correct_values {unknown} are not among values")
+        return self
+
+
+class ScoreSchema(_Strict):
+    type: Literal["score"]
+    min: float
+    max: float
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ScoreSchema:
+        if not (math.isfinite(self.min) and math.isfinite(self.max)) or self.min >= self.max:
+            raise ValueError("min and max must be finite with min < max")
+        return self
+
+
+LabelSchema = Annotated[CategoricalSchema | ScoreSchema, Field(discriminator="type")]
+
+
+class QueueCreate(_Strict):
+    name: str = Field(min_length=1, max_length=128, pattern=QUEUE_NAME)
+    description: str = Field(default="", max_length=2000)
+    selection: Selection
+    label_schema: LabelSchema
+    label_name: str = Field(default="success", min_length=1, max_length=128)
+    budget_per_period: int = Field(ge=1, le=100_000)
+    fill_interval_seconds: int = Field(default=3600, ge=10, le=30 * 86400)
+    lease_seconds: int = Field(default=300, ge=5, le=86400)
+    reference_size: int = Field(default=2000, ge=1, le=1_000_000)
+
+
+class QueueUpdate(_Strict):
+    description: str | None = Field(default=None, max_length=2000)
+    selection: Selection | None = None
+    label_schema: LabelSchema | None = None
+    label_name: str | None = Field(default=None, min_length=1, max_length=128)
+    budget_per_period: int | None = Field(default=None, ge=1, le=100_000)
+    fill_interval_seconds: int | None = Field(default=None, ge=10, le=30 * 86400)
+    lease_seconds: int | None = Field(default=None, ge=5, le=86400)
+    reference_size: int | None = Field(default=None, ge=1, le=1_000_000)
+
+
+class ClaimRequest(_Strict):
+    n: int = Field(default=5, ge=1, le=100)
+    lease_seconds: int | None = Field(default=None, ge=5, le=86400)
+
+
+class LeaseRequest(_Strict):
+    lease_token: str = Field(min_length=1, max_length=64)
+
+
+class LabelRequest(LeaseRequest):
+    label: str | float | int | bool
+    comment: str | None = Field(default=None, max_length=10_000)
+
+    @field_validator("label")
+    @classmethod
+    def _no_bool(cls, v: Any) -> Any:
+        if isinstance(v, bool):
+            raise ValueError("a label is a string (categorical) or a number (score), not a bool")
+        return v
+
+
+class LabelOutsideSchema(ValueError):
+    """The label does not fit the queue's schema (the API answers 422)."""
+
+
+def check_label(schema: dict[str, Any], label: Any) -> tuple[Any, float | None]:
+    """Validate ``label`` against a stored schema; return (stored value, score value or None).
+
+    The score value is what is written back to a trace: the number itself for a score
+    schema, 1.0/0.0 for categorical values mapped through ``correct_values``.
+    """
+    if schema["type"] == "categorical":
+        if not isinstance(label, str) or label not in schema["values"]:
+            raise LabelOutsideSchema(f"label: must be one of {schema['values']}, got {label!r}")
+        correct = schema.get("correct_values")
+        return label, (None if correct is None else float(label in correct))
+    if isinstance(label, bool) or not isinstance(label, int | float):
+        raise LabelOutsideSchema(f"label: must be a number, got {label!r}")
+    value = float(label)
+    if not math.isfinite(value) or not schema["min"] <= value <= schema["max"]:
+        raise LabelOutsideSchema(
+            f"label: must be a number in [{schema['min']}, {schema['max']}], got {label!r}"
+        )
+    return value, value
