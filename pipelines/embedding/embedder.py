@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import threading
 from collections import deque
 from collections.abc import Generator, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -84,6 +85,8 @@ class ClipEmbedder:
     decode_threads : PIL decode threads; defaults to the CPU count, at most 16.
     decode_on_device : decode JPEGs with ``torchvision.io.decode_jpeg`` on the model's device
         and resize there; defaults to True on CUDA. On CPU it exercises the same code path.
+    prepare_threads : batches prepared at once. Two on CUDA, so one thread's Python resize
+        loop runs while the other waits on nvJPEG (which releases the GIL).
     """
 
     def __init__(
@@ -98,6 +101,7 @@ class ClipEmbedder:
         max_pixels: int = DEFAULT_MAX_PIXELS,
         decode_threads: int | None = None,
         decode_on_device: bool | None = None,
+        prepare_threads: int | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
@@ -124,8 +128,11 @@ class ClipEmbedder:
         self._pixel_dtype = self._autocast_dtype or torch.float32
         threads = decode_threads or min(16, os.cpu_count() or 1)
         self._decode_pool = ThreadPoolExecutor(threads, thread_name_prefix="telltale-decode")
-        self._prepare_pool = ThreadPoolExecutor(1, thread_name_prefix="telltale-prepare")
-        self._side_stream = torch.cuda.Stream(self.device) if self._cuda else None
+        self._prepare_threads = prepare_threads or (2 if self._cuda else 1)
+        self._prepare_pool = ThreadPoolExecutor(
+            self._prepare_threads, thread_name_prefix="telltale-prepare"
+        )
+        self._thread_state = threading.local()  # one side CUDA stream per prepare thread
         self.dim = configured_embedding_dim(model) or self.embed_texts([""]).shape[1]
         if self._cuda:
             torch.cuda.synchronize(self.device)
@@ -228,7 +235,7 @@ class ClipEmbedder:
         return torch.autocast(device_type=self.device.type, dtype=self._autocast_dtype)
 
     def _prepared_batches(self, items: Sequence[object]) -> Generator[_PreparedBatch, None, None]:
-        """Yield prepared batches in order, keeping two in preparation ahead of the model."""
+        """Yield prepared batches in order, keeping every prepare thread busy plus one ready."""
         starts = iter(range(0, len(items), self.batch_size))
         queue: deque[Future[_PreparedBatch]] = deque()
 
@@ -236,7 +243,7 @@ class ClipEmbedder:
             stop = min(start + self.batch_size, len(items))
             queue.append(self._prepare_pool.submit(self._prepare, items, start, stop))
 
-        for start in itertools.islice(starts, 2):
+        for start in itertools.islice(starts, self._prepare_threads + 1):
             submit(start)
         try:
             while queue:
@@ -264,12 +271,7 @@ class ClipEmbedder:
 
     def _prepare(self, items: Sequence[object], start: int, stop: int) -> _PreparedBatch:
         """Probe, decode, resize and normalise ``items[start:stop]`` (runs in the prepare thread)."""
-        stream_context = (
-            torch.cuda.stream(self._side_stream)
-            if self._side_stream is not None
-            else contextlib.nullcontext()
-        )
-        with torch.inference_mode(), stream_context:
+        with torch.inference_mode(), self._side_stream_context():
             failures: dict[int, str] = {}
             device_rows: list[int] = []
             pil_rows: list[int] = []
@@ -322,6 +324,14 @@ class ClipEmbedder:
             memory_format = torch.channels_last if self._cuda else torch.contiguous_format
             batch = batch.to(dtype=self._pixel_dtype, memory_format=memory_format)
             return _PreparedBatch(rows, batch, _record_event(self._cuda), failures)
+
+    def _side_stream_context(self) -> contextlib.AbstractContextManager[object]:
+        if not self._cuda:
+            return contextlib.nullcontext()
+        stream = getattr(self._thread_state, "stream", None)
+        if stream is None:
+            stream = self._thread_state.stream = torch.cuda.Stream(self.device)
+        return torch.cuda.stream(stream)
 
     def _submit_pil(
         self, items: Sequence[object], rows: list[int], probes: dict[int, ImageProbe]

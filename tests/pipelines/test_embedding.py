@@ -119,6 +119,9 @@ def test_device_path_matches_pil_path(
     got = device.embed_images(jpegs)
     cosine = np.sum(expected * got, axis=1)
     assert cosine.min() > 0.999, cosine
+    # Several prepare threads and small batches: rows still land in input order.
+    threaded = make_embedder(decode_on_device=True, prepare_threads=3, batch_size=2)
+    np.testing.assert_allclose(threaded.embed_images(jpegs), got, atol=1e-6)
 
 
 def test_tensor_resize_matches_open_clip_preprocess(
