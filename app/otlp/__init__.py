@@ -1,0 +1,1 @@
+"""OTLP/HTTP trace ingestion: decode, map to Telltale rows, write."""

@@ -1,0 +1,84 @@
+"""OTLP/HTTP answers, in the encoding of the request.
+
+Success is an ``ExportTraceServiceResponse`` (``partial_success`` set when spans were
+refused or a warning is due). Failures carry a ``google.rpc.Status``: the message is
+three fields, so it is encoded here by hand rather than pulling in googleapis protos.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import orjson
+from google.protobuf import json_format
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from starlette.responses import Response
+
+PROTOBUF_TYPE = "application/x-protobuf"
+JSON_TYPE = "application/json"
+
+# HTTP status -> google.rpc.Code, as gRPC-HTTP gateways map them.
+_RPC_CODES = {400: 3, 401: 16, 403: 7, 404: 5, 413: 8, 415: 3, 429: 8, 503: 14}
+
+
+def wire_format(content_type: str | None) -> str | None:
+    """``protobuf`` / ``json`` from a Content-Type header, ``None`` when unsupported."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    if media in ("application/x-protobuf", "application/protobuf"):
+        return "protobuf"
+    if media == "application/json":
+        return "json"
+    return None
+
+
+def export_response(*, wire: str, rejected_spans: int, error_message: str) -> Response:
+    message = ExportTraceServiceResponse()
+    if rejected_spans or error_message:
+        message.partial_success.rejected_spans = rejected_spans
+        message.partial_success.error_message = error_message
+    if wire == "protobuf":
+        return Response(message.SerializeToString(), media_type=PROTOBUF_TYPE)
+    body = json_format.MessageToJson(message, indent=None)
+    return Response(body, media_type=JSON_TYPE)
+
+
+def status_response(
+    *, wire: str | None, status: int, message: str, headers: Mapping[str, str] | None = None
+) -> Response:
+    code = _RPC_CODES.get(status, 2)
+    if wire == "protobuf":
+        return Response(
+            rpc_status_bytes(code, message),
+            status_code=status,
+            media_type=PROTOBUF_TYPE,
+            headers=headers,
+        )
+    return Response(
+        orjson.dumps({"code": code, "message": message}),
+        status_code=status,
+        media_type=JSON_TYPE,
+        headers=headers,
+    )
+
+
+def rpc_status_bytes(code: int, message: str) -> bytes:
+    """``google.rpc.Status{code=1: int32, message=2: string}`` in protobuf wire format."""
+    out = bytearray()
+    if code:
+        out += b"\x08" + _varint(code)
+    text = message.encode("utf-8")
+    if text:
+        out += b"\x12" + _varint(len(text)) + text
+    return bytes(out)
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)

@@ -1,0 +1,86 @@
+"""Merge what one OTLP request says about its traces into the stored trace rows.
+
+Spans of one trace may arrive in several requests, in any order, and re-sent. Every
+merge here is commutative and idempotent, so the order does not matter:
+
+- ``started_at`` / ``ended_at`` widen (earliest start, latest end seen);
+- ``status`` becomes ``error`` once the root or an agent span has failed, and stays;
+- the agent comes from the root span when a request carries it (it overrides), else it
+  only fills an empty agent;
+- ``telltale.*`` trace fields from the root override, from other spans only fill gaps;
+- ``source`` takes a value other than the default ``production`` when one is given.
+
+Rows are written in trace-id order so two concurrent requests lock shared traces in the
+same order on PostgreSQL (no deadlock); SQLite serialises writers anyway.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import case, func
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
+
+from app.models import Trace
+from app.models.base import utcnow
+
+_FILL_FIELDS = ("input_hash", "entry_point", "counterfactual_of")
+
+
+def merge_traces(conn: Connection, *, project_id: int, rows: list[dict[str, Any]]) -> None:
+    now = utcnow()
+    from_root: list[dict[str, Any]] = []
+    others: list[dict[str, Any]] = []
+    for row in sorted(rows, key=lambda r: r["trace_id"]):
+        db_row = {k: v for k, v in row.items() if k != "rank"}
+        db_row.update(project_id=project_id, created_at=now, source=row["source"] or "production")
+        (from_root if row["rank"] == 2 else others).append(db_row)
+    for batch, root in ((from_root, True), (others, False)):
+        if batch:
+            conn.execute(_merge_statement(conn.dialect.name, root=root), batch)
+
+
+def _merge_statement(dialect: str, *, root: bool) -> Any:
+    pg = dialect == "postgresql"
+    stmt = (postgresql if pg else sqlite).insert(Trace)
+    ex, t = stmt.excluded, Trace.__table__.c
+    # PostgreSQL LEAST/GREATEST skip NULLs; SQLite's scalar min/max return NULL on any
+    # NULL, hence the COALESCE pairs. SQLite stores these as fixed-width ISO text, which
+    # sorts like the times themselves.
+    least, greatest = (func.least, func.greatest) if pg else (func.min, func.max)
+
+    def widen(fn: Any, col: str) -> Any:
+        return fn(func.coalesce(t[col], ex[col]), func.coalesce(ex[col], t[col]))
+
+    def merge_json(base: Any, patch: Any) -> Any:
+        return base.op("||")(patch) if pg else func.json_patch(base, patch)
+
+    if root:
+        given_agent = ex.agent != ""
+        agent = {
+            "agent": case((given_agent, ex.agent), else_=t.agent),
+            "agent_version": case((given_agent, ex.agent_version), else_=t.agent_version),
+        }
+        fields = {name: func.coalesce(ex[name], t[name]) for name in _FILL_FIELDS}
+        attributes = merge_json(t.attributes, ex.attributes)
+    else:
+        empty = t.agent == ""
+        agent = {
+            "agent": case((empty, ex.agent), else_=t.agent),
+            "agent_version": case((empty, ex.agent_version), else_=t.agent_version),
+        }
+        fields = {name: func.coalesce(t[name], ex[name]) for name in _FILL_FIELDS}
+        attributes = merge_json(ex.attributes, t.attributes)
+    return stmt.on_conflict_do_update(
+        index_elements=["project_id", "trace_id"],
+        set_={
+            "started_at": widen(least, "started_at"),
+            "ended_at": widen(greatest, "ended_at"),
+            "status": case((ex.status == "error", "error"), else_=t.status),
+            "source": case((ex.source != "production", ex.source), else_=t.source),
+            **agent,
+            **fields,
+            "attributes": attributes,
+        },
+    )
