@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1 import trace_pb2
 
 STATUS_ERROR = 2
+_INT64 = (-(2**63), 2**63 - 1)
+_INT_TEXT = re.compile(r"-?[0-9]{1,20}")
+_UINT_TEXT = re.compile(r"[0-9]{1,20}")
 _ID_BYTES = {"trace_id": 16, "span_id": 8, "parent_span_id": 8}
 
 
@@ -173,7 +177,7 @@ def _json_span(sp: Any, resource: dict[str, Any], scope: str, p: str) -> Decoded
     trace_id, err = _json_id(sp, "traceId", "trace_id", p)
     span_id, span_err = _json_id(sp, "spanId", "span_id", p)
     parent: str | None = None
-    if _get(sp, "parentSpanId", "parent_span_id"):
+    if _get(sp, "parentSpanId", "parent_span_id", p):
         parent, parent_err = _json_id(sp, "parentSpanId", "parent_span_id", p)
         span_err = span_err or parent_err
     status = _obj(sp, "status", "status", p)
@@ -202,7 +206,9 @@ def _json_span(sp: Any, resource: dict[str, Any], scope: str, p: str) -> Decoded
     )
 
 
-def _get(obj: dict[str, Any], camel: str, snake: str) -> Any:
+def _get(obj: Any, camel: str, snake: str, p: str) -> Any:
+    if not isinstance(obj, dict):
+        raise MalformedBody(f"{p}: must be an object")
     value = obj.get(camel)
     return obj.get(snake) if value is None else value
 
@@ -210,7 +216,7 @@ def _get(obj: dict[str, Any], camel: str, snake: str) -> Any:
 def _list(obj: Any, camel: str, snake: str, p: str) -> list[Any]:
     if not isinstance(obj, dict):
         raise MalformedBody(f"{p}: must be an object")
-    value = _get(obj, camel, snake)
+    value = _get(obj, camel, snake, p)
     if value is None:
         return []
     if not isinstance(value, list):
@@ -219,7 +225,7 @@ def _list(obj: Any, camel: str, snake: str, p: str) -> list[Any]:
 
 
 def _obj(obj: dict[str, Any], camel: str, snake: str, p: str) -> dict[str, Any]:
-    value = _get(obj, camel, snake)
+    value = _get(obj, camel, snake, p)
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -228,7 +234,7 @@ def _obj(obj: dict[str, Any], camel: str, snake: str, p: str) -> dict[str, Any]:
 
 
 def _str(obj: dict[str, Any], camel: str, snake: str, p: str) -> str:
-    value = _get(obj, camel, snake)
+    value = _get(obj, camel, snake, p)
     if value is None:
         return ""
     if not isinstance(value, str):
@@ -237,18 +243,18 @@ def _str(obj: dict[str, Any], camel: str, snake: str, p: str) -> str:
 
 
 def _uint(obj: dict[str, Any], camel: str, snake: str, p: str) -> int:
-    value = _get(obj, camel, snake)
+    value = _get(obj, camel, snake, p)
     if value is None:
         return 0
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+    if isinstance(value, str) and _UINT_TEXT.fullmatch(value):
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**64:
         return value
     raise MalformedBody(f"{p}.{camel}: must be a non-negative integer (or its decimal string)")
 
 
 def _enum(obj: dict[str, Any], camel: str, snake: str, p: str, prefix: str) -> int:
-    value = _get(obj, camel, snake)
+    value = _get(obj, camel, snake, p)
     if value is None:
         return 0
     if isinstance(value, int) and not isinstance(value, bool):
@@ -263,7 +269,7 @@ def _enum(obj: dict[str, Any], camel: str, snake: str, p: str, prefix: str) -> i
 
 
 def _json_id(obj: dict[str, Any], camel: str, snake: str, p: str) -> tuple[str, str | None]:
-    raw = _get(obj, camel, snake)
+    raw = _get(obj, camel, snake, p)
     name = snake
     size = _ID_BYTES[name]
     if raw is None or raw == "":
@@ -306,9 +312,13 @@ def _json_value(v: Any, p: str) -> Any:
     if kind in ("boolValue", "bool_value") and isinstance(value, bool):
         return value
     if kind in ("intValue", "int_value"):
-        if isinstance(value, str) and value.lstrip("-").isdigit():
-            return int(value)
-        if isinstance(value, int) and not isinstance(value, bool):
+        if isinstance(value, str) and _INT_TEXT.fullmatch(value):
+            value = int(value)
+        if (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and _INT64[0] <= value <= _INT64[1]
+        ):
             return value
     if kind in ("doubleValue", "double_value"):
         if isinstance(value, int | float) and not isinstance(value, bool):
