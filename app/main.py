@@ -19,6 +19,7 @@ from app.api.main import api_router
 from app.db import make_engine, make_sessionmaker
 from app.ingest.admission import Overloaded, WriteAdmission
 from app.metrics import REQUEST_LATENCY, WRITE_QUEUE_DEPTH
+from app.scheduler import service as _scheduler  # noqa: F401  (registers scheduler + outbox)
 from app.settings import Settings, get_settings
 
 log = logging.getLogger("telltale")
@@ -57,7 +58,7 @@ def create_app(
 
     app = FastAPI(title="Telltale", version="0.1.0", lifespan=lifespan)
     _install_error_handlers(app)
-    _install_latency_middleware(app)
+    _install_latency_middleware(app, max_header_bytes=settings.max_header_bytes)
     app.include_router(api_router)
     return app
 
@@ -98,10 +99,15 @@ def _install_error_handlers(app: FastAPI) -> None:
         )
 
 
-def _install_latency_middleware(app: FastAPI) -> None:
+def _install_latency_middleware(app: FastAPI, *, max_header_bytes: int) -> None:
     @app.middleware("http")
     async def timing(request: Request, call_next: Any) -> Any:
         start = time.perf_counter()
+        header_bytes = sum(len(k) + len(v) for k, v in request.scope["headers"])
+        if header_bytes > max_header_bytes:
+            return JSONResponse(
+                {"detail": f"request headers exceed {max_header_bytes} bytes"}, status_code=431
+            )
         response = await call_next(request)
         route = request.scope.get("route")
         template = getattr(route, "path", "unmatched")

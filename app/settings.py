@@ -19,6 +19,7 @@ class Settings(BaseSettings):
     # max_events_per_batch gets 413 too (it is a size limit, not a malformed envelope).
     max_request_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
     max_events_per_batch: int = Field(default=5000, gt=0)
+    max_header_bytes: int = Field(default=32 * 1024, gt=0)
     # Backpressure: at most this many write transactions run at once, and at most
     # max_pending_writes batches wait; beyond that the answer is 429 + Retry-After.
     max_concurrent_writes: int = Field(default=4, gt=0)

@@ -2,7 +2,19 @@
 
 from fastapi import APIRouter
 
-from app.api.routes import health, ingest, otlp, streams, traces
+from app.api.routes import (
+    alerts,
+    channels,
+    findings,
+    health,
+    ingest,
+    keys,
+    monitors,
+    otlp,
+    silences,
+    streams,
+    traces,
+)
 from app.api.routes import queues as label_queues
 
 api_router = APIRouter()
@@ -10,5 +22,11 @@ api_router.include_router(health.router)
 api_router.include_router(ingest.router)
 api_router.include_router(traces.router)
 api_router.include_router(streams.router)
+api_router.include_router(keys.router)
 api_router.include_router(otlp.router)
 api_router.include_router(label_queues.router)
+api_router.include_router(monitors.router)
+api_router.include_router(findings.router)
+api_router.include_router(alerts.router)
+api_router.include_router(silences.router)
+api_router.include_router(channels.router)
