@@ -1,0 +1,382 @@
+"""FM-5 evaluation-harness overfitting: eval success that production does not share.
+
+An agent tuned against its eval harness keeps climbing on it while production success stays
+flat or falls, usually because production inputs have moved outside what the eval set covers.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from scipy import stats
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import StratifiedKFold, cross_val_predict
+from sklearn.neighbors import NearestNeighbors
+
+from detectors.records import DetectorResult, TraceRecord
+
+FAILURE_MODE = "FM-5"
+
+
+def holm(p_values: Sequence[float]) -> np.ndarray:
+    """Holm (1979) step-down adjusted p-values."""
+    p = np.asarray(p_values, float)
+    adjusted = np.empty_like(p)
+    running = 0.0
+    for rank, i in enumerate(np.argsort(p)):
+        running = max(running, min(1.0, (p.size - rank) * p[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def success_counts(traces: Sequence[TraceRecord], source: str) -> tuple[int, int]:
+    """(successes, traces) among the traces from ``source``."""
+    chosen = [t.success for t in traces if t.source == source]
+    return int(sum(chosen)), len(chosen)
+
+
+def _var(successes: int, n: int) -> float:
+    # Agresti-Caffo: one pseudo-success and one pseudo-failure keep p = 0 or 1 from
+    # claiming zero variance.
+    p = (successes + 1) / (n + 2)
+    return p * (1 - p) / (n + 2)
+
+
+class EvalOverfittingDetector:
+    r"""Eval-vs-production success gap per version, version trend, and input coverage.
+
+    **Gap** (per agent and version in the current window, ``>= min_traces`` eval and
+    production traces): :math:`g = \hat p_{eval} - \hat p_{prod}` (success: the ``success``
+    score, else ``status == "ok"``). With a reference (the agent's eval and production traces
+    pooled over the reference window) the one-sided z test of
+    :math:`g_{cur} - g_{ref} > 0`, variances Agresti-Caffo adjusted, fires when the excess is
+    ``>= min_gap``; without one, Fisher's exact test (eval more successful) with
+    :math:`g \ge` ``min_gap``. A constant, known eval/production gap therefore never fires
+    once a reference exists.
+
+    **Trend** (agents with ``>= min_versions`` versions, ordered by first-seen time over both
+    windows): linear-probability slopes :math:`b_{eval}, b_{prod}` of success on version rank;
+    one-sided z test of :math:`b_{eval} - b_{prod} > 0`, gated on the eval rise and the
+    divergence over the version span both being ``>= min_gap``. Spearman's rho of per-version
+    eval and production success vs version order is reported, with the flag
+    ``eval_rising_production_flat_or_falling``.
+
+    Gap and trend p-values are Holm-combined at ``alpha``; the detector fires when any is
+    rejected. **Coverage** (current production inputs vs the de-duplicated eval inputs, unit-
+    normalised ``input_embedding``) is evidence, and joins the Holm family only with
+    ``fire_on_coverage=True``: the share of production inputs whose nearest eval input is
+    farther than the eval set's leave-one-out ``coverage_quantile`` radius (exact p-value
+    under exchangeability: negative hypergeometric), and a classifier two-sample test
+    (logistic regression, ``n_folds``-fold cross-validated AUC, Mann-Whitney p-value on the
+    out-of-fold scores; AUC ~ 0.5 when the sets match), gated on ``min_outside`` and
+    ``min_auc``.
+
+    Parameters
+    ----------
+    alpha : float, default 0.01
+    min_gap : float, default 0.05
+        Smallest gap excess (or gap, without a reference) worth an alert.
+    min_traces : int, default 30
+        Fewest eval and production traces for a version (and embeddings for coverage).
+    min_versions : int, default 3
+    min_auc : float, default 0.65
+    min_outside : float, default 0.2
+    coverage_quantile : float, default 0.95
+    fire_on_coverage : bool, default False
+    n_folds : int, default 5
+    max_samples : int, default 2000
+        Embeddings per side beyond this are subsampled (seeded) for the coverage tests.
+    seed : int, default 0
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from detectors.records import TraceRecord
+    >>> rng = np.random.default_rng(0)
+    >>> def runs(version, t0, p_eval, p_prod, n=300):
+    ...     return [TraceRecord(f"{version}-{src}-{i}", "bot", version, t0 + i, t0 + i,
+    ...                         status="ok" if rng.random() < p else "error", source=src)
+    ...             for src, p in (("eval", p_eval), ("production", p_prod)) for i in range(n)]
+    >>> reference = runs("v1", 0, 0.85, 0.75)
+    >>> current = runs("v2", 1000, 0.95, 0.70)
+    >>> res = EvalOverfittingDetector().test(reference, current)
+    >>> bool(res.fired), res.evidence["gaps"][0]["agent_version"]
+    (True, 'v2')
+    """
+
+    def __init__(
+        self,
+        *,
+        alpha: float = 0.01,
+        min_gap: float = 0.05,
+        min_traces: int = 30,
+        min_versions: int = 3,
+        min_auc: float = 0.65,
+        min_outside: float = 0.2,
+        coverage_quantile: float = 0.95,
+        fire_on_coverage: bool = False,
+        n_folds: int = 5,
+        max_samples: int = 2000,
+        seed: int = 0,
+    ) -> None:
+        for name, value, low, high in (
+            ("alpha", alpha, 0.0, 1.0),
+            ("min_gap", min_gap, -1e-12, 1.0),
+            ("min_auc", min_auc, 0.5 - 1e-12, 1.0),
+            ("min_outside", min_outside, -1e-12, 1.0),
+            ("coverage_quantile", coverage_quantile, 0.5, 1.0),
+        ):
+            if not low < value < high:
+                raise ValueError(f"{name} must be in ({max(low, 0.0)}, {high}), got {value!r}")
+        for name, value, low in (
+            ("min_traces", min_traces, 10),
+            ("min_versions", min_versions, 3),
+            ("n_folds", n_folds, 2),
+            ("max_samples", max_samples, 50),
+        ):
+            if int(value) != value or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        if not isinstance(fire_on_coverage, bool):
+            raise ValueError(f"fire_on_coverage must be a bool, got {fire_on_coverage!r}")
+        self.alpha = float(alpha)
+        self.min_gap = float(min_gap)
+        self.min_traces = int(min_traces)
+        self.min_versions = int(min_versions)
+        self.min_auc = float(min_auc)
+        self.min_outside = float(min_outside)
+        self.coverage_quantile = float(coverage_quantile)
+        self.fire_on_coverage = fire_on_coverage
+        self.n_folds = int(n_folds)
+        self.max_samples = int(max_samples)
+        self.seed = int(seed)
+
+    def test(
+        self, reference: Sequence[TraceRecord], current: Sequence[TraceRecord]
+    ) -> DetectorResult:
+        gaps, trends, coverage = [], [], []
+        for agent in sorted({t.agent for t in current if t.source == "eval"}):
+            ref = [t for t in reference if t.agent == agent]
+            cur = [t for t in current if t.agent == agent]
+            gaps += self._gaps(agent, ref, cur)
+            trend = self._trend(agent, [*ref, *cur])
+            if trend is not None:
+                trends.append(trend)
+            cov = self._coverage(agent, ref, cur)
+            if cov is not None:
+                coverage.append(cov)
+        family = gaps + trends + (coverage if self.fire_on_coverage else [])
+        if not family:
+            return DetectorResult.insufficient(
+                FAILURE_MODE,
+                f"no agent version with >= {self.min_traces} eval and production traces in the "
+                f"current window, and no agent with >= {self.min_versions} such versions",
+                coverage=coverage,
+            )
+        for test, p in zip(family, holm([t["p_value"] for t in family]), strict=True):
+            test["p_holm"] = float(p)
+            test["fired"] = bool(p <= self.alpha and test["effect_ok"])
+        fired = [t for t in family if t["fired"]]
+        excess = [t["excess"] for t in gaps + trends]
+        evidence: dict[str, Any] = {"gaps": gaps, "trends": trends, "coverage": coverage}
+        if fired:
+            evidence["summary"] = "; ".join(t["summary"] for t in fired)
+        return DetectorResult(
+            failure_mode=FAILURE_MODE,
+            statistic=float(max(excess)) if excess else float("nan"),
+            threshold=self.min_gap,
+            p_value=float(min(t["p_holm"] for t in family)),
+            fired=bool(fired),
+            evidence=evidence,
+        )
+
+    def _gaps(
+        self, agent: str, ref: Sequence[TraceRecord], cur: Sequence[TraceRecord]
+    ) -> list[dict[str, Any]]:
+        xe_r, ne_r = success_counts(ref, "eval")
+        xp_r, np_r = success_counts(ref, "production")
+        has_ref = min(ne_r, np_r) >= self.min_traces
+        gap_ref = xe_r / ne_r - xp_r / np_r if has_ref else None
+        rows = []
+        for version in sorted({t.agent_version for t in cur}):
+            members = [t for t in cur if t.agent_version == version]
+            (xe, ne), (xp, n_p) = (
+                success_counts(members, "eval"),
+                success_counts(members, "production"),
+            )
+            if min(ne, n_p) < self.min_traces:
+                continue
+            gap = xe / ne - xp / n_p
+            if gap_ref is not None:
+                se = np.sqrt(_var(xe, ne) + _var(xp, n_p) + _var(xe_r, ne_r) + _var(xp_r, np_r))
+                excess = gap - gap_ref
+                p = float(stats.norm.sf(excess / se))
+            else:
+                excess = gap
+                table = [[xe, ne - xe], [xp, n_p - xp]]
+                p = float(stats.fisher_exact(table, alternative="greater").pvalue)
+            rows.append(
+                {
+                    "test": "gap",
+                    "agent": agent,
+                    "agent_version": version,
+                    "eval_success": xe / ne,
+                    "production_success": xp / n_p,
+                    "n_eval": ne,
+                    "n_production": n_p,
+                    "gap": gap,
+                    "reference_gap": gap_ref,
+                    "excess": float(excess),
+                    "p_value": p,
+                    "effect_ok": bool(excess >= self.min_gap),
+                    "summary": (
+                        f"{agent} {version}: eval success {xe / ne:.3f} vs production "
+                        f"{xp / n_p:.3f} (gap {gap:.3f}"
+                        + (f", reference gap {gap_ref:.3f})" if gap_ref is not None else ")")
+                    ),
+                }
+            )
+        return rows
+
+    def _trend(self, agent: str, traces: Sequence[TraceRecord]) -> dict[str, Any] | None:
+        first_seen: dict[str, float] = {}
+        outcomes: dict[tuple[str, str], list[float]] = defaultdict(list)
+        for t in traces:
+            first_seen[t.agent_version] = min(first_seen.get(t.agent_version, np.inf), t.started_at)
+            if t.source in ("eval", "production"):
+                outcomes[(t.agent_version, t.source)].append(float(t.success))
+        versions = [
+            v
+            for v in sorted(first_seen, key=lambda v: (first_seen[v], v))
+            if min(len(outcomes[(v, "eval")]), len(outcomes[(v, "production")])) >= self.min_traces
+        ]
+        if len(versions) < self.min_versions:
+            return None
+        slopes, rates = {}, {}
+        for source in ("eval", "production"):
+            x = np.concatenate(
+                [np.full(len(outcomes[(v, source)]), i) for i, v in enumerate(versions)]
+            )
+            y = np.concatenate([outcomes[(v, source)] for v in versions])
+            sxx = np.sum((x - x.mean()) ** 2)
+            b = np.sum((x - x.mean()) * (y - y.mean())) / sxx
+            resid = y - y.mean() - b * (x - x.mean())
+            # floor the residual variance so an all-success source still has some uncertainty
+            s2 = max(np.sum(resid**2) / (y.size - 2), 1.0 / y.size)
+            slopes[source] = (float(b), float(s2 / sxx))
+            rates[source] = [float(np.mean(outcomes[(v, source)])) for v in versions]
+        (b_e, v_e), (b_p, v_p) = slopes["eval"], slopes["production"]
+        span = len(versions) - 1
+        divergence = (b_e - b_p) * span
+        rho = {s: _spearman(rates[s]) for s in ("eval", "production")}
+        pattern = bool(rho["eval"] > 0 >= rho["production"])
+        return {
+            "test": "trend",
+            "agent": agent,
+            "versions": versions,
+            "eval_success_by_version": rates["eval"],
+            "production_success_by_version": rates["production"],
+            "spearman_eval": rho["eval"],
+            "spearman_production": rho["production"],
+            "eval_rising_production_flat_or_falling": pattern,
+            "eval_rise": b_e * span,
+            "production_change": b_p * span,
+            "excess": float(divergence),
+            "p_value": float(stats.norm.sf((b_e - b_p) / np.sqrt(v_e + v_p))),
+            "effect_ok": bool(b_e * span >= self.min_gap and divergence >= self.min_gap),
+            "summary": (
+                f"{agent}: over versions {', '.join(versions)} eval success "
+                f"{rates['eval'][0]:.3f} -> {rates['eval'][-1]:.3f} while production "
+                f"{rates['production'][0]:.3f} -> {rates['production'][-1]:.3f}"
+            ),
+        }
+
+    def _coverage(
+        self, agent: str, ref: Sequence[TraceRecord], cur: Sequence[TraceRecord]
+    ) -> dict[str, Any] | None:
+        rng = np.random.default_rng(self.seed)
+        evals = _unique_inputs([t for t in (*ref, *cur) if t.source == "eval"])
+        prods = _unique_inputs([t for t in cur if t.source == "production"])
+        if min(len(evals), len(prods)) < max(self.min_traces, 2 * self.n_folds):
+            return None
+        if len({v.shape for v in evals + prods}) != 1:
+            return None
+        e, p = (_subsample(np.stack(v), self.max_samples, rng) for v in (evals, prods))
+        # eval-to-eval leave-one-out radius vs production-to-eval distance (unit vectors)
+        index = NearestNeighbors(n_neighbors=2).fit(e)
+        loo = np.sort(index.kneighbors(e)[0][:, 1])
+        d_prod = index.kneighbors(p, n_neighbors=1)[0][:, 0]
+        rank = int(np.ceil(self.coverage_quantile * loo.size))
+        radius = loo[rank - 1]
+        above = int(np.sum(loo > radius))
+        outside = int(np.sum(d_prod > radius))
+        # exchangeable eval and production distances: the number of production points above
+        # the eval order statistic is negative-hypergeometric (scan down until above + 1 evals)
+        p_knn = float(
+            stats.nhypergeom.sf(outside - 1, loo.size + d_prod.size, d_prod.size, above + 1)
+        )
+        auc, p_auc = self._classifier_auc(e, p)
+        frac = outside / d_prod.size
+        knn_ok = frac >= self.min_outside
+        auc_ok = auc >= self.min_auc
+        # Bonferroni over the two coverage statistics
+        p_value = min(1.0, 2 * min(p_knn if knn_ok else 1.0, p_auc if auc_ok else 1.0))
+        return {
+            "test": "coverage",
+            "agent": agent,
+            "n_eval_inputs": int(e.shape[0]),
+            "n_production_inputs": int(p.shape[0]),
+            "eval_radius": float(radius),
+            "outside_fraction": float(frac),
+            "expected_outside_fraction": float(1.0 - self.coverage_quantile),
+            "p_knn": p_knn,
+            "classifier_auc": auc,
+            "p_auc": p_auc,
+            "p_value": float(p_value),
+            "effect_ok": bool(knn_ok or auc_ok),
+            "summary": (
+                f"{agent}: {frac:.0%} of production inputs outside the eval set's "
+                f"{self.coverage_quantile:.0%} radius; eval-vs-production classifier AUC {auc:.2f}"
+            ),
+        }
+
+    def _classifier_auc(self, e: np.ndarray, p: np.ndarray) -> tuple[float, float]:
+        x = np.vstack([e, p])
+        y = np.r_[np.zeros(len(e)), np.ones(len(p))]
+        folds = StratifiedKFold(self.n_folds, shuffle=True, random_state=self.seed)
+        # Newton-Cholesky: a handful of iterations when samples far outnumber dimensions
+        model = LogisticRegression(class_weight="balanced", solver="newton-cholesky", max_iter=200)
+        # a not-quite-converged fit is still scored honestly on held-out folds
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            scores = cross_val_predict(model, x, y, cv=folds, method="decision_function")
+        u = stats.mannwhitneyu(scores[y == 1], scores[y == 0], alternative="greater")
+        return float(u.statistic / (len(e) * len(p))), float(u.pvalue)
+
+
+def _unique_inputs(traces: Sequence[TraceRecord]) -> list[np.ndarray]:
+    """Unit-normalised input embeddings, one per input (``input_hash``, else the vector)."""
+    seen: dict[Any, np.ndarray] = {}
+    for t in traces:
+        if t.input_embedding is None:
+            continue
+        v = np.asarray(t.input_embedding, float).ravel()
+        key = t.input_hash if t.input_hash is not None else v.tobytes()
+        if key not in seen and np.all(np.isfinite(v)):
+            norm = np.linalg.norm(v)
+            seen[key] = v / norm if norm > 0 else v
+    return list(seen.values())
+
+
+def _subsample(x: np.ndarray, limit: int, rng: np.random.Generator) -> np.ndarray:
+    return x if len(x) <= limit else x[rng.choice(len(x), limit, replace=False)]
+
+
+def _spearman(rates: Sequence[float]) -> float:
+    if np.ptp(rates) == 0:
+        return 0.0
+    return float(stats.spearmanr(np.arange(len(rates)), rates).statistic)
