@@ -31,6 +31,11 @@ class Settings(BaseSettings):
     # Where uploaded media is kept for the labeling UI, and for how long.
     media_dir: str = "./media"
     media_retention_days: int = Field(default=30, gt=0)
+    # Embed worker: open_clip model name, and a local checkpoint path or pretrained tag.
+    embed_model: str = "ViT-B-32"
+    embed_pretrained: str | None = None
+    embed_device: str = "auto"
+    embed_batch_size: int = Field(default=256, gt=0)
     # Secret used to sign session cookies of the web UI. Refused at its default outside local.
     secret_key: str = "change-me-local-only"
     environment: str = "local"
