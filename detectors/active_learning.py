@@ -15,6 +15,7 @@ GPU path (torch): plain greedy, one fused distance update per pick over all cand
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 from dataclasses import dataclass
 from typing import Any
@@ -72,10 +73,27 @@ def min_sq_distances(x: np.ndarray, anchors: np.ndarray) -> np.ndarray:
     return np.maximum(out, 0.0, out=out)
 
 
+def _single_thread_blas() -> contextlib.AbstractContextManager[Any]:
+    # The pick loop runs thousands of small (block × k) products; multithreaded OpenBLAS
+    # spends 10-100× their cost synchronising threads on a busy machine.
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
+
+
 def _kcenter_numpy(
     x: np.ndarray, budget: int, min_d2: np.ndarray, weight2: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Lazy k-center greedy; returns picks, squared novelty, final squared min-distances."""
+    with _single_thread_blas():
+        return _lazy_greedy(x, budget, min_d2, weight2)
+
+
+def _lazy_greedy(
+    x: np.ndarray, budget: int, min_d2: np.ndarray, weight2: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     n = len(x)
     x_sq = _row_sq_norms(x)
     centers = np.empty((budget, x.shape[1]), dtype=np.float32)

@@ -88,11 +88,11 @@ def kcenter_torch(
         novelty = torch.empty(budget, dtype=torch.float32, device=device)
         for k in range(budget):
             score = min_d2 if w2 is None else min_d2 * w2
-            j = torch.argmax(score)  # first maximal index, as on the numpy path
-            picks[k] = j
-            novelty[k] = min_d2[j]
-            d2 = torch.addmv(x_sq + x_sq[j], xt, xt[j], alpha=-2.0)
+            pick = torch.argmax(score)  # first maximal index, as on the numpy path
+            picks[k] = pick
+            novelty[k] = min_d2[pick]
+            d2 = torch.addmv(x_sq + x_sq[pick], xt, xt[pick], alpha=-2.0)
             torch.minimum(min_d2, d2.clamp_(min=0.0), out=min_d2)
-            min_d2[j] = 0.0
+            min_d2[pick] = 0.0
         radius2 = float(min_d2.max()) if len(x) else 0.0
         return picks.cpu().numpy(), novelty.double().cpu().numpy(), radius2

@@ -38,7 +38,7 @@ def test_picks_equal_textbook_greedy(backend: str, with_reference: bool) -> None
     x, _ = clustered_pool(0)
     rng = np.random.default_rng(1)
     reference = rng.normal(size=(300, 16)) * 4.0 if with_reference else None
-    anchors = reference if with_reference else x.mean(axis=0, keepdims=True)
+    anchors = x.mean(axis=0, keepdims=True) if reference is None else reference
     sel = select_for_active_learning(x, 40, reference=reference, backend=backend)
     assert sel.indices.tolist() == naive_kcenter(x, 40, anchors)
     d_final = np.sqrt(((x[:, None] - np.vstack([anchors, x[sel.indices]])[None]) ** 2).sum(-1))
