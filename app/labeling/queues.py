@@ -60,7 +60,7 @@ def item_counts(session: Session, *, queue_ids: list[int]) -> dict[int, dict[str
         select(QueueItem.queue_id, QueueItem.status, func.count())
         .where(QueueItem.queue_id.in_(queue_ids))
         .group_by(QueueItem.queue_id, QueueItem.status)
-    ).tuples()
+    )
     for qid, status, n in rows:
         out[qid][status] = int(n)
     return out

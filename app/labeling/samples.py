@@ -46,9 +46,7 @@ def trace_summaries(
             select(Span.trace_id, func.count())
             .where(Span.project_id == project_id, Span.trace_id.in_(ids))
             .group_by(Span.trace_id)
-        )
-        .tuples()
-        .all()
+        ).all()
     )
     out = {}
     for t in traces:

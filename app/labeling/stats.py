@@ -21,13 +21,19 @@ def queue_stats(
     """``depth`` counts what a claim could get now: pending items and expired leases."""
     now = now or utcnow()
     rows = session.execute(
-        select(QI.status, QI.lease_expires_at < now, func.count())
-        .where(QI.queue_id == queue.id)
-        .group_by(QI.status, QI.lease_expires_at < now)
+        select(QI.status, func.count()).where(QI.queue_id == queue.id).group_by(QI.status)
     ).all()
     counts = dict.fromkeys(("pending", "leased", "expired", "labeled", "skipped"), 0)
-    for status, expired, n in rows:
-        counts["expired" if status == "leased" and expired else status] += int(n)
+    counts.update({status: int(n) for status, n in rows})
+    counts["expired"] = int(
+        session.scalar(
+            select(func.count()).where(
+                QI.queue_id == queue.id, QI.status == "leased", QI.lease_expires_at < now
+            )
+        )
+        or 0
+    )
+    counts["leased"] -= counts["expired"]
     since = now - timedelta(hours=window_hours)
     labels = session.execute(
         select(
@@ -45,9 +51,7 @@ def queue_stats(
             select(QI.done_by, func.count())
             .where(QI.queue_id == queue.id, QI.status == "skipped")
             .group_by(QI.done_by)
-        )
-        .tuples()
-        .all()
+        ).all()
     )
     key_ids = {r[0] for r in labels} | {k for k in skips if k is not None}
     names = dict(
@@ -55,9 +59,7 @@ def queue_stats(
             select(ApiKey.id, ApiKey.prefix).where(
                 ApiKey.id.in_(key_ids), ApiKey.project_id == queue.project_id
             )
-        )
-        .tuples()
-        .all()
+        ).all()
     )
     per_key = {
         key_id: {
