@@ -1,0 +1,1 @@
+"""Alerts: fingerprints and states, silences, channels and the notification outbox."""

@@ -1,0 +1,200 @@
+"""What each channel type receives for an alert event, and where it is posted.
+
+Events are ``trigger`` (a new alert, or a repeat after ``repeat_interval``),
+``acknowledge`` and ``resolve``. Payloads are built when the event happens and stored in
+the outbox, so a retry sends exactly what the first attempt sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from app.models import Alert, Channel
+
+CHANNEL_TYPES = ("webhook", "slack", "pagerduty", "alertmanager")
+SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
+PAGERDUTY_URL = "https://events.pagerduty.com/v2/enqueue"
+# Which events each type is told about: Alertmanager has no notion of acknowledgement.
+EVENTS = {
+    "webhook": ("trigger", "acknowledge", "resolve"),
+    "slack": ("trigger", "acknowledge", "resolve"),
+    "pagerduty": ("trigger", "acknowledge", "resolve"),
+    "alertmanager": ("trigger", "resolve"),
+}
+
+
+@dataclass(frozen=True)
+class AlertContext:
+    """The alert as the outside world sees it."""
+
+    alert: Alert
+    monitor_name: str
+    project_name: str
+    public_url: str
+
+    @property
+    def link(self) -> str:
+        return f"{self.public_url.rstrip('/')}/alerts/{self.alert.id}"
+
+    @property
+    def labels(self) -> dict[str, str]:
+        a = self.alert
+        return {
+            "alertname": f"telltale_{a.failure_mode.replace('-', '').lower()}",
+            "project": self.project_name,
+            "monitor": self.monitor_name,
+            "failure_mode": a.failure_mode,
+            "severity": a.severity,
+            **{str(k): str(v) for k, v in (a.labels or {}).items()},
+        }
+
+
+def routes_to(channel: Channel, alert: Alert, event: str) -> bool:
+    """Routing: enabled, the event is one the type understands, severity and mode match."""
+    if not channel.enabled or event not in EVENTS.get(channel.type, ()):
+        return False
+    cfg = channel.config or {}
+    if SEVERITY_RANK.get(alert.severity, 0) < SEVERITY_RANK.get(cfg.get("min_severity", "info"), 0):
+        return False
+    modes = cfg.get("failure_modes") or []
+    return not modes or alert.failure_mode in modes
+
+
+def _iso(dt: datetime | None) -> str | None:
+    return dt.isoformat().replace("+00:00", "Z") if dt is not None else None
+
+
+def _summary(ctx: AlertContext) -> str:
+    a = ctx.alert
+    return f"[{a.severity.upper()}] {a.failure_mode} {ctx.monitor_name}: {a.summary}"
+
+
+def webhook_payload(ctx: AlertContext, event: str) -> dict[str, Any]:
+    a = ctx.alert
+    return {
+        "version": "1",
+        "event": event,
+        "alert": {
+            "id": a.id,
+            "fingerprint": a.fingerprint,
+            "state": a.state,
+            "severity": a.severity,
+            "failure_mode": a.failure_mode,
+            "monitor": ctx.monitor_name,
+            "project": ctx.project_name,
+            "labels": ctx.labels,
+            "summary": a.summary,
+            "evidence": a.evidence,
+            "count": a.count,
+            "first_fired_at": _iso(a.first_fired_at),
+            "last_fired_at": _iso(a.last_fired_at),
+            "acknowledged_at": _iso(a.acknowledged_at),
+            "resolved_at": _iso(a.resolved_at),
+        },
+        "link": ctx.link,
+    }
+
+
+def _evidence_lines(evidence: Mapping[str, Any], limit: int = 8) -> str:
+    lines = []
+    for key, value in list(evidence.items())[:limit]:
+        text = value if isinstance(value, (str, int, float, bool)) or value is None else "…"
+        lines.append(f"• *{key}*: {text}")
+    return "\n".join(lines) or "(no evidence)"
+
+
+def slack_payload(ctx: AlertContext, event: str) -> dict[str, Any]:
+    a = ctx.alert
+    verb = {"trigger": "Firing", "acknowledge": "Acknowledged", "resolve": "Resolved"}[event]
+    title = f"{verb}: {a.failure_mode} {ctx.monitor_name}"
+    return {
+        "text": f"{verb}: {_summary(ctx)}",
+        "blocks": [
+            {"type": "header", "text": {"type": "plain_text", "text": title[:150]}},
+            {
+                "type": "section",
+                "fields": [
+                    {"type": "mrkdwn", "text": f"*Severity*\n{a.severity}"},
+                    {"type": "mrkdwn", "text": f"*Project*\n{ctx.project_name}"},
+                    {"type": "mrkdwn", "text": f"*Count*\n{a.count}"},
+                    {"type": "mrkdwn", "text": f"*Since*\n{_iso(a.first_fired_at)}"},
+                ],
+            },
+            {"type": "section", "text": {"type": "mrkdwn", "text": a.summary or title}},
+            {"type": "section", "text": {"type": "mrkdwn", "text": _evidence_lines(a.evidence)}},
+            {
+                "type": "actions",
+                "elements": [
+                    {
+                        "type": "button",
+                        "text": {"type": "plain_text", "text": "Open in Telltale"},
+                        "url": ctx.link,
+                    }
+                ],
+            },
+        ],
+    }
+
+
+def pagerduty_payload(ctx: AlertContext, event: str, routing_key: str) -> dict[str, Any]:
+    a = ctx.alert
+    body: dict[str, Any] = {
+        "routing_key": routing_key,
+        "event_action": event,
+        "dedup_key": a.fingerprint,
+    }
+    if event == "trigger":
+        body["payload"] = {
+            "summary": _summary(ctx)[:1024],
+            "source": f"telltale/{ctx.project_name}",
+            "severity": a.severity,
+            "timestamp": _iso(a.last_fired_at),
+            "component": ctx.monitor_name,
+            "class": a.failure_mode,
+            "custom_details": {"labels": ctx.labels, "count": a.count, "evidence": a.evidence},
+        }
+        body["links"] = [{"href": ctx.link, "text": "Open in Telltale"}]
+        body["client"] = "Telltale"
+        body["client_url"] = ctx.link
+    return body
+
+
+def alertmanager_payload(ctx: AlertContext, event: str) -> list[dict[str, Any]]:
+    a = ctx.alert
+    item: dict[str, Any] = {
+        "labels": ctx.labels,
+        "annotations": {
+            "summary": _summary(ctx),
+            "description": _evidence_lines(a.evidence).replace("*", ""),
+            "fingerprint": a.fingerprint,
+        },
+        "startsAt": _iso(a.first_fired_at),
+        "generatorURL": ctx.link,
+    }
+    if event == "resolve":
+        item["endsAt"] = _iso(a.resolved_at)
+    return [item]
+
+
+def target_url(channel: Channel) -> str:
+    if channel.type == "alertmanager":
+        url = channel.url.rstrip("/")
+        return url if url.endswith("/api/v2/alerts") else url + "/api/v2/alerts"
+    if channel.type == "pagerduty":
+        return channel.url or PAGERDUTY_URL
+    return channel.url
+
+
+def build_payload(channel: Channel, ctx: AlertContext, event: str) -> Any:
+    if channel.type == "webhook":
+        return webhook_payload(ctx, event)
+    if channel.type == "slack":
+        return slack_payload(ctx, event)
+    if channel.type == "pagerduty":
+        return pagerduty_payload(ctx, event, str((channel.config or {}).get("routing_key", "")))
+    if channel.type == "alertmanager":
+        return alertmanager_payload(ctx, event)
+    raise ValueError(f"type: unknown channel type {channel.type!r}")

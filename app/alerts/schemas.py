@@ -1,0 +1,75 @@
+"""Request bodies of the channel and silence routes."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from app.monitors.schemas import FailureMode, Severity
+
+
+class ChannelCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["webhook", "slack", "pagerduty", "alertmanager"]
+    name: str | None = Field(None, min_length=1, max_length=128)
+    url: str = Field("", max_length=2048)
+    secret: str | None = Field(None, max_length=512)
+    routing_key: str | None = Field(None, max_length=128, description="PagerDuty only")
+    min_severity: Severity = "info"
+    failure_modes: list[FailureMode] = Field(default_factory=list)
+    enabled: bool = True
+
+    @model_validator(mode="after")
+    def _type_fields(self) -> ChannelCreate:
+        if self.url and not re.match(r"^https?://[^\s/]+", self.url):
+            raise ValueError("url: must be an http(s) URL")
+        if self.type == "pagerduty":
+            if not self.routing_key:
+                raise ValueError("routing_key: required for a pagerduty channel")
+        elif not self.url:
+            raise ValueError(f"url: required for a {self.type} channel")
+        return self
+
+
+class Matcher(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=128)
+    value: str = Field(max_length=1024)
+    op: Literal["=", "!=", "=~", "!~"] = "="
+
+    @model_validator(mode="after")
+    def _regex(self) -> Matcher:
+        if self.op in ("=~", "!~"):
+            try:
+                re.compile(self.value)
+            except re.error as exc:
+                raise ValueError(f"value: not a valid regular expression: {exc}") from None
+        return self
+
+
+class SilenceCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    matchers: list[Matcher] = Field(min_length=1, max_length=32)
+    starts_at: datetime | None = None
+    ends_at: datetime | None = None
+    duration_seconds: int | None = Field(None, gt=0, le=366 * 86400)
+    comment: str = Field("", max_length=2000)
+
+    @field_validator("starts_at", "ends_at")
+    @classmethod
+    def _aware(cls, v: datetime | None) -> datetime | None:
+        if v is not None and v.tzinfo is None:
+            raise ValueError("must include a time zone (e.g. a trailing Z)")
+        return v
+
+    @model_validator(mode="after")
+    def _expiry(self) -> SilenceCreate:
+        if (self.ends_at is None) == (self.duration_seconds is None):
+            raise ValueError("ends_at: give exactly one of ends_at or duration_seconds")
+        return self

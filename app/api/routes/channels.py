@@ -1,0 +1,47 @@
+"""Notification channels of the project: webhook, Slack, PagerDuty, Alertmanager."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Response
+from sqlalchemy import select
+
+from app.alerts.schemas import ChannelCreate
+from app.alerts.store import channel_dict, create_channel
+from app.api.deps import AdminKey, EngineDep, ReadKey, SessionDep
+from app.models import Channel
+from app.monitors.store import write_session
+
+router = APIRouter(prefix="/api/v1/channels", tags=["channels"])
+
+
+@router.get("")
+def list_channels(principal: ReadKey, session: SessionDep) -> dict[str, Any]:
+    rows = session.scalars(
+        select(Channel).where(Channel.project_id == principal.project_id).order_by(Channel.id)
+    )
+    return {"channels": [channel_dict(c) for c in rows]}
+
+
+@router.post("", status_code=201)
+def create(body: ChannelCreate, principal: AdminKey, engine: EngineDep) -> dict[str, Any]:
+    """``{"type", "url", "secret"?, "routing_key"? (pagerduty), "min_severity"?,
+    "failure_modes"?}``; the secret is never returned."""
+    try:
+        with write_session(engine) as session:
+            channel = create_channel(session, project_id=principal.project_id, body=body)
+    except ValueError as exc:
+        raise HTTPException(422, str(exc)) from None
+    return channel_dict(channel)
+
+
+@router.delete("/{channel_id}", status_code=204)
+def delete(channel_id: int, principal: AdminKey, engine: EngineDep) -> Response:
+    """Delete the channel and its undelivered notifications."""
+    with write_session(engine) as session:
+        channel = session.get(Channel, channel_id)
+        if channel is None or channel.project_id != principal.project_id:
+            raise HTTPException(404, f"channel {channel_id} not found in this project")
+        session.delete(channel)
+    return Response(status_code=204)

@@ -1,0 +1,156 @@
+"""Monitors: CRUD, the seven defaults, run-now, and the run history for charts."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Query, Response
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.api.deps import AdminKey, EngineDep, ReadKey, SessionDep, SettingsDep
+from app.models import DetectorRun, Monitor
+from app.monitors import defaults
+from app.monitors.detection import DetectorConfigError
+from app.monitors.runner import run_monitor
+from app.monitors.schemas import MonitorCreate, MonitorPatch, RunRequest
+from app.monitors.store import (
+    create_monitor,
+    monitor_dict,
+    run_dict,
+    update_monitor,
+    write_session,
+)
+
+router = APIRouter(prefix="/api/v1/monitors", tags=["monitors"])
+
+
+class DefaultsRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    interval_seconds: int = Field(900, ge=1, le=7 * 86400)
+    detector_params: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="per failure mode, e.g. {'FM-1': {'alpha': 0.005}}"
+    )
+
+
+def _get(session: Session, project_id: int, monitor_id: int) -> Monitor:
+    monitor = session.get(Monitor, monitor_id)
+    if monitor is None or monitor.project_id != project_id:
+        raise HTTPException(404, f"monitor {monitor_id} not found in this project")
+    return monitor
+
+
+@router.get("")
+def list_monitors(principal: ReadKey, session: SessionDep) -> dict[str, Any]:
+    rows = session.scalars(
+        select(Monitor).where(Monitor.project_id == principal.project_id).order_by(Monitor.id)
+    )
+    return {"monitors": [monitor_dict(m) for m in rows]}
+
+
+@router.post("", status_code=201)
+def create(body: MonitorCreate, principal: AdminKey, engine: EngineDep) -> dict[str, Any]:
+    try:
+        with write_session(engine) as session:
+            monitor = create_monitor(session, project_id=principal.project_id, body=body)
+    except DetectorConfigError as exc:
+        raise HTTPException(422, str(exc)) from None
+    return monitor_dict(monitor)
+
+
+@router.post("/defaults", status_code=201)
+def create_defaults(
+    principal: AdminKey, engine: EngineDep, body: DefaultsRequest | None = None
+) -> dict[str, Any]:
+    """Create a monitor per failure mode (skipping names that exist); return all seven."""
+    body = body or DefaultsRequest()
+    unknown = sorted(set(body.detector_params) - {m["failure_mode"] for m in defaults.DEFAULTS})
+    if unknown:
+        raise HTTPException(422, f"detector_params.{unknown[0]}: not a failure mode")
+    try:
+        with write_session(engine) as session:
+            monitors = defaults.create_defaults(
+                session,
+                project_id=principal.project_id,
+                interval_seconds=body.interval_seconds,
+                detector_params=body.detector_params,
+            )
+    except DetectorConfigError as exc:
+        raise HTTPException(422, str(exc)) from None
+    return {"monitors": [monitor_dict(m) for m in monitors]}
+
+
+@router.get("/{monitor_id}")
+def get_monitor(monitor_id: int, principal: ReadKey, session: SessionDep) -> dict[str, Any]:
+    return monitor_dict(_get(session, principal.project_id, monitor_id))
+
+
+@router.patch("/{monitor_id}")
+def patch_monitor(
+    monitor_id: int, body: MonitorPatch, principal: AdminKey, engine: EngineDep
+) -> dict[str, Any]:
+    try:
+        with write_session(engine) as session:
+            monitor = update_monitor(
+                session, monitor=_get(session, principal.project_id, monitor_id), patch=body
+            )
+    except DetectorConfigError as exc:
+        raise HTTPException(422, str(exc)) from None
+    return monitor_dict(monitor)
+
+
+@router.delete("/{monitor_id}", status_code=204)
+def delete_monitor(monitor_id: int, principal: AdminKey, engine: EngineDep) -> Response:
+    with write_session(engine) as session:
+        session.delete(_get(session, principal.project_id, monitor_id))
+    return Response(status_code=204)
+
+
+@router.post("/{monitor_id}/run")
+def run_now(
+    monitor_id: int,
+    principal: AdminKey,
+    engine: EngineDep,
+    session: SessionDep,
+    settings: SettingsDep,
+    body: RunRequest | None = None,
+) -> dict[str, Any]:
+    """Run the monitor now (or as of ``now``) and return the persisted run."""
+    _get(session, principal.project_id, monitor_id)
+    run = run_monitor(
+        engine,
+        monitor_id=monitor_id,
+        now=body.now if body else None,
+        public_url=settings.public_url,
+    )
+    if run is None:
+        raise HTTPException(404, f"monitor {monitor_id} not found in this project")
+    return run_dict(run)
+
+
+@router.get("/{monitor_id}/runs")
+def list_runs(
+    monitor_id: int,
+    principal: ReadKey,
+    session: SessionDep,
+    since: datetime | None = Query(None, description="at >= since (ISO-8601)"),
+    until: datetime | None = Query(None, description="at < until (ISO-8601)"),
+    status: str | None = Query(None, pattern="^(ok|insufficient_data|failed)$"),
+    limit: int = Query(500, ge=1, le=5000),
+) -> dict[str, Any]:
+    """The latest ``limit`` runs in the range, oldest first (a time series for charts)."""
+    _get(session, principal.project_id, monitor_id)
+    q = select(DetectorRun).where(DetectorRun.monitor_id == monitor_id)
+    if since is not None:
+        q = q.where(DetectorRun.at >= since)
+    if until is not None:
+        q = q.where(DetectorRun.at < until)
+    if status is not None:
+        q = q.where(DetectorRun.status == status)
+    rows = list(
+        session.scalars(q.order_by(DetectorRun.at.desc(), DetectorRun.id.desc()).limit(limit))
+    )
+    return {"runs": [run_dict(r) for r in reversed(rows)]}

@@ -1,0 +1,1 @@
+"""Monitors: a failure mode's detector run on a schedule over stored data windows."""

@@ -1,0 +1,77 @@
+"""The seven default monitors, one per failure mode, created by ``POST /monitors/defaults``.
+
+Every default compares a trailing 2-hour window with the 4 hours before it (the set-up the
+detection bench calibrates: ``bench/detection.py``) every 15 minutes, with the detectors'
+own calibrated defaults. FM-6 watches every embedding stream that is not a per-trace
+``<agent>.input``/``.output`` stream (those belong to FM-3 and FM-5).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.models import Monitor
+from app.monitors.schemas import MonitorCreate, Selection
+from app.monitors.store import create_monitor
+
+WINDOW = {"current_window_seconds": 2 * 3600, "reference_window_seconds": 4 * 3600}
+DEFAULTS: tuple[dict[str, Any], ...] = (
+    {"failure_mode": "FM-1", "name": "FM-1 compounding decision errors", "severity": "critical"},
+    {"failure_mode": "FM-2", "name": "FM-2 tool failure cascades", "severity": "critical"},
+    {"failure_mode": "FM-3", "name": "FM-3 non-deterministic output drift", "severity": "warning"},
+    {"failure_mode": "FM-4", "name": "FM-4 ground-truth absence", "severity": "warning"},
+    {"failure_mode": "FM-5", "name": "FM-5 evaluation harness overfitting", "severity": "warning"},
+    {
+        "failure_mode": "FM-6",
+        "name": "FM-6 silent embedding drift",
+        "severity": "warning",
+        "detector_params": {"method": "cosine", "alpha": 0.01},
+    },
+    {"failure_mode": "FM-7", "name": "FM-7 proxy goal convergence", "severity": "critical"},
+)
+
+
+def default_monitor_bodies(
+    *, interval_seconds: int = 900, detector_params: dict[str, dict[str, Any]] | None = None
+) -> list[MonitorCreate]:
+    """The seven bodies; ``detector_params`` overrides parameters per failure mode."""
+    overrides = detector_params or {}
+    out = []
+    for spec in DEFAULTS:
+        params = {**spec.get("detector_params", {}), **overrides.get(spec["failure_mode"], {})}
+        out.append(
+            MonitorCreate(
+                name=spec["name"],
+                failure_mode=spec["failure_mode"],
+                severity=spec["severity"],
+                detector_params=params,
+                selection=Selection(**WINDOW),
+                interval_seconds=interval_seconds,
+            )
+        )
+    return out
+
+
+def create_defaults(
+    session: Session,
+    *,
+    project_id: int,
+    interval_seconds: int = 900,
+    detector_params: dict[str, dict[str, Any]] | None = None,
+) -> list[Monitor]:
+    """Create the defaults the project lacks (by name); return all seven."""
+    existing = {
+        m.name: m for m in session.scalars(select(Monitor).where(Monitor.project_id == project_id))
+    }
+    out = []
+    for body in default_monitor_bodies(
+        interval_seconds=interval_seconds, detector_params=detector_params
+    ):
+        monitor = existing.get(body.name) or create_monitor(
+            session, project_id=project_id, body=body
+        )
+        out.append(monitor)
+    return out

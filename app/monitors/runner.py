@@ -1,0 +1,267 @@
+"""Run one monitor: load its windows, call the detector under a time limit, persist the run.
+
+A run is persisted whatever happens: ``ok`` (fired or not), ``insufficient_data`` (never
+fires) or ``failed`` (the detector raised, timed out, or its configuration no longer
+builds). A fired run writes a finding and raises or refreshes an alert; a clean run counts
+towards auto-resolve. "Now" is a parameter so replays and tests can run at any time.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from app import metrics
+from app.alerts import lifecycle
+from app.models import DetectorRun, Finding, Monitor
+from app.models.base import utcnow
+from app.monitors import windows
+from app.monitors.detection import Detector, build_detector, finite_or_none
+from app.monitors.store import as_utc, write_session
+from detectors.records import DetectorResult
+
+log = logging.getLogger("telltale.monitors")
+
+DetectorFactory = Callable[[str, Mapping[str, Any]], Detector]
+
+
+class DetectorTimeout(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Windows:
+    current_start: datetime
+    current_end: datetime
+    reference_start: datetime
+    reference_end: datetime
+
+
+def window_bounds(selection: Mapping[str, Any], now: datetime) -> Windows:
+    cur = timedelta(seconds=int(selection.get("current_window_seconds", 3600)))
+    ref = timedelta(seconds=int(selection.get("reference_window_seconds", 6 * 3600)))
+    if selection.get("reference_start") and selection.get("reference_end"):
+        rs = as_utc(datetime.fromisoformat(selection["reference_start"]))
+        re_ = as_utc(datetime.fromisoformat(selection["reference_end"]))
+    else:
+        rs, re_ = now - cur - ref, now - cur
+    return Windows(now - cur, now, rs, re_)
+
+
+def call_with_time_limit(fn: Callable[[], DetectorResult], limit_s: float) -> DetectorResult:
+    """Run ``fn`` in a daemon thread; raise DetectorTimeout after ``limit_s`` seconds.
+
+    Python cannot kill a thread, so a timed-out detector keeps computing in the
+    background until it returns; the daemon flag keeps it from blocking shutdown, and the
+    scheduler's ``max_instances=1`` keeps a slow monitor from piling up threads.
+    """
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = fn()
+        except BaseException as exc:  # handed back to the caller below
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="detector", daemon=True)
+    thread.start()
+    thread.join(limit_s)
+    if thread.is_alive():
+        raise DetectorTimeout(f"detector exceeded its time limit of {limit_s:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box["result"]  # type: ignore[no-any-return]
+
+
+def jsonable(value: Any) -> Any:
+    """Evidence as plain JSON: numpy scalars to Python, NaN/inf to null, arrays to lists."""
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return jsonable(value.item())
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if value is None or isinstance(value, (str, int, bool)):
+        return value
+    return str(value)
+
+
+def _load(session: Session, monitor: Monitor, detector: Detector, w: Windows) -> tuple[Any, Any]:
+    sel = monitor.selection or {}
+    if detector.kind == "embeddings":
+        streams = windows.embedding_streams(
+            session, project_id=monitor.project_id, stream=sel.get("stream"), agent=sel.get("agent")
+        )
+        ref, cur = {}, {}
+        for s in streams:
+            kw = {"session": session, "project_id": monitor.project_id, "stream": s}
+            ref[s] = windows.load_embedding_window(
+                **kw, start=w.reference_start, end=w.reference_end
+            )
+            cur[s] = windows.load_embedding_window(**kw, start=w.current_start, end=w.current_end)
+        return ref, cur
+    tsel = windows.TraceSelection(
+        project_id=monitor.project_id,
+        agent=sel.get("agent"),
+        source=sel.get("source"),
+        max_traces=int(sel.get("max_traces", windows.DEFAULT_MAX_TRACES)),
+    )
+    with_emb = monitor.failure_mode in ("FM-3", "FM-5", "FM-7")
+    ref = windows.load_trace_records(
+        session, tsel, start=w.reference_start, end=w.reference_end, as_of=w.current_end,
+        with_embeddings=with_emb,
+    )  # fmt: skip
+    cur = windows.load_trace_records(
+        session, tsel, start=w.current_start, end=w.current_end, as_of=w.current_end,
+        with_embeddings=with_emb,
+    )  # fmt: skip
+    return ref, cur
+
+
+def _size(window: Any) -> int:
+    if isinstance(window, Mapping):
+        return int(sum(len(v) for v in window.values()))
+    return len(window)
+
+
+def run_monitor(
+    engine: Engine,
+    *,
+    monitor_id: int,
+    now: datetime | None = None,
+    scheduled_for: datetime | None = None,
+    detector_factory: DetectorFactory = build_detector,
+    public_url: str = "",
+) -> DetectorRun | None:
+    """Run the monitor as of ``now``; return the persisted run (None: monitor is gone)."""
+    now = as_utc(now) if now is not None else utcnow()
+    started = time.perf_counter()
+    with Session(engine) as session:
+        monitor = session.get(Monitor, monitor_id)
+        if monitor is None:
+            return None
+        session.expunge(monitor)
+        w = window_bounds(monitor.selection or {}, now)
+        result: DetectorResult | None = None
+        error: str | None = None
+        n_ref = n_cur = 0
+        try:
+            detector = detector_factory(monitor.failure_mode, monitor.detector_params or {})
+            ref, cur = _load(session, monitor, detector, w)
+            n_ref, n_cur = _size(ref), _size(cur)
+            epoch = now.timestamp()
+            result = call_with_time_limit(
+                lambda: detector.run(ref, cur, now=epoch), float(monitor.time_limit_seconds)
+            )
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"[:2000]
+            log.warning("monitor %s (%s) failed: %s", monitor.id, monitor.name, error)
+    duration_ms = (time.perf_counter() - started) * 1000.0
+    run = _persist(
+        engine,
+        monitor=monitor,
+        w=w,
+        now=now,
+        scheduled_for=scheduled_for,
+        result=result,
+        error=error,
+        n_ref=n_ref,
+        n_cur=n_cur,
+        duration_ms=duration_ms,
+        public_url=public_url,
+    )
+    metrics.observe_monitor_run(
+        project_id=monitor.project_id,
+        monitor=monitor.name,
+        failure_mode=monitor.failure_mode,
+        status=run.status,
+        statistic=run.statistic,
+        threshold=run.threshold,
+        duration_s=duration_ms / 1000.0,
+    )
+    return run
+
+
+def _persist(
+    engine: Engine,
+    *,
+    monitor: Monitor,
+    w: Windows,
+    now: datetime,
+    scheduled_for: datetime | None,
+    result: DetectorResult | None,
+    error: str | None,
+    n_ref: int,
+    n_cur: int,
+    duration_ms: float,
+    public_url: str,
+) -> DetectorRun:
+    if result is None:
+        status, fired, evidence = "failed", False, {}
+    else:
+        status = "ok" if result.status == "ok" else "insufficient_data"
+        fired = bool(result.fired) and status == "ok"
+        evidence = jsonable(dict(result.evidence))
+    with write_session(engine) as session:
+        run = DetectorRun(
+            project_id=monitor.project_id,
+            monitor_id=monitor.id,
+            failure_mode=monitor.failure_mode,
+            at=now,
+            scheduled_for=scheduled_for,
+            window_start=w.current_start,
+            window_end=w.current_end,
+            reference_start=w.reference_start,
+            reference_end=w.reference_end,
+            status=status,
+            statistic=finite_or_none(result.statistic) if result else None,
+            threshold=finite_or_none(result.threshold) if result else None,
+            p_value=finite_or_none(result.p_value) if result else None,
+            fired=fired,
+            evidence=evidence,
+            n_current=n_cur,
+            n_reference=n_ref,
+            duration_ms=duration_ms,
+            error=error,
+        )
+        session.add(run)
+        session.flush()
+        live = session.get(Monitor, monitor.id)
+        if live is None:  # deleted while running: keep nothing
+            session.delete(run)
+            return run
+        live.last_run_at = now
+        finding = None
+        if fired:
+            finding = Finding(
+                project_id=run.project_id,
+                monitor_id=run.monitor_id,
+                run_id=run.id,
+                failure_mode=run.failure_mode,
+                severity=live.severity,
+                at=now,
+                statistic=run.statistic,
+                threshold=run.threshold,
+                p_value=run.p_value,
+                evidence=evidence,
+            )
+            session.add(finding)
+            session.flush()
+        lifecycle.record_run(
+            session, monitor=live, run=run, finding=finding, now=now, public_url=public_url
+        )
+    return run

@@ -1,0 +1,81 @@
+"""Request bodies of the monitor routes; pydantic errors name the field (422)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+FailureMode = Literal["FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-6", "FM-7"]
+Severity = Literal["info", "warning", "critical"]
+Source = Literal["production", "eval", "shadow"]
+
+
+class Selection(BaseModel):
+    """Which data a run reads: windows are relative to the run's ``now``.
+
+    The current window is ``[now - current_window_seconds, now)``; the reference window is
+    the ``reference_window_seconds`` before it, unless a frozen reference
+    ``[reference_start, reference_end)`` is given.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent: str | None = Field(None, max_length=128)
+    stream: str | None = Field(None, max_length=128, description="FM-6 only; default: all")
+    source: Source | None = None
+    current_window_seconds: int = Field(3600, gt=0, le=366 * 86400)
+    reference_window_seconds: int = Field(6 * 3600, gt=0, le=366 * 86400)
+    reference_start: datetime | None = None
+    reference_end: datetime | None = None
+    max_traces: int = Field(20_000, gt=0, le=500_000)
+
+    @model_validator(mode="after")
+    def _frozen_reference(self) -> Selection:
+        if (self.reference_start is None) != (self.reference_end is None):
+            raise ValueError("reference_start and reference_end must be given together")
+        if (
+            self.reference_start is not None
+            and self.reference_end is not None
+            and self.reference_start >= self.reference_end
+        ):
+            raise ValueError("reference_start must be before reference_end")
+        return self
+
+
+class MonitorCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=128)
+    failure_mode: FailureMode
+    detector_params: dict[str, Any] = Field(default_factory=dict)
+    selection: Selection = Field(default_factory=Selection)
+    interval_seconds: int = Field(300, ge=1, le=7 * 86400)
+    severity: Severity = "warning"
+    labels: dict[str, str] = Field(default_factory=dict)
+    enabled: bool = True
+    auto_resolve_after: int = Field(3, ge=1, le=1000)
+    repeat_interval_seconds: int = Field(3600, ge=0, le=30 * 86400)
+    time_limit_seconds: float = Field(60.0, gt=0, le=3600)
+
+
+class MonitorPatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(None, min_length=1, max_length=128)
+    detector_params: dict[str, Any] | None = None
+    selection: Selection | None = None
+    interval_seconds: int | None = Field(None, ge=1, le=7 * 86400)
+    severity: Severity | None = None
+    labels: dict[str, str] | None = None
+    enabled: bool | None = None
+    auto_resolve_after: int | None = Field(None, ge=1, le=1000)
+    repeat_interval_seconds: int | None = Field(None, ge=0, le=30 * 86400)
+    time_limit_seconds: float | None = Field(None, gt=0, le=3600)
+
+
+class RunRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    now: datetime | None = Field(None, description="evaluate as of this time (default: now)")

@@ -1,0 +1,211 @@
+"""Load a monitor's data windows from the database into the detectors' shapes.
+
+Trace windows become ``detectors.records.TraceRecord`` lists following the contract in
+``detectors/records.py``: epoch-float times, spans as steps in step order, every score of
+the trace (labels are ``true`` scores from ``delayed``/``human`` sources; the detector
+hides the ones created after ``now``), and input/output embeddings from the streams
+``<agent>.input`` / ``<agent>.output`` joined on ``trace_id``. Embedding windows for FM-6
+are float32 matrices per stream.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Select, or_, select
+from sqlalchemy.orm import Session
+
+from app.models import Embedding, EmbeddingStream, Score, Span, Trace
+from detectors import records
+
+DEFAULT_MAX_TRACES = 20_000
+DEFAULT_MAX_VECTORS = 50_000
+
+
+@dataclass(frozen=True)
+class TraceSelection:
+    project_id: int
+    agent: str | None = None
+    source: str | None = None
+    max_traces: int = DEFAULT_MAX_TRACES
+
+
+def _epoch(dt: datetime | None) -> float:
+    return dt.timestamp() if dt is not None else 0.0
+
+
+def _trace_ids(
+    sel: TraceSelection, start: datetime, end: datetime, as_of: datetime | None
+) -> Select[Any]:
+    """The newest ``max_traces`` trace ids of the window, as a subquery."""
+    q = select(Trace.trace_id).where(
+        Trace.project_id == sel.project_id, Trace.started_at >= start, Trace.started_at < end
+    )
+    if as_of is not None:
+        q = q.where(or_(Trace.ended_at.is_(None), Trace.ended_at <= as_of))
+    if sel.agent:
+        q = q.where(Trace.agent == sel.agent)
+    if sel.source:
+        q = q.where(Trace.source == sel.source)
+    return q.order_by(Trace.started_at.desc()).limit(sel.max_traces)
+
+
+def load_trace_records(
+    session: Session,
+    sel: TraceSelection,
+    *,
+    start: datetime,
+    end: datetime,
+    as_of: datetime | None = None,
+    with_embeddings: bool = True,
+) -> list[records.TraceRecord]:
+    """The traces that started in ``[start, end)``, oldest first.
+
+    With ``as_of`` (the run's ``now``) a replayed run sees what a live one would have:
+    traces that had ended by then and scores created by then.
+    """
+    ids = _trace_ids(sel, start, end, as_of).subquery()
+    pid = sel.project_id
+    traces = (
+        session.execute(
+            select(Trace).where(Trace.project_id == pid, Trace.trace_id.in_(select(ids.c.trace_id)))
+        )
+        .scalars()
+        .all()
+    )
+    if not traces:
+        return []
+    steps: dict[str, list[Span]] = defaultdict(list)
+    for span in session.scalars(
+        select(Span).where(Span.project_id == pid, Span.trace_id.in_(select(ids.c.trace_id)))
+    ):
+        steps[span.trace_id].append(span)
+    scores: dict[str, list[records.Score]] = defaultdict(list)
+    score_q = (
+        select(Score.trace_id, Score.name, Score.value, Score.kind, Score.source, Score.created_at)
+        .where(Score.project_id == pid, Score.trace_id.in_(select(ids.c.trace_id)))
+        .order_by(Score.id)
+    )
+    if as_of is not None:
+        score_q = score_q.where(Score.created_at <= as_of)
+    for row in session.execute(score_q):
+        scores[row.trace_id].append(
+            records.Score(row.name, float(row.value), row.kind, row.source, _epoch(row.created_at))
+        )
+    vectors: dict[tuple[str, str], np.ndarray] = {}
+    if with_embeddings:
+        agents = {t.agent for t in traces}
+        streams = [f"{a}.{side}" for a in agents for side in ("input", "output")]
+        for row in session.execute(
+            select(Embedding.trace_id, Embedding.stream, Embedding.vector)
+            .where(
+                Embedding.project_id == pid,
+                Embedding.stream.in_(streams),
+                Embedding.trace_id.in_(select(ids.c.trace_id)),
+            )
+            .order_by(Embedding.id)
+        ):
+            side = row.stream.rsplit(".", 1)[1]
+            vectors[(row.trace_id, side)] = np.frombuffer(row.vector, dtype="<f4")
+    out = [
+        records.TraceRecord(
+            trace_id=t.trace_id,
+            agent=t.agent,
+            agent_version=t.agent_version,
+            started_at=_epoch(t.started_at),
+            ended_at=_epoch(t.ended_at),
+            status=t.status,
+            input_hash=t.input_hash,
+            entry_point=t.entry_point,
+            source=t.source,
+            counterfactual_of=t.counterfactual_of,
+            attributes=dict(t.attributes or {}),
+            steps=_steps(steps.get(t.trace_id, [])),
+            scores=tuple(scores.get(t.trace_id, ())),
+            input_embedding=vectors.get((t.trace_id, "input")),
+            output_embedding=vectors.get((t.trace_id, "output")),
+        )
+        for t in traces
+    ]
+    out.sort(key=lambda r: (r.started_at, r.trace_id))
+    return out
+
+
+def _steps(spans: list[Span]) -> tuple[records.Step, ...]:
+    spans = sorted(
+        spans,
+        key=lambda s: (
+            s.step_index if s.step_index is not None else 1 << 30,
+            _epoch(s.started_at),
+            s.span_id,
+        ),
+    )
+    return tuple(
+        records.Step(
+            index=i,
+            kind=s.kind,
+            name=s.name,
+            status=s.status,
+            tool_name=s.tool_name,
+            error_type=s.error_type,
+            started_at=_epoch(s.started_at),
+            ended_at=_epoch(s.ended_at),
+            confidence=s.confidence,
+            attributes=dict(s.attributes or {}),
+        )
+        for i, s in enumerate(spans)
+    )
+
+
+TRACE_STREAM_SUFFIXES = (".input", ".output")
+
+
+def embedding_streams(
+    session: Session, *, project_id: int, stream: str | None, agent: str | None
+) -> list[str]:
+    """The streams an FM-6 run tests.
+
+    ``stream`` may be a name or a glob (``vlm.*``). Without one: every stream of the
+    project (of ``agent``, when given) except the per-trace ``<agent>.input`` /
+    ``<agent>.output`` streams, which FM-3 and FM-5 read with their traces.
+    """
+    q = select(EmbeddingStream.name).where(EmbeddingStream.project_id == project_id)
+    names = sorted(session.scalars(q).all())
+    if stream:
+        return [n for n in names if fnmatch.fnmatchcase(n, stream)]
+    if agent:
+        names = [n for n in names if n.startswith(f"{agent}.")]
+    return [n for n in names if not n.endswith(TRACE_STREAM_SUFFIXES)]
+
+
+def load_embedding_window(
+    session: Session,
+    *,
+    project_id: int,
+    stream: str,
+    start: datetime,
+    end: datetime,
+    max_vectors: int = DEFAULT_MAX_VECTORS,
+) -> np.ndarray:
+    """The newest ``max_vectors`` vectors of the stream created in ``[start, end)``."""
+    rows = session.execute(
+        select(Embedding.vector, Embedding.dim)
+        .where(
+            Embedding.project_id == project_id,
+            Embedding.stream == stream,
+            Embedding.created_at >= start,
+            Embedding.created_at < end,
+        )
+        .order_by(Embedding.created_at.desc())
+        .limit(max_vectors)
+    ).all()
+    if not rows:
+        return np.zeros((0, 0), dtype=np.float32)
+    dim = rows[0].dim
+    buf = b"".join(r.vector for r in rows if r.dim == dim)
+    return np.frombuffer(buf, dtype="<f4").reshape(-1, dim)

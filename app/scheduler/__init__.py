@@ -1,0 +1,1 @@
+"""The scheduler: monitors once per interval across processes, and periodic jobs."""

@@ -1,0 +1,81 @@
+"""``telltale scheduler``: the scheduler and the outbox sender alone, for scale-out.
+
+Run any number of them against one PostgreSQL database: each monitor still runs once per
+interval (database lease), and notifications are claimed with ``SKIP LOCKED``.
+SIGTERM/SIGINT stop them cleanly (a running monitor finishes and is persisted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import threading
+from typing import Any
+
+from app.cli import EXTRA_COMMANDS
+
+log = logging.getLogger("telltale.scheduler")
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tick", type=float, default=5.0, help="seconds between due-monitor checks")
+    p.add_argument("--outbox-poll", type=float, default=1.0, help="seconds between outbox passes")
+    p.add_argument("--backoff-base", type=float, default=2.0, help="first retry delay, seconds")
+    p.add_argument("--backoff-max", type=float, default=900.0, help="largest retry delay, seconds")
+    p.add_argument(
+        "--claim-lease",
+        type=float,
+        default=120.0,
+        help="seconds a claimed notification stays reserved for this process",
+    )
+    p.add_argument("--no-monitors", action="store_true", help="run only the outbox sender")
+    p.add_argument("--no-outbox", action="store_true", help="run only the monitors")
+    p.add_argument("--migrate", action="store_true", help="upgrade the database first")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from app import migrate
+    from app.alerts.outbox import DeliveryPolicy, OutboxSender
+    from app.db import make_engine, make_sessionmaker
+    from app.scheduler.service import SchedulerService
+    from app.settings import get_settings
+
+    settings = get_settings()
+    if settings.is_sqlite or args.migrate:
+        migrate.upgrade(settings.database_url)
+    engine = make_engine(settings.database_url, pool_size=settings.db_pool_size)
+    services: list[Any] = []
+    if not args.no_monitors:
+        services.append(
+            SchedulerService(settings, engine, make_sessionmaker(engine), tick_seconds=args.tick)
+        )
+    if not args.no_outbox:
+        policy = DeliveryPolicy(
+            backoff_base_s=args.backoff_base,
+            backoff_max_s=args.backoff_max,
+            claim_lease_s=args.claim_lease,
+        )
+        services.append(OutboxSender(engine, policy=policy, poll_interval_s=args.outbox_poll))
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    for service in services:
+        service.start()
+    log.info("telltale scheduler running: %s", ", ".join(s.name for s in services) or "nothing")
+    try:
+        while not stop.wait(1.0):
+            pass
+    finally:
+        for service in reversed(services):
+            service.stop()
+        engine.dispose()
+    log.info("telltale scheduler stopped")
+    return 0
+
+
+EXTRA_COMMANDS["scheduler"] = (
+    "run the monitor scheduler and the notification sender (no API)",
+    _add_arguments,
+    _run,
+)

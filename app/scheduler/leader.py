@@ -1,0 +1,76 @@
+"""Once per interval across processes: a compare-and-set lease in the database.
+
+A process may run a monitor only after it moved the monitor's ``next_run_at`` from a due
+value to the next slot with ``UPDATE .. WHERE id = ? AND next_run_at <= now``. On
+PostgreSQL a concurrent UPDATE of the same row waits for the first to commit and then
+re-checks the WHERE clause against the new value (READ COMMITTED), so exactly one
+process sees ``rowcount == 1``; on SQLite writers are serialised. Missed slots are
+coalesced into one run. Named periodic jobs use the same scheme on ``scheduler_leases``.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+
+from sqlalchemy import Engine, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from app.db import write_transaction
+from app.models import Monitor, SchedulerLease
+
+
+def next_slot(slot: datetime, interval_s: float, now: datetime) -> datetime:
+    """The first ``slot + k * interval`` (k >= 1) after ``now``: missed slots coalesce."""
+    k = max(1, math.floor((now - slot).total_seconds() / interval_s) + 1)
+    return slot + timedelta(seconds=k * interval_s)
+
+
+def due_monitors(engine: Engine, *, now: datetime) -> list[tuple[int, datetime | None, int]]:
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(Monitor.id, Monitor.next_run_at, Monitor.interval_seconds)
+            .where(
+                Monitor.enabled.is_(True),
+                or_(Monitor.next_run_at.is_(None), Monitor.next_run_at <= now),
+            )
+            .order_by(Monitor.next_run_at, Monitor.id)
+        ).all()
+    return [(r.id, r.next_run_at, r.interval_seconds) for r in rows]
+
+
+def claim_monitor(
+    engine: Engine, *, monitor_id: int, slot: datetime | None, interval_s: float, now: datetime
+) -> datetime | None:
+    """Move the monitor's lease forward; return the slot won, or None if another did."""
+    won = slot if slot is not None else now
+    with write_transaction(engine) as conn:
+        result = conn.execute(
+            update(Monitor)
+            .where(
+                Monitor.id == monitor_id,
+                Monitor.enabled.is_(True),
+                or_(Monitor.next_run_at.is_(None), Monitor.next_run_at <= now),
+            )
+            .values(next_run_at=next_slot(won, interval_s, now))
+        )
+    return won if result.rowcount == 1 else None
+
+
+def claim_lease(
+    engine: Engine, *, name: str, interval_s: float, now: datetime, holder: str
+) -> bool:
+    """True when this process may run the periodic job ``name`` for the current interval."""
+    with write_transaction(engine) as conn:
+        dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+        conn.execute(
+            dialect.insert(SchedulerLease)
+            .values(name=name, next_run_at=now, holder="")
+            .on_conflict_do_nothing()
+        )
+        result = conn.execute(
+            update(SchedulerLease)
+            .where(SchedulerLease.name == name, SchedulerLease.next_run_at <= now)
+            .values(next_run_at=now + timedelta(seconds=interval_s * 0.9), holder=holder)
+        )
+    return result.rowcount == 1

@@ -1,0 +1,159 @@
+"""The scheduler service: APScheduler runs due monitors and the registered periodic jobs.
+
+One ``monitors`` job ticks every few seconds, finds the monitors whose ``next_run_at`` has
+come, claims each with the database lease (:mod:`app.scheduler.leader`) and runs the ones
+it won, so any number of scheduler processes run each monitor once per interval. Job
+defaults: ``coalesce=True`` (missed ticks run once), ``max_instances=1`` (a slow tick
+never overlaps itself) and a ``misfire_grace_time``. A monitor that fails is recorded as a
+failed run and the tick carries on. Registered with :mod:`app.background` (with the
+outbox sender) so both start in the app lifespan; ``telltale scheduler`` runs them alone.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import socket
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from apscheduler.schedulers.background import BackgroundScheduler
+from sqlalchemy import Engine, func, select
+
+from app import background, metrics
+from app.alerts.outbox import DeliveryPolicy, OutboxSender
+from app.models import Alert, DetectorRun
+from app.models.base import utcnow
+from app.monitors.detection import build_detector
+from app.monitors.runner import DetectorFactory, run_monitor
+from app.scheduler import leader
+from app.scheduler.jobs import PeriodicJob, registered_jobs
+from app.settings import Settings
+
+log = logging.getLogger("telltale.scheduler")
+
+
+class SchedulerService:
+    name = "scheduler"
+
+    def __init__(
+        self,
+        settings: Settings,
+        engine: Engine,
+        sessionmaker: Any,
+        *,
+        tick_seconds: float = 5.0,
+        misfire_grace_s: int = 30,
+        clock: Any = utcnow,
+        detector_factory: DetectorFactory = build_detector,
+    ) -> None:
+        self.settings = settings
+        self.engine = engine
+        self.sessionmaker = sessionmaker
+        self.tick_seconds = tick_seconds
+        self.misfire_grace_s = misfire_grace_s
+        self.clock = clock
+        self.detector_factory = detector_factory
+        self.holder = f"{socket.gethostname()}:{os.getpid()}"
+        self._scheduler: BackgroundScheduler | None = None
+
+    def tick(self) -> list[DetectorRun]:
+        """Run every due monitor this process wins; return the runs it made."""
+        now = self.clock()
+        runs: list[DetectorRun] = []
+        for monitor_id, slot, interval in leader.due_monitors(self.engine, now=now):
+            try:
+                won = leader.claim_monitor(
+                    self.engine, monitor_id=monitor_id, slot=slot, interval_s=interval, now=now
+                )
+                if won is None:
+                    continue
+                run = run_monitor(
+                    self.engine,
+                    monitor_id=monitor_id,
+                    now=now,
+                    scheduled_for=won,
+                    detector_factory=self.detector_factory,
+                    public_url=self.settings.public_url,
+                )
+                if run is not None:
+                    runs.append(run)
+            except Exception:
+                log.exception(
+                    "monitor %s: run failed outside the detector; carrying on", monitor_id
+                )
+        self._update_alert_gauge()
+        return runs
+
+    def run_periodic(self, job: PeriodicJob) -> None:
+        try:
+            if job.exclusive and not leader.claim_lease(
+                self.engine,
+                name=job.name,
+                interval_s=job.interval_seconds,
+                now=self.clock(),
+                holder=self.holder,
+            ):
+                return
+            job.func(self.engine, self.sessionmaker, self.settings)
+            metrics.SCHEDULER_JOB_LAST_RUN.labels(job=job.name).set(time.time())
+        except Exception:
+            log.exception("periodic job %s failed; it runs again next interval", job.name)
+
+    def _update_alert_gauge(self) -> None:
+        try:
+            with self.engine.connect() as conn:
+                counts = dict(
+                    conn.execute(select(Alert.state, func.count()).group_by(Alert.state)).all()
+                )
+            for state in ("firing", "acknowledged", "resolved"):
+                metrics.ALERTS_BY_STATE.labels(state=state).set(int(counts.get(state, 0)))
+        except Exception:
+            log.exception("could not count alerts for the metrics")
+
+    def start(self) -> None:
+        sched = BackgroundScheduler(
+            timezone=UTC,
+            job_defaults={
+                "coalesce": True,
+                "max_instances": 1,
+                "misfire_grace_time": self.misfire_grace_s,
+            },
+        )
+        first = datetime.now(UTC)
+        sched.add_job(
+            self.tick, "interval", seconds=self.tick_seconds, id="monitors", next_run_time=first
+        )
+        for job in registered_jobs():
+            sched.add_job(
+                functools.partial(self.run_periodic, job),
+                "interval",
+                seconds=job.interval_seconds,
+                id=f"periodic:{job.name}",
+                next_run_time=first,
+            )
+        sched.start()
+        self._scheduler = sched
+        log.info(
+            "scheduler started (tick %.1fs, %d periodic jobs)",
+            self.tick_seconds,
+            len(registered_jobs()),
+        )
+
+    def stop(self) -> None:
+        if self._scheduler is not None:
+            # wait=True lets a running tick finish its monitor and persist the run.
+            self._scheduler.shutdown(wait=True)
+            self._scheduler = None
+
+
+@background.register
+def _scheduler_factory(settings: Settings, engine: Engine, sessionmaker: Any) -> SchedulerService:
+    return SchedulerService(settings, engine, sessionmaker)
+
+
+@background.register
+def _outbox_factory(settings: Settings, engine: Engine, sessionmaker: Any) -> OutboxSender:
+    return OutboxSender(engine, policy=DeliveryPolicy())
