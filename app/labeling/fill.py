@@ -75,7 +75,8 @@ def fill_queue(
             .select_from(QueueItem)
             .where(QueueItem.queue_id == queue.id, QueueItem.created_at > period_start)
         )
-        remaining = queue.budget_per_period - int(used or 0)
+        budget = queue.budget_per_period
+        remaining = budget - int(used or 0)
         rows: list[dict[str, Any]] = []
         if remaining > 0:
             sel = queue.selection
@@ -88,15 +89,25 @@ def fill_queue(
             )
             result.from_selector = len(picks)
             rows += picks
-    result.boosted = sum(1 for r in rows if r["boost"] > 1.0)
     for r in rows:
         r.update(project_id=queue.project_id, queue_id=queue.id, created_at=now, status="pending")
     with write_transaction(engine) as conn:
+        # Recount under the lock (the queue row on PostgreSQL, the writer lock on SQLite):
+        # a fill that raced this one may have used the budget since the count above.
+        lock = select(LabelQueue.id).where(LabelQueue.id == queue.id)
+        conn.execute(lock.with_for_update() if conn.dialect.name == "postgresql" else lock)
+        used_now = conn.scalar(
+            select(func.count())
+            .select_from(QueueItem)
+            .where(QueueItem.queue_id == queue.id, QueueItem.created_at > period_start)
+        )
+        rows = sorted(rows, key=lambda r: -r["priority"])[: max(0, budget - int(used_now or 0))]
         if rows:
             dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
             stmt = dialect.insert(QueueItem).on_conflict_do_nothing().returning(QueueItem.id)
             result.added = len(conn.execute(stmt, rows).scalars().all())
         conn.execute(update(LabelQueue).where(LabelQueue.id == queue.id).values(last_filled_at=now))
+    result.boosted = sum(1 for r in rows if r["boost"] > 1.0)
     result.budget_left = max(0, remaining - result.added)
     return result
 
