@@ -16,6 +16,7 @@ same order on PostgreSQL (no deadlock); SQLite serialises writers anyway.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from sqlalchemy import case, func
@@ -41,6 +42,7 @@ def merge_traces(conn: Connection, *, project_id: int, rows: list[dict[str, Any]
             conn.execute(_merge_statement(conn.dialect.name, root=root), batch)
 
 
+@functools.cache
 def _merge_statement(dialect: str, *, root: bool) -> Any:
     pg = dialect == "postgresql"
     stmt = (postgresql if pg else sqlite).insert(Trace)

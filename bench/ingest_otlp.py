@@ -1,0 +1,208 @@
+"""OTLP/HTTP protobuf ingestion throughput over real HTTP, counted as durable rows afterwards.
+
+    .venv/bin/python bench/ingest_otlp.py --db postgresql [--spans 100000] [--clients 4]
+
+Each request is an ``ExportTraceServiceRequest`` of ``--batch`` spans (default 500): agent
+traces of 10 spans (invoke_agent root, chat, execute_tool, retrieval), 10-20 attributes a
+span, as the OpenTelemetry SDK's exporter would send them. Batches are encoded before the
+clock starts. Prints one JSON object with the same keys as bench/ingest.py plus
+``"path": "otlp-protobuf"`` and the durable trace count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.common import count_rows, fresh_db, server, telltale  # noqa: E402
+
+TOOLS = ["search", "db_query", "calculator", "http_fetch", "vector_lookup"]
+T0 = 1_795_000_000_000_000_000
+STEP = 200_000_000
+
+
+def _kv(key: str, value: object) -> KeyValue:
+    kv = KeyValue(key=key)
+    if isinstance(value, bool):
+        kv.value.bool_value = value
+    elif isinstance(value, int):
+        kv.value.int_value = value
+    elif isinstance(value, float):
+        kv.value.double_value = value
+    else:
+        kv.value.string_value = str(value)
+    return kv
+
+
+def _span_attrs(i: int, rng: random.Random) -> list[KeyValue]:
+    if i == 0:
+        attrs: dict[str, object] = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": "support-agent",
+            "gen_ai.agent.version": "3.1",
+            "telltale.input_hash": f"in-{rng.randrange(5000)}",
+            "telltale.entry_point": rng.choice(["web", "api", "slack"]),
+            "telltale.score.resolved": float(rng.random() < 0.8),
+            "telltale.score.resolved.kind": "true",
+        }
+    elif i % 3 == 1:
+        attrs = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": "openai",
+            "gen_ai.request.model": "gpt-4o",
+            "gen_ai.response.model": "gpt-4o-2024-08-06",
+            "gen_ai.usage.input_tokens": rng.randint(10, 4000),
+            "gen_ai.usage.output_tokens": rng.randint(10, 900),
+            "gen_ai.request.temperature": 0.2,
+            "gen_ai.response.finish_reasons": "stop",
+            "telltale.confidence": round(rng.random(), 3),
+        }
+    elif i % 3 == 2:
+        attrs = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": rng.choice(TOOLS),
+            "gen_ai.tool.call.id": f"call_{rng.getrandbits(48):x}",
+            "gen_ai.tool.type": "function",
+        }
+        if rng.random() < 0.05:
+            attrs["error.type"] = "TimeoutError"
+    else:
+        attrs = {
+            "gen_ai.operation.name": "retrieval",
+            "gen_ai.data_source.id": "kb-main",
+            "db.system": "postgresql",
+        }
+    # Pad to 10-20 attributes, as instrumentations do (http, thread, code location).
+    for k in range(rng.randint(10, 20) - len(attrs)):
+        attrs[f"app.extra.{k}"] = rng.choice(["alpha", "beta", 3, 2.5, True])
+    return [_kv(k, v) for k, v in attrs.items()]
+
+
+def span_batch(run: int, b: int, size: int, rng: random.Random) -> bytes:
+    req = ExportTraceServiceRequest()
+    rs = req.resource_spans.add()
+    rs.resource.attributes.extend(
+        [
+            _kv("service.name", "support-bot"),
+            _kv("service.version", "1.4.0"),
+            _kv("telemetry.sdk.language", "python"),
+            _kv("deployment.environment", "prod"),
+        ]
+    )
+    scope = rs.scope_spans.add()
+    scope.scope.name = "opentelemetry.instrumentation.genai"
+    for i in range(size):
+        trace_no, step = divmod(i, 10)
+        sp = scope.spans.add()
+        sp.trace_id = (run << 96 | b << 48 | trace_no + 1).to_bytes(16, "big")
+        sp.span_id = (b << 32 | i + 1).to_bytes(8, "big")
+        if step:
+            sp.parent_span_id = (b << 32 | trace_no * 10 + 1).to_bytes(8, "big")
+        sp.name = "invoke_agent support-agent" if step == 0 else f"step {step}"
+        sp.kind = 1 if step else 2
+        sp.start_time_unix_nano = T0 + b * 10**10 + step * STEP
+        sp.end_time_unix_nano = sp.start_time_unix_nano + (10 * STEP if step == 0 else STEP // 2)
+        sp.attributes.extend(_span_attrs(step, rng))
+        if step and rng.random() < 0.03:
+            sp.status.code = 2
+    return req.SerializeToString()
+
+
+def drive(url: str, key: str, bodies: list[bytes], clients: int) -> float:
+    """Send every body with ``clients`` threads; retry 429/503 after Retry-After. Seconds."""
+    queue = list(reversed(bodies))
+    lock = threading.Lock()
+    errors: list[str] = []
+
+    def worker() -> None:
+        headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/x-protobuf"}
+        with httpx.Client(base_url=url, timeout=120, headers=headers) as c:
+            while True:
+                with lock:
+                    if not queue:
+                        return
+                    body = queue.pop()
+                while True:
+                    r = c.post("/v1/traces", content=body)
+                    if r.status_code in (429, 503):
+                        time.sleep(float(r.headers.get("retry-after", "1")))
+                        continue
+                    if r.status_code != 200 or r.content:
+                        errors.append(f"{r.status_code} {r.content[:200]!r}")
+                    break
+
+    threads = [threading.Thread(target=worker) for _ in range(clients)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - start
+    if errors:
+        raise RuntimeError(f"{len(errors)} failed requests, first: {errors[0]}")
+    return elapsed
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--db", choices=["sqlite", "postgresql"], default="postgresql")
+    p.add_argument("--spans", type=int, default=100_000)
+    p.add_argument("--batch", type=int, default=500)
+    p.add_argument("--clients", type=int, default=4)
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--repeat", type=int, default=3)
+    args = p.parse_args()
+
+    runs = []
+    with fresh_db(args.db) as db_url:
+        with server(db_url, workers=args.workers) as url:
+            key = telltale(
+                "keys", "create", "--project", "bench", "--role", "ingest", db_url=db_url
+            )
+            for rep in range(args.repeat):
+                rng = random.Random(rep)
+                bodies = [
+                    span_batch(rep + 1, b, args.batch, rng) for b in range(args.spans // args.batch)
+                ]
+                before = count_rows(db_url, "spans"), count_rows(db_url, "traces")
+                elapsed = drive(url, key, bodies, args.clients)
+                spans = count_rows(db_url, "spans") - before[0]
+                traces = count_rows(db_url, "traces") - before[1]
+                runs.append(
+                    {
+                        "spans": spans,
+                        "traces": traces,
+                        "spans_s": round(elapsed, 3),
+                        "spans_per_s": round(spans / elapsed),
+                        "request_mb": round(sum(map(len, bodies)) / 1e6, 1),
+                    }
+                )
+    print(
+        json.dumps(
+            {
+                "db": args.db,
+                "path": "otlp-protobuf",
+                "batch": args.batch,
+                "clients": args.clients,
+                "workers": args.workers,
+                "spans_per_s": statistics.median(r["spans_per_s"] for r in runs),
+                "runs": runs,
+            },
+            indent=2,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
