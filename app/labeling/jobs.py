@@ -15,8 +15,9 @@ from prometheus_client import Gauge
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from app.labeling.claims import reap_expired, sync_label_scores
+from app.labeling.claims import reap_expired
 from app.labeling.fill import fill_queue
+from app.labeling.writeback import sync_label_scores
 from app.models.base import utcnow
 from app.models.labeling import LabelQueue
 

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from app.labeling import claims
+from app.labeling import claims, writeback
 from app.labeling.errors import LeaseConflict
 from app.models import Score, Trace
 from app.models.labeling import Label, LabelQueue, QueueItem, RejectedLabel
@@ -323,7 +323,7 @@ def test_failed_score_write_back_is_retried_by_the_reaper(client, make_key, engi
     def broken(*_a, **_k):
         raise RuntimeError("database went away")
 
-    monkeypatch.setattr(claims, "write_events", broken)
+    monkeypatch.setattr(writeback, "write_events", broken)
     r = client.post(
         f"/api/v1/queue-items/{item['id']}/label",
         json={"lease_token": item["lease_token"], "label": "correct"},
@@ -331,7 +331,7 @@ def test_failed_score_write_back_is_retried_by_the_reaper(client, make_key, engi
     )
     assert r.status_code == 200 and r.json()["score_written"] is False
     monkeypatch.undo()
-    assert claims.sync_label_scores(engine) == 1
-    assert claims.sync_label_scores(engine) == 0
+    assert writeback.sync_label_scores(engine) == 1
+    assert writeback.sync_label_scores(engine) == 0
     with Session(engine) as s:
         assert s.scalars(select(Score.value)).all() == [1.0]
