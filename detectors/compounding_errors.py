@@ -70,18 +70,21 @@ def window_permutation_test(
     correlation inside a unit cannot inflate the false-alarm rate). Returns
     ``(difference, p)`` with ``p = (1 + #{perm >= observed}) / (1 + n_permutations)``.
     """
-    units = np.vstack([current, reference]).astype(np.float64)
+    # float32 sums are exact for counts below 2**24 and several times faster here;
+    # differences within 1e-6 (relative) count as ties.
+    units = np.ascontiguousarray(np.vstack([current, reference]), dtype=np.float32)
+    labels = np.zeros(len(units), dtype=np.float32)
+    labels[: len(current)] = 1.0
+    cur_sum = labels @ units
     total = units.sum(axis=0)
-    cur_sum = current.sum(axis=0)
     observed = float(statistic(cur_sum) - statistic(total - cur_sum))
     rng = np.random.default_rng(seed)
-    labels = np.zeros(len(units), dtype=np.float64)
-    labels[: len(current)] = 1.0
     exceed, done = 0, 0
-    tolerance = 1e-9 * max(1.0, abs(observed))
+    tolerance = 1e-6 * max(1.0, abs(observed))
     while done < n_permutations:
         size = min(chunk, n_permutations - done)
-        masks = rng.permuted(np.broadcast_to(labels, (size, len(units))), axis=1)
+        masks = np.tile(labels, (size, 1))
+        rng.permuted(masks, axis=1, out=masks)
         sums = masks @ units
         diffs = statistic(sums) - statistic(total - sums)
         exceed += int(np.count_nonzero(diffs >= observed - tolerance))

@@ -1,0 +1,265 @@
+"""FM-3 non-deterministic output drift: the same input gets different answers."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from detectors.compounding_errors import holm, window_permutation_test
+from detectors.records import DetectorResult, TraceRecord
+
+FAILURE_MODE = "FM-3"
+# Columns of one input group's counts: disagreeing / all decision pairs, disagreeing /
+# cross-entry-point pairs, disagreeing / same-entry-point pairs, summed cosine distance /
+# embedding pairs.
+DIS, PAIRS, DIS_CROSS, CROSS, DIS_SAME, SAME, DIST, EMB_PAIRS = range(8)
+
+
+def _pairs(n: int | np.ndarray) -> Any:
+    return n * (n - 1) / 2
+
+
+def _group_counts(traces: list[TraceRecord]) -> np.ndarray:
+    decided = [t for t in traces if t.decision is not None]
+    by_decision = Counter(t.decision for t in decided)
+    by_entry = Counter(t.entry_point or "" for t in decided)
+    by_both = Counter((t.decision, t.entry_point or "") for t in decided)
+    pairs = _pairs(len(decided))
+    agree = sum(_pairs(c) for c in by_decision.values())
+    cross = pairs - sum(_pairs(c) for c in by_entry.values())
+    cross_agree = agree - sum(_pairs(c) for c in by_both.values())
+    # Embedding spread is measured among runs that reached the same decision, so it adds
+    # what the decision disagreement cannot see (same answer, drifting content).
+    by_class: dict[str | None, list[np.ndarray]] = defaultdict(list)
+    for t in traces:
+        if t.output_embedding is not None:
+            v = np.asarray(t.output_embedding, dtype=float)
+            norm = float(np.linalg.norm(v))
+            if norm > 0:
+                by_class[t.decision].append(v / norm)
+    emb_pairs, dist = 0.0, 0.0
+    for units in by_class.values():
+        n = len(units)
+        # sum_{i<j} (1 - u_i.u_j) = pairs - (|sum u|^2 - n) / 2 for unit vectors u
+        dist += _pairs(n) - (float(np.sum(np.sum(units, axis=0) ** 2)) - n) / 2
+        emb_pairs += _pairs(n)
+    dis_cross = cross - cross_agree
+    dis = pairs - agree
+    return np.array(
+        [dis, pairs, dis_cross, cross, dis - dis_cross, pairs - cross, dist, emb_pairs], float
+    )
+
+
+def _groups(traces: Sequence[TraceRecord]) -> dict[tuple[str, str, str], list[TraceRecord]]:
+    groups: dict[tuple[str, str, str], list[TraceRecord]] = defaultdict(list)
+    for t in traces:
+        if t.input_hash is not None:
+            groups[(t.agent, t.agent_version, t.input_hash)].append(t)
+    return {k: v for k, v in groups.items() if len(v) >= 2}
+
+
+def _ratio(sums: np.ndarray, num: int, den: int) -> np.ndarray:
+    return np.asarray(sums[..., num] / np.maximum(sums[..., den], 1.0))
+
+
+def decision_disagreement(sums: np.ndarray) -> np.ndarray:
+    return _ratio(sums, DIS, PAIRS)
+
+
+def cross_entry_excess(sums: np.ndarray) -> np.ndarray:
+    """Cross-entry-point minus same-entry-point disagreement (the cross rate alone when
+    no same-entry pairs exist)."""
+    return _ratio(sums, DIS_CROSS, CROSS) - _ratio(sums, DIS_SAME, SAME)
+
+
+def embedding_distance(sums: np.ndarray) -> np.ndarray:
+    return _ratio(sums, DIST, EMB_PAIRS)
+
+
+# sub-test -> (statistic on pooled group counts, column a group needs > 0 to count)
+SUB_TESTS = {
+    "decision_disagreement": (decision_disagreement, PAIRS),
+    "cross_entry_excess": (cross_entry_excess, CROSS),
+    "embedding_distance": (embedding_distance, EMB_PAIRS),
+}
+
+
+class OutputDriftDetector:
+    """FM-3: disagreement among repeated runs of the same input, against a reference.
+
+    Traces are grouped by ``(agent, agent_version, input_hash)``; groups with at least two
+    traces are the units of independence. Per window:
+
+    * **decision_disagreement**: the fraction of trace pairs inside a group whose
+      ``decision`` attribute differs, pooled over groups (pairs / pairs);
+    * **cross_entry_excess**: the disagreement over pairs whose ``entry_point`` differs
+      minus that over pairs with the same entry point (consistency of one intent across
+      entry points, net of plain non-determinism; both rates are reported);
+    * **embedding_distance**: mean pairwise cosine distance ``1 - cos`` of output
+      embeddings inside a group, among pairs with the same decision (all pairs when traces
+      carry no decision), pooled over groups: content drift the decision does not show.
+
+    Each is compared with the reference window by a one-sided permutation test that
+    shuffles whole groups between the windows (inputs that are ambiguous in both windows
+    therefore cannot fire it), Holm-adjusted at ``alpha``; a sub-test fires only if its
+    increase is also at least ``min_disagreement_increase`` (both disagreement rates) or
+    ``min_distance_increase``. A sub-test runs only when each window has ``min_groups``
+    groups with such pairs; with no usable reference the result is insufficient data
+    (absolute disagreement has no natural threshold).
+
+    Parameters
+    ----------
+    alpha : float, default 0.01
+    min_groups : int, default 20
+    min_disagreement_increase : float, default 0.05
+    min_distance_increase : float, default 0.02
+    n_permutations : int, default 999
+    seed : int, default 0
+
+    Examples
+    --------
+    >>> from detectors.records import TraceRecord
+    >>> rng = np.random.default_rng(0)
+    >>> def window(flip):
+    ...     return [
+    ...         TraceRecord(f"t{i}-{k}", "agent", "v1", input_hash=f"h{i}",
+    ...                     attributes={"decision": "no" if rng.random() < flip else "yes"})
+    ...         for i in range(60) for k in range(3)
+    ...     ]
+    >>> result = OutputDriftDetector().test(window(0.05), window(0.3))
+    >>> result.fired, round(result.statistic, 2)
+    (True, 0.41)
+    >>> OutputDriftDetector().test(window(0.05), window(0.05)).fired
+    False
+    """
+
+    def __init__(
+        self,
+        *,
+        alpha: float = 0.01,
+        min_groups: int = 20,
+        min_disagreement_increase: float = 0.05,
+        min_distance_increase: float = 0.02,
+        n_permutations: int = 999,
+        seed: int = 0,
+    ) -> None:
+        if not 0.0 < alpha < 1.0:
+            raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+        if min_groups < 2:
+            raise ValueError(f"min_groups must be >= 2, got {min_groups}")
+        if not 0.0 <= min_disagreement_increase < 1.0:
+            raise ValueError(
+                f"min_disagreement_increase must be in [0, 1), got {min_disagreement_increase}"
+            )
+        if not 0.0 <= min_distance_increase < 2.0:
+            raise ValueError(
+                f"min_distance_increase must be in [0, 2), got {min_distance_increase}"
+            )
+        if (n_permutations + 1) * alpha < 4:
+            raise ValueError(f"n_permutations too small for alpha={alpha}: {n_permutations}")
+        self.alpha = alpha
+        self.min_groups = min_groups
+        self.min_disagreement_increase = min_disagreement_increase
+        self.min_distance_increase = min_distance_increase
+        self.n_permutations = n_permutations
+        self.seed = seed
+
+    def test(
+        self, reference: Sequence[TraceRecord], current: Sequence[TraceRecord]
+    ) -> DetectorResult:
+        cur_groups, ref_groups = _groups(current), _groups(reference)
+        if min(len(cur_groups), len(ref_groups)) < self.min_groups:
+            return DetectorResult.insufficient(
+                FAILURE_MODE,
+                f"{len(cur_groups)} current and {len(ref_groups)} reference groups of repeated "
+                f"inputs (need {self.min_groups} each)",
+            )
+        cur = np.array([_group_counts(g) for g in cur_groups.values()])
+        ref = np.array([_group_counts(g) for g in ref_groups.values()])
+        ev: dict[str, Any] = {"groups": len(cur_groups), "reference_groups": len(ref_groups)}
+        names, p_values, effect_ok = [], [], []
+        for name, (statistic, needs) in SUB_TESTS.items():
+            if min(np.count_nonzero(cur[:, needs]), np.count_nonzero(ref[:, needs])) < (
+                self.min_groups
+            ):
+                continue
+            diff, p = window_permutation_test(
+                cur, ref, statistic, n_permutations=self.n_permutations, seed=self.seed
+            )
+            ev[name] = float(statistic(cur.sum(axis=0)))
+            ev[f"reference_{name}"] = float(statistic(ref.sum(axis=0)))
+            names.append(name)
+            p_values.append(p)
+            floor = (
+                self.min_distance_increase
+                if name == "embedding_distance"
+                else self.min_disagreement_increase
+            )
+            effect_ok.append(diff >= floor)
+        for name, window in (("", cur), ("reference_", ref)):
+            sums = window.sum(axis=0)
+            if sums[CROSS] > 0:
+                ev[f"{name}cross_entry_disagreement"] = float(_ratio(sums, DIS_CROSS, CROSS))
+            if sums[SAME] > 0:
+                ev[f"{name}same_entry_disagreement"] = float(_ratio(sums, DIS_SAME, SAME))
+        if not names:
+            return DetectorResult.insufficient(
+                FAILURE_MODE, "repeated inputs carry no decisions or output embeddings", **ev
+            )
+        adjusted = holm(p_values)
+        fired = [bool(q <= self.alpha and ok) for q, ok in zip(adjusted, effect_ok, strict=True)]
+        ev["sub_tests"] = {
+            n: {"p_value": float(p), "p_holm": float(q), "effect_ok": bool(ok), "fired": f}
+            for n, p, q, ok, f in zip(names, p_values, adjusted, effect_ok, fired, strict=True)
+        }
+        ev["most_inconsistent_inputs"] = _most_inconsistent(cur_groups, cur)
+        lead = "decision_disagreement" if "decision_disagreement" in names else names[0]
+        floor = (
+            self.min_distance_increase
+            if lead == "embedding_distance"
+            else (self.min_disagreement_increase)
+        )
+        return DetectorResult(
+            failure_mode=FAILURE_MODE,
+            statistic=float(ev[lead]),
+            threshold=float(ev[f"reference_{lead}"] + floor),
+            p_value=float(adjusted.min()),
+            fired=any(fired),
+            evidence=ev,
+        )
+
+
+def _most_inconsistent(
+    groups: dict[tuple[str, str, str], list[TraceRecord]], counts: np.ndarray, top: int = 5
+) -> list[dict[str, Any]]:
+    rows = []
+    for (agent, version, input_hash), traces in groups.items():
+        rows.append((agent, version, input_hash, traces))
+    order = sorted(
+        range(len(rows)),
+        key=lambda i: (
+            -counts[i, DIS] / max(counts[i, PAIRS], 1.0),
+            -counts[i, DIST] / max(counts[i, EMB_PAIRS], 1.0),
+            -len(rows[i][3]),
+            rows[i][2],
+        ),
+    )
+    out = []
+    for i in order[:top]:
+        agent, version, input_hash, traces = rows[i]
+        out.append(
+            {
+                "input_hash": input_hash,
+                "agent": agent,
+                "agent_version": version,
+                "traces": len(traces),
+                "disagreement": float(counts[i, DIS] / max(counts[i, PAIRS], 1.0)),
+                "decisions": dict(Counter(t.decision or "" for t in traces).most_common()),
+                "entry_points": dict(Counter(t.entry_point or "" for t in traces).most_common()),
+                "trace_ids": [t.trace_id for t in traces[:5]],
+            }
+        )
+    return out
