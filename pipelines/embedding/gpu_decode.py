@@ -10,6 +10,7 @@ which is how the tests check it.
 
 from __future__ import annotations
 
+import warnings
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -20,6 +21,18 @@ import torch.nn.functional as F
 from torchvision.io import ImageReadMode, decode_jpeg
 
 BytesLike = bytes | bytearray | memoryview
+
+
+def _spend_readonly_buffer_warning() -> None:
+    # torch warns once per process when a tensor views a read-only buffer such as bytes.
+    # Decoding only reads, so spend that one warning here, at import, where catch_warnings
+    # is safe; it is not thread-safe later, in the prepare threads.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.frombuffer(b"\0", dtype=torch.uint8)
+
+
+_spend_readonly_buffer_warning()
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,14 +72,8 @@ def decode_jpegs(datas: Sequence[BytesLike], device: torch.device) -> list[torch
     """
     if not datas:
         return []
-    # torch wants a writable buffer; one join is a single copy instead of one per image.
-    blob = bytearray().join(datas)
-    flat = torch.frombuffer(blob, dtype=torch.uint8)
-    streams = []
-    start = 0
-    for data in datas:
-        streams.append(flat[start : start + len(data)])
-        start += len(data)
+    # Zero-copy views of the caller's buffers; the decoder only reads them.
+    streams = [torch.frombuffer(data, dtype=torch.uint8) for data in datas]
     try:
         return list(decode_jpeg(streams, mode=ImageReadMode.RGB, device=device))
     except RuntimeError:
