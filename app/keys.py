@@ -72,3 +72,15 @@ def authenticate(session: Session, *, key: str) -> Principal | None:
     if row is None or row.revoked_at is not None:
         return None
     return Principal(key_id=row.id, project_id=row.project_id, project_name=row.name, role=row.role)
+
+
+def principal_for_key_id(session: Session, *, key_id: int) -> Principal | None:
+    """The principal of a live (not revoked) key, found by id (web sessions)."""
+    row = session.execute(
+        select(ApiKey.id, ApiKey.project_id, ApiKey.role, ApiKey.revoked_at, Project.name)
+        .join(Project, Project.id == ApiKey.project_id)
+        .where(ApiKey.id == key_id)
+    ).first()
+    if row is None or row.revoked_at is not None:
+        return None
+    return Principal(key_id=row.id, project_id=row.project_id, project_name=row.name, role=row.role)

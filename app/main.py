@@ -60,7 +60,24 @@ def create_app(
     _install_error_handlers(app)
     _install_latency_middleware(app, max_header_bytes=settings.max_header_bytes)
     app.include_router(api_router)
+    _install_web(app)
     return app
+
+
+def _install_web(app: FastAPI) -> None:
+    from fastapi.responses import RedirectResponse
+    from fastapi.staticfiles import StaticFiles
+
+    from app.web import auth_routes, pages
+    from app.web.deps import DASHBOARDS, LoginRequired
+
+    app.mount("/static", StaticFiles(directory=str(DASHBOARDS / "static")), name="static")
+    app.include_router(auth_routes.router)
+    app.include_router(pages.router)
+
+    @app.exception_handler(LoginRequired)
+    async def to_login(_req: Request, exc: LoginRequired) -> RedirectResponse:
+        return RedirectResponse(f"/login?next={exc.next_url}", status_code=303)
 
 
 def _install_error_handlers(app: FastAPI) -> None:
@@ -93,10 +110,26 @@ def _install_error_handlers(app: FastAPI) -> None:
         return JSONResponse({"detail": message, "errors": errors}, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_req: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def http_error(req: Request, exc: StarletteHTTPException) -> Any:
+        if _wants_html(req):
+            from app.web.deps import templates
+
+            return templates.TemplateResponse(
+                req,
+                "error.html",
+                {"status_code": exc.status_code, "message": exc.detail, "user": None, "csrf": ""},
+                status_code=exc.status_code,
+            )
         return JSONResponse(
             {"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers
         )
+
+
+def _wants_html(req: Request) -> bool:
+    path = req.url.path
+    if path.startswith(("/api/", "/v1/", "/metrics", "/healthz", "/readyz", "/static/")):
+        return False
+    return "text/html" in req.headers.get("accept", "")
 
 
 def _install_latency_middleware(app: FastAPI, *, max_header_bytes: int) -> None:

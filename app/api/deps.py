@@ -9,7 +9,7 @@ from fastapi import Depends, HTTPException, Request
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from app.keys import Principal, authenticate
+from app.keys import Principal, authenticate, principal_for_key_id
 from app.settings import Settings
 
 
@@ -40,13 +40,38 @@ def key_from_request(request: Request) -> str | None:
     key = request.headers.get("x-api-key")
     if key:
         return key.strip()
-    session_key = getattr(request.state, "session_api_key", None)
-    return session_key
+    return None
+
+
+_SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+
+
+def _principal_from_cookie(request: Request) -> Principal | None:
+    """The web UI's session cookie, for the UI's own calls to the JSON API.
+
+    A cookie is sent by the browser on its own, so unsafe methods also need the session's
+    CSRF token in ``X-CSRF-Token``.
+    """
+    from app.web.session import COOKIE, csrf_ok, decode_session
+
+    secret = request.app.state.settings.secret_key
+    web = decode_session(secret, request.cookies.get(COOKIE))
+    if web is None:
+        return None
+    if request.method not in _SAFE_METHODS and not csrf_ok(
+        secret, web.nonce, request.headers.get("x-csrf-token")
+    ):
+        raise HTTPException(403, "missing or wrong X-CSRF-Token for a cookie-authenticated request")
+    with request.app.state.sessionmaker() as session:
+        return principal_for_key_id(session, key_id=web.key_id)
 
 
 def get_principal(request: Request) -> Principal:
     key = key_from_request(request)
     if not key:
+        from_cookie = _principal_from_cookie(request)
+        if from_cookie is not None:
+            return from_cookie
         raise HTTPException(
             401,
             "missing API key: send 'Authorization: Bearer <key>' or 'x-api-key: <key>'",

@@ -76,6 +76,9 @@ def upgrade() -> None:
     sa.ForeignKeyConstraint(['project_id'], ['projects.id'], name=op.f('fk_ingest_events_project_id_projects'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('project_id', 'event_id', name=op.f('pk_ingest_events'))
     )
+    with op.batch_alter_table('ingest_events', schema=None) as batch_op:
+        batch_op.create_index('ix_ingest_events_project_created', ['project_id', 'created_at'], unique=False)
+
     op.create_table('scores',
     sa.Column('id', sa.BigInteger().with_variant(sa.Integer(), 'sqlite'), autoincrement=True, nullable=False),
     sa.Column('project_id', sa.Integer(), nullable=False),
@@ -157,6 +160,9 @@ def downgrade() -> None:
         batch_op.drop_index('ix_scores_project_name_created')
 
     op.drop_table('scores')
+    with op.batch_alter_table('ingest_events', schema=None) as batch_op:
+        batch_op.drop_index('ix_ingest_events_project_created')
+
     op.drop_table('ingest_events')
     with op.batch_alter_table('embeddings', schema=None) as batch_op:
         batch_op.drop_index('ix_embeddings_project_trace')

@@ -1,0 +1,77 @@
+"""Login with an API key into a signed session cookie; logout."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import RedirectResponse
+
+from app.keys import authenticate
+from app.web.deps import templates
+from app.web.session import COOKIE, MAX_AGE_S, csrf_ok, decode_session, encode_session
+
+router = APIRouter(include_in_schema=False)
+PRE_COOKIE = "tt_login"
+
+
+def _safe_next(target: str | None) -> str:
+    # Only local paths: "//evil.example" or "https://..." would be an open redirect.
+    if not target or not target.startswith("/") or target.startswith("//"):
+        return "/"
+    return target
+
+
+@router.get("/login")
+def login_form(request: Request, next: str = "/", error: str | None = None) -> Any:
+    nonce = request.cookies.get(PRE_COOKIE) or secrets.token_urlsafe(16)
+    from app.web.session import csrf_token
+
+    token = csrf_token(request.app.state.settings.secret_key, nonce)
+    response = templates.TemplateResponse(
+        request,
+        "login.html",
+        {"next": _safe_next(next), "csrf": token, "error": error, "user": None},
+        status_code=401 if error else 200,
+    )
+    response.set_cookie(PRE_COOKIE, nonce, httponly=True, samesite="strict", max_age=3600)
+    return response
+
+
+@router.post("/login")
+def login(
+    request: Request,
+    api_key: str = Form(""),
+    csrf: str = Form(""),
+    next: str = Form("/"),
+) -> Any:
+    settings = request.app.state.settings
+    nonce = request.cookies.get(PRE_COOKIE, "")
+    if not nonce or not csrf_ok(settings.secret_key, nonce, csrf):
+        return login_form(request, next=next, error="The form expired; please try again.")
+    with request.app.state.sessionmaker() as session:
+        principal = authenticate(session, key=api_key.strip())
+    if principal is None:
+        return login_form(request, next=next, error="That API key is not valid or was revoked.")
+    response = RedirectResponse(_safe_next(next), status_code=303)
+    response.set_cookie(
+        COOKIE,
+        encode_session(settings.secret_key, principal.key_id),
+        httponly=True,
+        samesite="lax",
+        secure=settings.public_url.startswith("https://"),
+        max_age=MAX_AGE_S,
+    )
+    response.delete_cookie(PRE_COOKIE)
+    return response
+
+
+@router.post("/logout")
+def logout(request: Request, csrf: str = Form("")) -> Any:
+    settings = request.app.state.settings
+    web = decode_session(settings.secret_key, request.cookies.get(COOKIE))
+    response = RedirectResponse("/login", status_code=303)
+    if web is not None and csrf_ok(settings.secret_key, web.nonce, csrf):
+        response.delete_cookie(COOKIE)
+    return response

@@ -1,0 +1,65 @@
+"""Signed session cookies and CSRF tokens for the web UI.
+
+The cookie holds only the key's id, an expiry and a random nonce, signed with
+HMAC-SHA256 under ``TELLTALE_SECRET_KEY``; the API key itself never leaves the login form.
+Each request re-reads the key row, so a revoked key ends its sessions at once. The CSRF
+token is an HMAC of the session nonce (synchroniser token): forms carry it in a hidden
+field, the UI's fetch calls in an ``X-CSRF-Token`` header.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import secrets
+import time
+from dataclasses import dataclass
+
+COOKIE = "tt_session"
+MAX_AGE_S = 12 * 3600
+
+
+@dataclass(frozen=True)
+class WebSession:
+    key_id: int
+    nonce: str
+    expires: int
+
+
+def _sign(secret: str, payload: bytes) -> str:
+    return hmac.new(secret.encode(), payload, hashlib.sha256).hexdigest()
+
+
+def encode_session(secret: str, key_id: int, *, now: float | None = None) -> str:
+    now = time.time() if now is None else now
+    body = {"k": key_id, "n": secrets.token_urlsafe(16), "e": int(now + MAX_AGE_S)}
+    raw = base64.urlsafe_b64encode(json.dumps(body, separators=(",", ":")).encode()).decode()
+    return f"{raw}.{_sign(secret, raw.encode())}"
+
+
+def decode_session(
+    secret: str, cookie: str | None, *, now: float | None = None
+) -> WebSession | None:
+    if not cookie or "." not in cookie:
+        return None
+    raw, sig = cookie.rsplit(".", 1)
+    if not hmac.compare_digest(sig, _sign(secret, raw.encode())):
+        return None
+    try:
+        body = json.loads(base64.urlsafe_b64decode(raw.encode()))
+        session = WebSession(key_id=int(body["k"]), nonce=str(body["n"]), expires=int(body["e"]))
+    except (ValueError, KeyError, TypeError):
+        return None
+    if session.expires < (time.time() if now is None else now):
+        return None
+    return session
+
+
+def csrf_token(secret: str, nonce: str) -> str:
+    return _sign(secret, f"csrf:{nonce}".encode())
+
+
+def csrf_ok(secret: str, nonce: str, token: str | None) -> bool:
+    return bool(token) and hmac.compare_digest(csrf_token(secret, nonce), str(token))

@@ -1,0 +1,40 @@
+// Acknowledge, resolve and silence from the alerts page through the JSON API.
+(function () {
+  const flash = document.getElementById("flash");
+  document.querySelectorAll("button.act").forEach((btn) => {
+    btn.addEventListener("click", async () => {
+      const id = btn.dataset.id, action = btn.dataset.action;
+      btn.disabled = true;
+      let res;
+      if (action === "silence") {
+        const matchers = [{ name: "failure_mode", op: "=", value: btn.dataset.mode }];
+        if (btn.dataset.monitor) matchers.push({ name: "monitor", op: "=", value: btn.dataset.monitor });
+        res = await telltale.api("POST", "/api/v1/silences", {
+          matchers, duration_seconds: 4 * 3600, comment: `silenced from the UI (alert ${id})`,
+        });
+      } else {
+        res = await telltale.api("POST", `/api/v1/alerts/${id}/${action}`);
+      }
+      if (!res.ok) {
+        flash.textContent = `Could not ${action} alert ${id}: ${telltale.message(res.data)}`;
+        btn.disabled = false;
+        return;
+      }
+      if (action === "silence") {
+        flash.textContent = `Silenced ${btn.dataset.mode} for 4 hours.`;
+      } else {
+        const row = document.getElementById(`alert-${id}`);
+        const state = res.data.state;
+        row.dataset.state = state;
+        row.querySelector(".state").innerHTML = "";
+        const badge = document.createElement("span");
+        badge.className = `badge ${state}`;
+        badge.textContent = state;
+        row.querySelector(".state").appendChild(badge);
+        row.querySelectorAll(`button[data-action="ack"]`).forEach((b) => b.remove());
+        if (state === "resolved") row.querySelectorAll("button.act").forEach((b) => b.remove());
+        flash.textContent = `Alert ${id} is now ${state}.`;
+      }
+    });
+  });
+})();
