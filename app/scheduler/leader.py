@@ -5,12 +5,11 @@ value to the next slot with ``UPDATE .. WHERE id = ? AND next_run_at <= now``. O
 PostgreSQL a concurrent UPDATE of the same row waits for the first to commit and then
 re-checks the WHERE clause against the new value (READ COMMITTED), so exactly one
 process sees ``rowcount == 1``; on SQLite writers are serialised. Missed slots are
-coalesced into one run. Named periodic jobs use the same scheme on ``scheduler_leases``.
+coalesced into one run (the schedule re-anchors on it). Named periodic jobs use the same scheme on ``scheduler_leases``.
 """
 
 from __future__ import annotations
 
-import math
 from datetime import datetime, timedelta
 
 from sqlalchemy import Engine, or_, select, update
@@ -21,9 +20,13 @@ from app.models import Monitor, SchedulerLease
 
 
 def next_slot(slot: datetime, interval_s: float, now: datetime) -> datetime:
-    """The first ``slot + k * interval`` (k >= 1) after ``now``: missed slots coalesce."""
-    k = max(1, math.floor((now - slot).total_seconds() / interval_s) + 1)
-    return slot + timedelta(seconds=k * interval_s)
+    """``slot + interval``, or ``now + interval`` when that has already passed.
+
+    Missed slots coalesce into the one run being made, and the schedule re-anchors on it,
+    so two runs of a monitor are never less than an interval apart.
+    """
+    step = timedelta(seconds=interval_s)
+    return slot + step if slot + step > now else now + step
 
 
 def due_monitors(engine: Engine, *, now: datetime) -> list[tuple[int, datetime | None, int]]:
