@@ -176,6 +176,7 @@ def main() -> None:
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--models", default="ViT-B-32", help="comma-separated open_clip names")
     parser.add_argument("--n", type=int, default=64, help="JPEGs per end-to-end run")
+    parser.add_argument("--sides", default="256,500", help="MIN,MAX px per side of the JPEGs")
     parser.add_argument("--unique", type=int, default=1024, help="distinct JPEGs, cycled to n")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16", "fp16"])
@@ -196,13 +197,15 @@ def main() -> None:
     if args.device == "cuda":
         torch.backends.cudnn.benchmark = True
 
-    unique = synthetic_jpegs(min(args.unique, args.n))
+    low, _, high = args.sides.partition(",")
+    sides = (int(low), int(high or low))
+    unique = synthetic_jpegs(min(args.unique, args.n), sides=sides)
     jpegs = [unique[i % len(unique)] for i in range(args.n)]
     report: dict[str, Any] = {
         "env": environment(),
         "jpegs": {
             "unique": len(unique),
-            "side_px": "256-500",
+            "side_px": f"{sides[0]}-{sides[1]}",
             "quality": 90,
             "mean_kb": round(float(np.mean([len(j) for j in unique])) / 1024, 1),
         },
