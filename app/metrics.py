@@ -23,3 +23,70 @@ WRITE_QUEUE_DEPTH = Gauge(
 
 def record_ingest(event_type: str, result: str, n: int = 1) -> None:
     INGEST_EVENTS.labels(type=event_type, result=result).inc(n)
+
+
+# -- monitoring engine (app.monitors, app.alerts, app.scheduler) -------------------------
+_MONITOR_LABELS = ["project_id", "monitor", "failure_mode"]
+MONITOR_LAST_STATISTIC = Gauge(
+    "telltale_monitor_last_statistic", "Statistic of the monitor's last ok run", _MONITOR_LABELS
+)
+MONITOR_LAST_THRESHOLD = Gauge(
+    "telltale_monitor_last_threshold", "Threshold of the monitor's last ok run", _MONITOR_LABELS
+)
+MONITOR_LAST_RUN = Gauge(
+    "telltale_monitor_last_run_timestamp_seconds",
+    "Wall-clock time the monitor last ran",
+    _MONITOR_LABELS,
+)
+MONITOR_LAST_DURATION = Gauge(
+    "telltale_monitor_last_run_duration_seconds",
+    "Duration of the monitor's last run",
+    _MONITOR_LABELS,
+)
+MONITOR_RUNS = Counter(
+    "telltale_monitor_runs_total",
+    "Monitor runs by failure mode and status",
+    ["failure_mode", "status"],
+)
+ALERTS_BY_STATE = Gauge("telltale_alerts", "Alerts by state (all projects)", ["state"])
+OUTBOX_BACKLOG = Gauge("telltale_outbox_backlog", "Notifications pending delivery")
+NOTIFICATIONS_SENT = Counter(
+    "telltale_notifications_sent_total", "Notifications delivered (2xx)", ["channel_type"]
+)
+NOTIFICATION_FAILURES = Counter(
+    "telltale_notification_failures_total",
+    "Failed notification attempts by channel type and reason (HTTP code or network)",
+    ["channel_type", "reason"],
+)
+SCHEDULER_JOB_LAST_RUN = Gauge(
+    "telltale_scheduler_job_last_run_timestamp_seconds", "When a periodic job last ran", ["job"]
+)
+
+
+def observe_monitor_run(
+    *,
+    project_id: int,
+    monitor: str,
+    failure_mode: str,
+    status: str,
+    statistic: float | None,
+    threshold: float | None,
+    duration_s: float,
+) -> None:
+    import time
+
+    labels = {"project_id": str(project_id), "monitor": monitor, "failure_mode": failure_mode}
+    MONITOR_RUNS.labels(failure_mode=failure_mode, status=status).inc()
+    MONITOR_LAST_RUN.labels(**labels).set(time.time())
+    MONITOR_LAST_DURATION.labels(**labels).set(duration_s)
+    if status == "ok" and statistic is not None:
+        MONITOR_LAST_STATISTIC.labels(**labels).set(statistic)
+    if status == "ok" and threshold is not None:
+        MONITOR_LAST_THRESHOLD.labels(**labels).set(threshold)
+
+
+# -- read from the database at scrape time (true across API and scheduler processes) ----
+LABEL_QUEUE_DEPTH = Gauge(
+    "telltale_label_queue_depth", "Labeling queue items by state", ["project_id", "queue", "state"]
+)
+EMBED_JOB_BACKLOG = Gauge("telltale_embed_jobs", "Media embed jobs by status", ["status"])

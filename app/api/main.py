@@ -9,6 +9,7 @@ from app.api.routes import (
     health,
     ingest,
     keys,
+    metrics,
     monitors,
     otlp,
     silences,
@@ -23,6 +24,7 @@ api_router.include_router(ingest.router)
 api_router.include_router(traces.router)
 api_router.include_router(streams.router)
 api_router.include_router(keys.router)
+api_router.include_router(metrics.router)
 api_router.include_router(otlp.router)
 api_router.include_router(label_queues.router)
 api_router.include_router(monitors.router)

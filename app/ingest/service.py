@@ -30,10 +30,12 @@ async def ingest_batch(
                 write_events, app_state.engine, project_id=project_id, events=valid
             )
     all_rejected = sorted([*rejected, *result.rejected], key=lambda r: r.index)
-    for ev in valid:
-        record_ingest(ev.type, "ok")
-    for _ in all_rejected:
-        record_ingest("unknown", "rejected")
+    for etype, n in result.accepted_by_type.items():
+        record_ingest(etype, "accepted", n)
+    if result.duplicates:
+        record_ingest("any", "duplicate", result.duplicates)
+    if all_rejected:
+        record_ingest("any", "rejected", len(all_rejected))
     answer = {
         "accepted": result.accepted,
         "duplicates": result.duplicates,

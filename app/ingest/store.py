@@ -32,6 +32,7 @@ class WriteResult:
     accepted: int = 0
     duplicates: int = 0
     rejected: list[Rejection] = field(default_factory=list)
+    accepted_by_type: dict[str, int] = field(default_factory=dict)
 
 
 def _insert(conn: Connection, model: Any) -> Any:
@@ -69,6 +70,8 @@ def write_events(
         fresh = [ev for ev in unique if ev.event_id in claimed]
         _write_rows(conn, project_id, fresh)
         result.accepted = len(fresh)
+    for ev in fresh:
+        result.accepted_by_type[ev.type] = result.accepted_by_type.get(ev.type, 0) + 1
         if also is not None:
             also(conn)
     return result

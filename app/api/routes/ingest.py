@@ -11,6 +11,7 @@ from app.api.deps import IngestKey, SettingsDep
 from app.ingest.events import ValidEvent, validate_events
 from app.ingest.fields import FieldError, decode_b64, opt_str, req_str
 from app.ingest.service import ingest_batch
+from app.metrics import INGEST_BYTES
 
 router = APIRouter(prefix="/api/v1", tags=["ingest"])
 
@@ -18,7 +19,9 @@ router = APIRouter(prefix="/api/v1", tags=["ingest"])
 @router.post("/ingest")
 async def ingest(request: Request, principal: IngestKey, settings: SettingsDep) -> dict[str, Any]:
     """A batch ``{"events": [{"id", "type", "body"}]}``; 200 with per-event rejections."""
-    payload = parse_json(await read_body(request, limit=settings.max_request_bytes))
+    raw = await read_body(request, limit=settings.max_request_bytes)
+    INGEST_BYTES.labels(route="/api/v1/ingest").inc(len(raw))
+    payload = parse_json(raw)
     if not isinstance(payload, dict) or not isinstance(payload.get("events"), list):
         raise HTTPException(422, "events: required, must be an array of events")
     events = payload["events"]
@@ -43,7 +46,9 @@ async def ingest_embeddings(
     """Bulk vectors for one stream: ``vectors_b64`` (one base64 block, row-major) or
     ``vectors`` (array of arrays); optional ``sample_ids`` and ``ids`` (client event ids;
     default ``<stream>:<sample_id>`` so re-sends are duplicates)."""
-    payload = parse_json(await read_body(request, limit=settings.max_request_bytes))
+    raw = await read_body(request, limit=settings.max_request_bytes)
+    INGEST_BYTES.labels(route="/api/v1/embeddings").inc(len(raw))
+    payload = parse_json(raw)
     if not isinstance(payload, dict):
         raise HTTPException(422, "body: must be a JSON object")
     try:

@@ -1,0 +1,84 @@
+"""Refresh the database-backed gauges just before ``/metrics`` is rendered.
+
+Alerts, the outbox, labeling queues, embed jobs and each monitor's last run live in the
+database, and the process that changed them (scheduler, worker) is often not the one
+Prometheus scrapes. Reading them at scrape time makes every API replica report the same,
+true values; the queries are grouped counts over indexed columns.
+"""
+
+from __future__ import annotations
+
+import math
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app import metrics
+from app.models import Alert, DetectorRun, Monitor, Notification, QueueItem
+from app.models.base import Base
+from app.models.labeling import LabelQueue
+
+
+def refresh(session: Session) -> None:
+    _alerts(session)
+    _outbox(session)
+    _monitors(session)
+    _queues(session)
+    _embed_jobs(session)
+
+
+def _alerts(session: Session) -> None:
+    counts = dict(session.execute(select(Alert.state, func.count()).group_by(Alert.state)).all())
+    for state in ("firing", "acknowledged", "resolved"):
+        metrics.ALERTS_BY_STATE.labels(state=state).set(counts.get(state, 0))
+
+
+def _outbox(session: Session) -> None:
+    pending = session.scalar(
+        select(func.count()).select_from(Notification).where(Notification.status == "pending")
+    )
+    metrics.OUTBOX_BACKLOG.set(pending or 0)
+
+
+def _monitors(session: Session) -> None:
+    last = (
+        select(DetectorRun.monitor_id, func.max(DetectorRun.id).label("run_id"))
+        .group_by(DetectorRun.monitor_id)
+        .subquery()
+    )
+    rows = session.execute(
+        select(Monitor.project_id, Monitor.name, Monitor.failure_mode, DetectorRun)
+        .join(last, last.c.monitor_id == Monitor.id)
+        .join(DetectorRun, DetectorRun.id == last.c.run_id)
+    ).all()
+    for project_id, name, mode, run in rows:
+        labels = {"project_id": str(project_id), "monitor": name, "failure_mode": mode}
+        metrics.MONITOR_LAST_RUN.labels(**labels).set(run.at.timestamp())
+        metrics.MONITOR_LAST_DURATION.labels(**labels).set(run.duration_ms / 1000.0)
+        if run.statistic is not None and math.isfinite(run.statistic):
+            metrics.MONITOR_LAST_STATISTIC.labels(**labels).set(run.statistic)
+        if run.threshold is not None and math.isfinite(run.threshold):
+            metrics.MONITOR_LAST_THRESHOLD.labels(**labels).set(run.threshold)
+
+
+def _queues(session: Session) -> None:
+    rows = session.execute(
+        select(LabelQueue.project_id, LabelQueue.name, QueueItem.status, func.count())
+        .join(QueueItem, QueueItem.queue_id == LabelQueue.id)
+        .group_by(LabelQueue.project_id, LabelQueue.name, QueueItem.status)
+    ).all()
+    for project_id, queue, state, n in rows:
+        metrics.LABEL_QUEUE_DEPTH.labels(project_id=str(project_id), queue=queue, state=state).set(
+            n
+        )
+
+
+def _embed_jobs(session: Session) -> None:
+    table = Base.metadata.tables.get("media_jobs")
+    if table is None or "status" not in table.c:
+        return
+    counts = dict(
+        session.execute(select(table.c.status, func.count()).group_by(table.c.status)).all()
+    )
+    for status in ("pending", "running", "done", "failed", "dead"):
+        metrics.EMBED_JOB_BACKLOG.labels(status=status).set(counts.get(status, 0))
