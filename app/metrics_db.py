@@ -77,7 +77,7 @@ def _embed_jobs(session: Session) -> None:
     table = Base.metadata.tables.get("media_jobs")
     if table is None or "status" not in table.c:
         return
-    counts = dict(
+    counts: dict[str, int] = dict(
         session.execute(select(table.c.status, func.count()).group_by(table.c.status)).all()
     )
     for status in ("pending", "running", "done", "failed", "dead"):
