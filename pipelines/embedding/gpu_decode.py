@@ -74,18 +74,22 @@ def decode_jpegs(datas: Sequence[BytesLike], device: torch.device) -> list[torch
         return []
     # Zero-copy views of the caller's buffers; the decoder only reads them.
     streams = [torch.frombuffer(data, dtype=torch.uint8) for data in datas]
+    return _decode_or_bisect(streams, device)
+
+
+def _decode_or_bisect(
+    streams: list[torch.Tensor], device: torch.device
+) -> list[torch.Tensor | str]:
+    # One bad stream fails the whole batched call; halving finds it in O(log n) calls
+    # instead of decoding every image of the batch on its own.
     try:
         return list(decode_jpeg(streams, mode=ImageReadMode.RGB, device=device))
-    except RuntimeError:
-        pass
-    # One bad stream fails the whole batched call; find it by decoding one at a time.
-    results: list[torch.Tensor | str] = []
-    for stream in streams:
-        try:
-            results.append(decode_jpeg([stream], mode=ImageReadMode.RGB, device=device)[0])
-        except RuntimeError as exc:
-            results.append(f"corrupt JPEG: {str(exc).strip()}")
-    return results
+    except RuntimeError as exc:
+        if len(streams) == 1:
+            detail = str(exc).strip().splitlines() or ["the decoder refused it"]
+            return [f"corrupt JPEG: {detail[-1]}"]
+    middle = len(streams) // 2
+    return _decode_or_bisect(streams[:middle], device) + _decode_or_bisect(streams[middle:], device)
 
 
 def shortest_side_size(height: int, width: int, size: int) -> tuple[int, int]:

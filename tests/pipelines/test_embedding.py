@@ -190,6 +190,16 @@ def test_device_path_reports_corrupt_items(
     )
 
 
+def test_batched_decode_isolates_bad_streams(jpegs: list[bytes]) -> None:
+    streams = [jpegs[0], corrupt_scan(jpegs[1]), jpegs[2], jpegs[3], corrupt_scan(jpegs[4])]
+    decoded = decode_jpegs(streams, torch.device("cpu"))
+    assert [isinstance(d, str) for d in decoded] == [False, True, False, False, True]
+    assert all(d.startswith("corrupt JPEG: ") for d in decoded if isinstance(d, str))
+    good = decoded[2]
+    assert isinstance(good, torch.Tensor) and good.dtype == torch.uint8
+    assert tuple(good.shape) == (3, 64, 64)
+
+
 def test_first_bad_item_raises_by_default(embedder: ClipEmbedder, jpegs: list[bytes]) -> None:
     with pytest.raises(ImageItemError, match=r"^image item 2: corrupt JPEG") as raised:
         embedder.embed_images([jpegs[0], jpegs[1], corrupt_scan(jpegs[2])])
