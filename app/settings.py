@@ -31,6 +31,11 @@ class Settings(BaseSettings):
     # Where uploaded media is kept for the labeling UI, and for how long.
     media_dir: str = "./media"
     media_retention_days: int = Field(default=30, gt=0)
+    # Upload limits per image: bytes (413) and pixels from the header (413, before decoding).
+    media_max_bytes: int = Field(default=20 * 1024 * 1024, gt=0)
+    media_max_pixels: int = Field(default=40_000_000, gt=0)
+    # A media job whose embedding failed this many times (transient errors) is dead-lettered.
+    embed_max_attempts: int = Field(default=5, gt=0)
     # Embed worker: open_clip model name, and a local checkpoint path or pretrained tag.
     embed_model: str = "ViT-B-32"
     embed_pretrained: str | None = None

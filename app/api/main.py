@@ -9,6 +9,7 @@ from app.api.routes import (
     health,
     ingest,
     keys,
+    media,
     metrics,
     monitors,
     otlp,
@@ -32,3 +33,4 @@ api_router.include_router(findings.router)
 api_router.include_router(alerts.router)
 api_router.include_router(silences.router)
 api_router.include_router(channels.router)
+api_router.include_router(media.router)

@@ -23,6 +23,7 @@ from app.models.engine import (  # noqa: F401
     Silence,
 )
 from app.models.labeling import Label, LabelQueue, QueueItem, RejectedLabel  # noqa: F401
+from app.models.media import MediaJob  # noqa: F401
 
 __all__ = [
     "ApiKey",
