@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -20,7 +21,8 @@ def image_url(item: QueueItem) -> str | None:
     Hook for the media feature: this is the one place that decides what is media.
     """
     if item.sample_id and not item.trace_id:
-        return f"/api/v1/media/{item.sample_id}/image"
+        url = f"/api/v1/media/{quote(item.sample_id, safe='')}/image"
+        return f"{url}?stream={quote(item.stream, safe='')}" if item.stream else url
     return None
 
 
