@@ -111,8 +111,8 @@ class Effects:
     label_delay: float = 1.0
     accuracy_drop: float = 0.0
     confidence_drop: float = 0.0
-    # FM-5: new version of the first agent live; eval success gain; fraction of production
-    # inputs taken from intents outside the eval set.
+    # FM-5: new version of the first agent live; share of its eval failures that vanish
+    # (it learned the eval set); fraction of production inputs outside the eval set.
     new_version: bool = False
     eval_gain: float = 0.0
     novel_inputs: float = 0.0
@@ -156,14 +156,14 @@ _TABLE: dict[str, dict[str, Effects]] = {
         ),
     },
     "FM-5": {
-        "weak": Effects(new_version=True, eval_gain=0.06, novel_inputs=0.15),
-        "moderate": Effects(new_version=True, eval_gain=0.12, novel_inputs=0.3),
-        "strong": Effects(new_version=True, eval_gain=0.2, novel_inputs=0.5),
+        "weak": Effects(new_version=True, eval_gain=0.35, novel_inputs=0.15),
+        "moderate": Effects(new_version=True, eval_gain=0.65, novel_inputs=0.3),
+        "strong": Effects(new_version=True, eval_gain=0.9, novel_inputs=0.5),
     },
     "FM-6": {
-        "weak": Effects(image_new_cluster=0.08, image_shift=0.1),
-        "moderate": Effects(image_new_cluster=0.18, image_shift=0.2),
-        "strong": Effects(image_new_cluster=0.35, image_shift=0.35),
+        "weak": Effects(image_new_cluster=0.12, image_shift=0.15),
+        "moderate": Effects(image_new_cluster=0.25, image_shift=0.3),
+        "strong": Effects(image_new_cluster=0.4, image_shift=0.45),
     },
     "FM-7": {
         "weak": Effects(proxy_gain=0.05, true_loss=0.06, proxy_coupling=0.7, collapse=0.15),

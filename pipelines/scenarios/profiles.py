@@ -112,6 +112,7 @@ class AgentWorld:
     p_correct: list[float]  # per intent
     usual: dict[str, list[int]]  # version -> per-intent usual decision index
     chat_alt: list[int]  # per intent: the answer chat_ui drifts to under FM-3
+    collapse_u: list[float]  # per intent: collapses under FM-7 when below the strength
     decision_vecs: np.ndarray  # (n_decisions, dim)
 
     def input_hash(self, intent: int) -> str:
@@ -133,7 +134,7 @@ def build_agent_world(
     others = rng.choice(np.arange(15, n_regular), size=25, replace=False)
     eval_intents = np.concatenate([np.arange(15), others])
     n_all = n_regular + n_novel
-    p_correct = np.clip(rng.beta(9.0, 1.6, n_all), 0.35, 0.99)
+    p_correct = np.clip(rng.beta(2.5, 1.0, n_all), 0.1, 0.99)
     # Usual decisions are skewed towards the first categories, as routing outputs are.
     dec_p = 1.0 / np.arange(1, n_dec + 1)
     dec_p /= dec_p.sum()
@@ -153,6 +154,7 @@ def build_agent_world(
         p_correct=p_correct.tolist(),
         usual=usual,
         chat_alt=chat_alt,
+        collapse_u=rng.random(n_all).tolist(),
         decision_vecs=_unit(rng.standard_normal((n_dec, dim))).astype(np.float32),
     )
 

@@ -92,7 +92,7 @@ def simulate_trace(
     us: list[list[float]],
     zs: list[list[float]],
     *,
-    eval_fraction: float,
+    source: str,
     counterfactual_fraction: float,
     upgradable: bool = False,
     replay_of: TraceDraft | None = None,
@@ -102,7 +102,6 @@ def simulate_trace(
         source, version = "shadow", prof.versions[0]
         intent, entry = replay_of.intent, replay_of.entry_point
     else:
-        source = "eval" if ut[0] < eval_fraction else "production"
         if eff.new_version and upgradable:
             version = prof.new_version
         else:
@@ -128,7 +127,9 @@ def simulate_trace(
         decision = (usual + 1 + int(ut[8] * (n_dec - 1))) % n_dec
     if entry == "chat_ui" and ut[16] < eff.nondeterminism:
         decision = world.chat_alt[intent]
-    collapsed = ut[11] < eff.collapse
+    # Collapse is a property of the input (the tuned policy answers it the rewarded way
+    # every time), so repeated inputs stay consistent and FM-3 is not touched.
+    collapsed = world.collapse_u[intent] < eff.collapse
     if collapsed:
         decision = 0
 
@@ -218,7 +219,7 @@ def simulate_trace(
     status = "error" if steps[-1].status == "error" or n_failed >= 2 else "ok"
     p_success = p_correct - eff.accuracy_drop - eff.true_loss
     if source == "eval" and version == prof.new_version:
-        p_success += eff.eval_gain
+        p_success += eff.eval_gain * (1.0 - p_success)  # it learned the eval set
     if collapsed and usual != 0:
         p_success *= 0.6
     success = status == "ok" and ut[9] < _clip(p_success, 0.01, 0.995)

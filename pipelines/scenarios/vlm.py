@@ -1,8 +1,10 @@
 """The ``vlm.image`` embedding stream: image embeddings of a VLM service, with no traces.
 
-Clean images are a mixture of eight unit-norm clusters (the kinds of picture users send).
-FM-6 drifts it silently: a share of images comes from a new cluster and every image moves
-along a fixed direction (a mean shift), while nothing in the traces changes.
+Clean images are ``normalize(common + 0.8 * cluster_k + 0.5 * noise)``: a shared component
+(CLIP-style embeddings sit in a narrow cone) plus one of eight content clusters (the kinds of
+picture users send). FM-6 drifts it silently: a share of images comes from a new cluster
+and every image moves along a fixed direction (a mean shift, e.g. a new camera), while
+nothing in the traces changes.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pipelines.scenarios.profiles import stable_int
 
 IMAGE_STREAM = "vlm.image"
 IMAGE_MODEL = "ViT-B-32"
-N_CLUSTERS, CLUSTER_NOISE = 8, 0.45
+N_CLUSTERS, CLUSTER_WEIGHT, NOISE = 8, 0.8, 0.5
 
 
 def image_vectors(
@@ -33,10 +35,10 @@ def image_vectors(
     rng = np.random.default_rng(stable_int("images", seed))
     n = int(rng.poisson(images_per_hour * duration_s / 3600.0))
     times = np.sort(rng.uniform(0.0, duration_s, n)) + t_start
-    clusters = rng.standard_normal((N_CLUSTERS + 1, dim))
-    clusters /= np.linalg.norm(clusters, axis=1, keepdims=True)  # the last one is new
-    shift_dir = rng.standard_normal(dim)
-    shift_dir /= np.linalg.norm(shift_dir)
+    dirs = rng.standard_normal((N_CLUSTERS + 3, dim))
+    dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
+    # Rows: the eight clusters, the new cluster, the common component, the shift direction.
+    clusters, common, shift_dir = dirs[: N_CLUSTERS + 1], dirs[N_CLUSTERS + 1], dirs[-1]
     which = rng.integers(0, N_CLUSTERS, n)
     u_new = rng.random(n)
     noise = rng.standard_normal((n, dim)) / np.sqrt(dim)
@@ -47,7 +49,7 @@ def image_vectors(
             eff = effects_at(injections, t)
             new_cluster[k], shift[k] = eff.image_new_cluster, eff.image_shift
     which = np.where(u_new < new_cluster, N_CLUSTERS, which)
-    vecs = clusters[which] + CLUSTER_NOISE * noise + shift[:, None] * shift_dir
+    vecs = common + CLUSTER_WEIGHT * clusters[which] + NOISE * noise + shift[:, None] * shift_dir
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     return times, vecs.astype(np.float32)
 

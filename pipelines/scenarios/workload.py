@@ -47,12 +47,12 @@ def scenario_prefix(seed: int, start: datetime, injections: Sequence[Injection])
 class _Blocks:
     """Per-trace random blocks, drawn once for all traces (common random numbers)."""
 
-    def __init__(self, rng: np.random.Generator, n: int, dim: int, embeddings: bool) -> None:
+    def __init__(self, rng: np.random.Generator, n: int, dim: int) -> None:
         self.ut = rng.random((n, N_TRACE_U)).tolist()
         self.zt = rng.standard_normal((n, N_TRACE_Z)).tolist()
         self.us = rng.random((n, MAX_STEPS, N_STEP_U)).tolist()
         self.zs = rng.standard_normal((n, MAX_STEPS, N_STEP_Z)).tolist()
-        shape = (n, dim) if embeddings else (n, 0)
+        shape = (n, dim)
         self.z_in = (rng.standard_normal(shape) / np.sqrt(max(dim, 1))).astype(np.float32)
         self.z_out = (rng.standard_normal(shape) / np.sqrt(max(dim, 1))).astype(np.float32)
 
@@ -67,7 +67,7 @@ def generate_workload(
     include_embeddings: bool = True,
     embedding_dim: int = 64,
     *,
-    eval_fraction: float = 0.15,
+    eval_per_agent_hour: int = 16,
     counterfactual_fraction: float = 0.1,
     images_per_hour: float = 120.0,
     emit_between: tuple[datetime, datetime] | None = None,
@@ -81,7 +81,7 @@ def generate_workload(
     start, duration : datetime, timedelta
         The simulated period (``start`` timezone-aware).
     traces_per_hour : float
-        Mean arrival rate of production + eval traces (shadow replays come on top).
+        Mean arrival rate of production traces (a Poisson stream).
     agents : sequence of str
         Agent names; the built-in ones have tailored tools and decisions, others a generic
         profile. The first agent is the one FM-5 upgrades.
@@ -89,9 +89,12 @@ def generate_workload(
         Failure modes switched on from a time on; empty for the clean baseline.
     include_embeddings, embedding_dim : bool, int
         Emit ``<agent>.input`` / ``<agent>.output`` and ``vlm.image`` embeddings of this dim.
-    eval_fraction, counterfactual_fraction, images_per_hour : float
-        Share of eval-harness traces; share of production traces replayed on the baseline
-        version as a shadow counterfactual; rate of the VLM image stream.
+    eval_per_agent_hour : int
+        Eval-harness runs per agent and hour (``source=eval``, entry point ``batch``): a
+        burst at the top of every hour over the agent's fixed eval set.
+    counterfactual_fraction, images_per_hour : float
+        Share of production traces replayed on the baseline version as a shadow
+        counterfactual; rate of the VLM image stream.
     emit_between : (datetime, datetime), optional
         Emit only traces (and images) that start in ``[lo, hi)``. Traces are simulated
         independently, so these are exactly the events of the full workload in that range
@@ -107,8 +110,10 @@ def generate_workload(
         raise ValueError("agents must name at least one agent")
     if embedding_dim < 2:
         raise ValueError("embedding_dim must be >= 2")
-    if not 0.0 <= eval_fraction < 1.0 or not 0.0 <= counterfactual_fraction <= 1.0:
-        raise ValueError("eval_fraction and counterfactual_fraction must be in [0, 1)")
+    if eval_per_agent_hour < 0:
+        raise ValueError("eval_per_agent_hour must be >= 0")
+    if not 0.0 <= counterfactual_fraction <= 1.0:
+        raise ValueError("counterfactual_fraction must be in [0, 1]")
 
     t_start, hours = start.timestamp(), duration.total_seconds() / 3600.0
     prefix = scenario_prefix(seed, start, injections)
@@ -119,8 +124,20 @@ def generate_workload(
     rng = np.random.default_rng(stable_int("arrivals", seed))
     n = int(rng.poisson(traces_per_hour * hours))
     starts = np.sort(rng.uniform(0.0, duration.total_seconds(), n)) + t_start
-    main = _Blocks(np.random.default_rng(stable_int("traces", seed)), n, embedding_dim, True)
-    twin = _Blocks(np.random.default_rng(stable_int("replays", seed)), n, embedding_dim, True)
+    main = _Blocks(np.random.default_rng(stable_int("traces", seed)), n, embedding_dim)
+    twin = _Blocks(np.random.default_rng(stable_int("replays", seed)), n, embedding_dim)
+    # Eval harness: a burst of runs per agent at the top of every hour, 20 s apart.
+    slots = [
+        (t_start + 3600.0 * h + 20.0 * k, a)
+        for h in range(int(np.ceil(hours)))
+        for a in range(len(worlds))
+        for k in range(eval_per_agent_hour)
+        if 3600.0 * h + 20.0 * k < duration.total_seconds()
+    ]
+    ev = _Blocks(np.random.default_rng(stable_int("eval", seed)), len(slots), embedding_dim)
+    arrivals = [(float(t), "production", i) for i, t in enumerate(starts)]
+    arrivals += [(t, "eval", i) for i, (t, _) in enumerate(slots)]
+    arrivals.sort()
 
     lo, hi = (
         (-np.inf, np.inf)
@@ -128,27 +145,31 @@ def generate_workload(
         else (emit_between[0].timestamp(), emit_between[1].timestamp())
     )
     events: list[dict[str, Any]] = []
-    for i in range(n):
-        t0 = float(starts[i])
+    for t0, source, i in arrivals:
         if not lo <= t0 < hi:
             continue
         eff = effects_at(injections, t0)
-        world = pick_world(worlds, agent_cdf, main.ut[i][1])
+        blocks = main if source == "production" else ev
+        if source == "production":
+            world = pick_world(worlds, agent_cdf, main.ut[i][1])
+            tid = f"{prefix}-t{i:05d}"
+        else:
+            world = worlds[slots[i][1]]
+            tid = f"{prefix}-e{i:05d}"
         draft = simulate_trace(
-            i, t0, world, eff, main.ut[i], main.zt[i], main.us[i], main.zs[i],
-            eval_fraction=eval_fraction, counterfactual_fraction=counterfactual_fraction,
+            i, t0, world, eff, blocks.ut[i], blocks.zt[i], blocks.us[i], blocks.zs[i],
+            source=source, counterfactual_fraction=counterfactual_fraction,
             upgradable=world is worlds[0],
         )  # fmt: skip
-        tid = f"{prefix}-t{i:05d}"
         # A paired run names the run it is compared with: the production trace points at
         # its shadow replay on the baseline version (the FM-7 detector's convention).
-        _emit(events, draft, tid, f"{tid}-cf" if draft.twin else None, eff, main, i,
+        _emit(events, draft, tid, f"{tid}-cf" if draft.twin else None, eff, blocks, i,
               include_embeddings)  # fmt: skip
         if draft.twin:  # the baseline version replays the same input a minute later
             replay = simulate_trace(
                 i, t0 + 60.0 + 60.0 * twin.ut[i][21], world, Effects(),
                 twin.ut[i], twin.zt[i], twin.us[i], twin.zs[i], replay_of=draft,
-                eval_fraction=eval_fraction, counterfactual_fraction=0.0,
+                source="shadow", counterfactual_fraction=0.0,
             )  # fmt: skip
             _emit(events, replay, f"{tid}-cf", None, Effects(), twin, i, include_embeddings)
     if include_embeddings and images_per_hour > 0:

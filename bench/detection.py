@@ -1,0 +1,304 @@
+"""Detection-quality bench: false alarms, detection rate and delay, specificity. Prints JSON.
+
+    python -m bench.detection [--runs 50] [--seed 0] [--quick]
+
+Per seeded run the scenario generator builds one clean workload (8 h, ~100 traces/h,
+32-d embeddings, a ``vlm.image`` stream). The reference window is the first 4 h; failure
+modes are injected at 4 h. A monitor evaluates every hour after the injection (at +1 h ..
++4 h) on a trailing 2 h current window against the reference, seeing only the labels that
+had arrived by then (:func:`pipelines.scenarios.as_of`).
+
+* ``false_alarm_rate``: clean reference vs the last clean 2 h window, one evaluation;
+  ``false_alarm_rate_sliding``: any of the four hourly evaluations fires on clean data
+  (the figure to compare with the sliding detection rate).
+* ``detection``: per strength, the share of runs where the mode's own detector fires at
+  some hourly evaluation, and the delay (injection -> first firing evaluation, hours).
+* ``specificity``: ``matrix[k][j]`` = share of runs in which FM-k's detector fires at
+  some evaluation when only FM-j is injected (moderate); the diagonal is detection.
+
+FM-6 runs on the ``vlm.image`` stream: ``cosine_drift`` (KS on cosine similarity to the
+reference centroid) on each window, or an EWMA chart on 15-minute batch mean similarities
+(fitted on bootstrap batches of the reference, limits for ARL0 = 2000 batches) alarming
+by then. Injections other than FM-6 leave the image stream identical to the clean one
+(common random numbers), so it is reused; for FM-6 only the image stream is regenerated.
+
+Resampling counts are lowered from the detectors' defaults (permutations 999 -> 399,
+bootstrap 1000 -> 200) to fit 50 runs in minutes on 2 cores; a permutation p-value is
+valid at any count, so this costs a little power and no false-alarm control.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import sklearn
+from threadpoolctl import threadpool_limits
+
+from detectors.records import TraceRecord
+from pipelines.scenarios import (
+    FAILURE_MODES,
+    IMAGE_STREAM,
+    STRENGTHS,
+    Injection,
+    as_of,
+    embedding_stream,
+    events_to_records,
+    generate_workload,
+    window,
+)
+from pipelines.scenarios.vlm import image_vectors
+
+START = datetime(2025, 3, 3, tzinfo=UTC)
+HOUR = 3600.0
+REF_H, INJECT_H, DURATION_H, WINDOW_H = 4.0, 4.0, 8.0, 2.0
+EVAL_AFTER_H = (1.0, 2.0, 3.0, 4.0)
+TRACES_PER_HOUR, EVAL_PER_AGENT_HOUR, IMAGES_PER_HOUR, DIM = 100.0, 30, 120.0, 32
+BATCH_S, EWMA_LAMBDA, EWMA_ARL0, EWMA_BOOT = 900.0, 0.2, 2000.0, 300
+
+TRACE_DETECTORS = {
+    "FM-1": ("detectors.compounding_errors", "CompoundingErrorDetector", {"n_permutations": 399}),
+    "FM-2": ("detectors.tool_cascades", "ToolCascadeDetector", {"n_permutations": 399}),
+    "FM-3": ("detectors.output_drift", "OutputDriftDetector", {"n_permutations": 399}),
+    "FM-4": ("detectors.ground_truth", "GroundTruthAbsenceDetector", {"n_bootstrap": 200}),
+    "FM-5": ("detectors.eval_overfitting", "EvalOverfittingDetector", {}),
+    "FM-7": ("detectors.proxy_convergence", "ProxyConvergenceDetector", {"n_permutations": 399}),
+}
+
+
+@dataclass
+class Scenario:
+    """One run's data: trace records and the image stream (times, vectors)."""
+
+    records: list[TraceRecord]
+    image_times: np.ndarray
+    image_vecs: np.ndarray
+
+
+Check = Callable[[Scenario, float], tuple[bool, str]]  # (scenario, eval time) -> fired, status
+
+
+def _make_trace_check(module: str, cls: str, kwargs: dict[str, Any], mode: str) -> Check | None:
+    try:
+        detector = getattr(importlib.import_module(module), cls)(**kwargs)
+    except (ImportError, AttributeError):
+        return None
+    t_ref = START.timestamp()
+
+    def check(sc: Scenario, now: float) -> tuple[bool, str]:
+        ref = as_of(window(sc.records, t_ref, t_ref + REF_H * HOUR), now)
+        cur = as_of(window(sc.records, now - WINDOW_H * HOUR, now), now)
+        # sklearn's per-call argument validation dominates FM-4's bootstrap; the inputs
+        # are finite by construction, so skipping it changes speed only.
+        with sklearn.config_context(skip_parameter_validation=True, assume_finite=True):
+            res = detector.test(ref, cur, now=now) if mode == "FM-4" else detector.test(ref, cur)
+        return bool(res.fired), res.status
+
+    return check
+
+
+def _fm6_check() -> Check:
+    from detectors.drift import EWMAChart, cosine_drift, ewma_limit_for_arl0
+
+    limit = ewma_limit_for_arl0(EWMA_ARL0, EWMA_LAMBDA)
+    t_ref = START.timestamp()
+
+    def check(sc: Scenario, now: float) -> tuple[bool, str]:
+        t, x = sc.image_times, sc.image_vecs
+        ref = x[(t >= t_ref) & (t < t_ref + REF_H * HOUR)]
+        cur = x[(t >= now - WINDOW_H * HOUR) & (t < now)]
+        if len(ref) < 20 or len(cur) < 20:
+            return False, "insufficient_data"
+        if cosine_drift(ref, cur).fired:
+            return True, "ok"
+        # EWMA on batch mean cosine similarity to the reference centroid, streamed from the
+        # end of the reference window to ``now``; in-control law from bootstrap batches.
+        centre = ref.mean(axis=0)
+        centre /= np.linalg.norm(centre)
+        sims_ref = ref @ centre
+        per_batch = max(2, int(round(len(ref) / (REF_H * HOUR / BATCH_S))))
+        rng = np.random.default_rng(0)
+        boot = sims_ref[rng.integers(0, len(ref), (EWMA_BOOT, per_batch))].mean(axis=1)
+        chart = EWMAChart(lam=EWMA_LAMBDA, L=limit).fit(boot)
+        edges = np.arange(t_ref + REF_H * HOUR, now + 1e-9, BATCH_S)
+        sims = x @ centre
+        for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+            batch = sims[(t >= lo) & (t < hi)]
+            if batch.size:
+                chart.update(float(batch.mean()))
+        return chart.drift_detected, "ok"
+
+    return check
+
+
+def build_checks() -> tuple[dict[str, Check], list[str]]:
+    checks: dict[str, Check] = {}
+    missing = []
+    for mode, (module, cls, kwargs) in TRACE_DETECTORS.items():
+        check = _make_trace_check(module, cls, kwargs, mode)
+        if check is None:
+            missing.append(f"{mode} ({module}.{cls} not importable)")
+        else:
+            checks[mode] = check
+    checks["FM-6"] = _fm6_check()
+    return dict(sorted(checks.items())), missing
+
+
+def clean_scenario(seed: int) -> Scenario:
+    events = generate_workload(
+        seed, START, timedelta(hours=DURATION_H), TRACES_PER_HOUR,
+        embedding_dim=DIM, images_per_hour=IMAGES_PER_HOUR, eval_per_agent_hour=EVAL_PER_AGENT_HOUR,
+    )  # fmt: skip
+    vecs, times = embedding_stream(events, IMAGE_STREAM)
+    return Scenario(events_to_records(events), times, vecs)
+
+
+def injected_scenario(seed: int, clean: Scenario, mode: str, strength: str) -> Scenario:
+    """The clean run up to the injection, the injected run after it (same seed)."""
+    at = START + timedelta(hours=INJECT_H)
+    inj = [Injection(mode, at, strength)]
+    if mode == "FM-6":
+        times, vecs = image_vectors(
+            seed, START.timestamp(), DURATION_H * HOUR, IMAGES_PER_HOUR, DIM, inj
+        )
+        return Scenario(clean.records, times, vecs)
+    events = generate_workload(
+        seed, START, timedelta(hours=DURATION_H), TRACES_PER_HOUR, injections=inj,
+        embedding_dim=DIM, images_per_hour=0, eval_per_agent_hour=EVAL_PER_AGENT_HOUR,
+        emit_between=(at, START + timedelta(hours=DURATION_H)),
+    )  # fmt: skip
+    # Shadow replays travel with their production trace: keep the clean ones whose trace
+    # started before the injection.
+    early = {r.trace_id for r in clean.records if r.started_at < at.timestamp()}
+    pre = [r for r in clean.records if r.trace_id.removesuffix("-cf") in early]
+    records = sorted(pre + events_to_records(events), key=lambda r: (r.started_at, r.trace_id))
+    return Scenario(records, clean.image_times, clean.image_vecs)
+
+
+def first_fire(check: Check, sc: Scenario) -> tuple[float | None, list[str]]:
+    """Hours from injection to the first firing hourly evaluation (None: never)."""
+    statuses = []
+    for after in EVAL_AFTER_H:
+        fired, status = check(sc, START.timestamp() + (INJECT_H + after) * HOUR)
+        statuses.append(status)
+        if fired:
+            return after, statuses
+    return None, statuses
+
+
+def run(n_runs: int, seed0: int, strengths: Sequence[str]) -> dict[str, Any]:
+    t_begin = time.perf_counter()
+    checks, missing = build_checks()
+    modes = list(checks)
+    injected_modes = list(FAILURE_MODES)
+    fa = {m: 0 for m in modes}
+    fa_sliding = {m: 0 for m in modes}
+    insufficient = {m: 0 for m in modes}
+    delays: dict[str, dict[str, list[float | None]]] = {
+        m: {s: [] for s in strengths} for m in modes
+    }
+    spec = {k: {j: 0 for j in injected_modes} for k in modes}
+    seconds = {m: 0.0 for m in modes}
+    end = START.timestamp() + DURATION_H * HOUR
+    for r in range(n_runs):
+        seed = seed0 + r
+        clean = clean_scenario(seed)
+        for m, check in checks.items():
+            t0 = time.perf_counter()
+            fired, status = check(clean, end)
+            fa[m] += fired
+            insufficient[m] += status != "ok"
+            delay, _ = first_fire(check, clean)
+            fa_sliding[m] += delay is not None
+            seconds[m] += time.perf_counter() - t0
+        for j in injected_modes:
+            for s in strengths:
+                if j not in checks and s != "moderate":
+                    continue
+                sc = injected_scenario(seed, clean, j, s)
+                targets = modes if s == "moderate" else [j]
+                for k in targets:
+                    t0 = time.perf_counter()
+                    delay, _ = first_fire(checks[k], sc)
+                    seconds[k] += time.perf_counter() - t0
+                    if k == j:
+                        delays[k][s].append(delay)
+                    if s == "moderate":
+                        spec[k][j] += delay is not None
+    table: dict[str, Any] = {}
+    for m in modes:
+        det = {}
+        for s in strengths:
+            got = [d for d in delays[m][s] if d is not None]
+            det[s] = {
+                "rate": len(got) / n_runs,
+                "median_delay_h": float(np.median(got)) if got else None,
+                "mean_delay_h": round(float(np.mean(got)), 3) if got else None,
+            }
+        row = {
+            "name": FAILURE_MODES[m],
+            "false_alarm_rate": fa[m] / n_runs,
+            "false_alarm_rate_sliding": fa_sliding[m] / n_runs,
+            "insufficient_rate_clean": insufficient[m] / n_runs,
+            "detection": det,
+            "detector_seconds": round(seconds[m], 2),
+        }
+        if "moderate" in det:
+            moderate_rate = float(det["moderate"]["rate"] or 0.0)
+            row["meets_targets"] = bool(fa[m] / n_runs <= 0.05 and moderate_rate >= 0.9)
+        table[m] = row
+    return {
+        "bench": "detection",
+        "runs": n_runs,
+        "seed": seed0,
+        "setup": {
+            "traces_per_hour": TRACES_PER_HOUR,
+            "images_per_hour": IMAGES_PER_HOUR,
+            "embedding_dim": DIM,
+            "reference_window_h": [0.0, REF_H],
+            "injection_at_h": INJECT_H,
+            "current_window_h": WINDOW_H,
+            "evaluations_after_injection_h": list(EVAL_AFTER_H),
+            "fm6": f"cosine_drift(alpha=0.01) or EWMA(lambda={EWMA_LAMBDA}, ARL0={EWMA_ARL0:g})",
+            "resampling": "permutations 399, bootstrap 200",
+        },
+        "targets": {"false_alarm_rate_max": 0.05, "detection_rate_moderate_min": 0.9},
+        "modes": table,
+        "specificity": {
+            "rows_detector": modes,
+            "cols_injected_moderate": injected_modes,
+            "matrix": [[spec[k][j] / n_runs for j in injected_modes] for k in modes],
+        },
+        "missing_detectors": missing,
+        "elapsed_s": round(time.perf_counter() - t_begin, 1),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quick", action="store_true", help="5 runs (smoke test)")
+    args = parser.parse_args(argv)
+    n_runs = 5 if args.quick else args.runs
+    if n_runs < 1:
+        parser.error("--runs must be >= 1")
+    # One BLAS/OpenMP thread: on a small shared machine thread pools cost more than they
+    # save on these small matrices.
+    with threadpool_limits(1):
+        result = run(n_runs, args.seed, STRENGTHS)
+    json.dump(result, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
