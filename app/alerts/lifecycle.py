@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -57,7 +57,7 @@ def fingerprint(
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
-def matches(matchers: list[Mapping[str, str]], labels: Mapping[str, str]) -> bool:
+def matches(matchers: Sequence[Mapping[str, str]], labels: Mapping[str, str]) -> bool:
     """Alertmanager semantics: every matcher must hold; a missing label is ``""``.
 
     >>> matches([{"name": "severity", "op": "=~", "value": "warn.*"}], {"severity": "warning"})

@@ -14,7 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.models import Monitor
-from app.monitors.schemas import MonitorCreate, Selection
+from app.monitors.schemas import MonitorCreate
 from app.monitors.store import create_monitor
 
 WINDOW = {"current_window_seconds": 2 * 3600, "reference_window_seconds": 4 * 3600}
@@ -43,13 +43,15 @@ def default_monitor_bodies(
     for spec in DEFAULTS:
         params = {**spec.get("detector_params", {}), **overrides.get(spec["failure_mode"], {})}
         out.append(
-            MonitorCreate(
-                name=spec["name"],
-                failure_mode=spec["failure_mode"],
-                severity=spec["severity"],
-                detector_params=params,
-                selection=Selection(**WINDOW),
-                interval_seconds=interval_seconds,
+            MonitorCreate.model_validate(
+                {
+                    "name": spec["name"],
+                    "failure_mode": spec["failure_mode"],
+                    "severity": spec["severity"],
+                    "detector_params": params,
+                    "selection": WINDOW,
+                    "interval_seconds": interval_seconds,
+                }
             )
         )
     return out

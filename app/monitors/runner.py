@@ -106,14 +106,20 @@ def _load(session: Session, monitor: Monitor, detector: Detector, w: Windows) ->
         streams = windows.embedding_streams(
             session, project_id=monitor.project_id, stream=sel.get("stream"), agent=sel.get("agent")
         )
-        ref, cur = {}, {}
-        for s in streams:
-            kw = {"session": session, "project_id": monitor.project_id, "stream": s}
-            ref[s] = windows.load_embedding_window(
-                **kw, start=w.reference_start, end=w.reference_end
+        pid = monitor.project_id
+        ref_vecs = {
+            s: windows.load_embedding_window(
+                session, project_id=pid, stream=s, start=w.reference_start, end=w.reference_end
             )
-            cur[s] = windows.load_embedding_window(**kw, start=w.current_start, end=w.current_end)
-        return ref, cur
+            for s in streams
+        }
+        cur_vecs = {
+            s: windows.load_embedding_window(
+                session, project_id=pid, stream=s, start=w.current_start, end=w.current_end
+            )
+            for s in streams
+        }
+        return ref_vecs, cur_vecs
     tsel = windows.TraceSelection(
         project_id=monitor.project_id,
         agent=sel.get("agent"),

@@ -50,7 +50,7 @@ class MonitorCreate(BaseModel):
     name: str = Field(min_length=1, max_length=128)
     failure_mode: FailureMode
     detector_params: dict[str, Any] = Field(default_factory=dict)
-    selection: Selection = Field(default_factory=Selection)
+    selection: Selection = Field(default_factory=lambda: Selection.model_validate({}))
     interval_seconds: int = Field(300, ge=1, le=7 * 86400)
     severity: Severity = "warning"
     labels: dict[str, str] = Field(default_factory=dict)

@@ -93,9 +93,11 @@ def load_trace_records(
     )
     if as_of is not None:
         score_q = score_q.where(Score.created_at <= as_of)
-    for row in session.execute(score_q):
-        scores[row.trace_id].append(
-            records.Score(row.name, float(row.value), row.kind, row.source, _epoch(row.created_at))
+    for srow in session.execute(score_q):
+        scores[srow.trace_id].append(
+            records.Score(
+                srow.name, float(srow.value), srow.kind, srow.source, _epoch(srow.created_at)
+            )
         )
     vectors: dict[tuple[str, str], np.ndarray] = {}
     if with_embeddings:

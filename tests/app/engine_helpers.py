@@ -74,7 +74,9 @@ def setup_project(engine: Engine, name: str = "p1") -> int:
 
 
 def add_monitor(engine: Engine, project_id: int, mode: str = "FM-2", **kw: Any) -> int:
-    body = MonitorCreate(name=kw.pop("name", f"{mode} monitor"), failure_mode=mode, **kw)
+    body = MonitorCreate.model_validate(
+        {"name": kw.pop("name", f"{mode} monitor"), "failure_mode": mode, **kw}
+    )
     with write_session(engine) as s:
         return create_monitor(s, project_id=project_id, body=body).id
 

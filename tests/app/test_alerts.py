@@ -133,9 +133,7 @@ def test_dedup_ack_repeat_and_auto_resolve(
     assert [a["id"] for a in listed] == [alerts[1].id]
 
 
-def test_silence_suppresses_notification(
-    engine: Engine, client: TestClient, make_key: Any
-) -> None:
+def test_silence_suppresses_notification(engine: Engine, client: TestClient, make_key: Any) -> None:
     key = make_key(role="admin", project="p1")
     pid = setup_project(engine, "p1")
     clock = Clock()
@@ -188,7 +186,9 @@ def test_channels_api(client: TestClient, make_key: Any) -> None:
     key = make_key(role="admin", project="p1")
     r = client.post("/api/v1/channels", headers=auth(key), json={"type": "pagerduty"})
     assert r.status_code == 422 and "routing_key" in r.json()["detail"]
-    r = client.post("/api/v1/channels", headers=auth(key), json={"type": "webhook", "url": "ftp://x"})
+    r = client.post(
+        "/api/v1/channels", headers=auth(key), json={"type": "webhook", "url": "ftp://x"}
+    )
     assert r.status_code == 422 and "url" in r.json()["detail"]
     r = client.post(
         "/api/v1/channels",
@@ -198,10 +198,14 @@ def test_channels_api(client: TestClient, make_key: Any) -> None:
     )  # fmt: skip
     assert r.status_code == 201 and r.json()["has_secret"] and "secret" not in r.json()
     cid = r.json()["id"]
-    assert [c["id"] for c in client.get("/api/v1/channels", headers=auth(key)).json()["channels"]] == [cid]
+    assert [
+        c["id"] for c in client.get("/api/v1/channels", headers=auth(key)).json()["channels"]
+    ] == [cid]
     other = make_key(role="admin", project="p2")
     assert client.delete(f"/api/v1/channels/{cid}", headers=auth(other)).status_code == 404
     assert client.delete(f"/api/v1/channels/{cid}", headers=auth(key)).status_code == 204
     reader = make_key(role="read", project="p1")
-    r = client.post("/api/v1/channels", headers=auth(reader), json={"type": "slack", "url": "http://a"})
+    r = client.post(
+        "/api/v1/channels", headers=auth(reader), json={"type": "slack", "url": "http://a"}
+    )
     assert r.status_code == 403

@@ -37,12 +37,16 @@ def test_raising_and_slow_detectors_do_not_stop_others(engine: Engine, settings:
     add_monitor(engine, pid, "FM-2", interval_seconds=60, time_limit_seconds=0.2)
     add_monitor(engine, pid, "FM-3", interval_seconds=60)
     clock = Clock()
-    factory = scripted_factory({"FM-1": ["raise", "clean"], "FM-2": ["slow"], "FM-3": ["fire", "clean"]})
+    factory = scripted_factory(
+        {"FM-1": ["raise", "clean"], "FM-2": ["slow"], "FM-3": ["fire", "clean"]}
+    )
     svc = SchedulerService(settings, engine, make_sessionmaker(engine), clock=clock,
                            detector_factory=factory)  # fmt: skip
     runs = svc.tick()
     by_mode = {r.failure_mode: r for r in runs}
-    assert by_mode["FM-1"].status == "failed" and "scripted detector failure" in (by_mode["FM-1"].error or "")
+    assert by_mode["FM-1"].status == "failed" and "scripted detector failure" in (
+        by_mode["FM-1"].error or ""
+    )
     assert by_mode["FM-2"].status == "failed" and "time limit" in (by_mode["FM-2"].error or "")
     assert by_mode["FM-3"].status == "ok" and by_mode["FM-3"].fired
     assert svc.tick() == []  # nothing is due again inside the interval
@@ -58,7 +62,10 @@ def test_lease_is_compare_and_set(engine: Engine) -> None:
     [(got_id, slot, interval)] = leader.due_monitors(engine, now=now)
     assert got_id == mid
     assert leader.claim_monitor(engine, monitor_id=mid, slot=slot, interval_s=interval, now=now)
-    assert leader.claim_monitor(engine, monitor_id=mid, slot=slot, interval_s=interval, now=now) is None
+    assert (
+        leader.claim_monitor(engine, monitor_id=mid, slot=slot, interval_s=interval, now=now)
+        is None
+    )
     assert leader.due_monitors(engine, now=now) == []
     # On time: the next slot is one interval on; late: missed slots coalesce into this run.
     assert leader.next_slot(now, 60, now + timedelta(seconds=1)) == now + timedelta(seconds=60)
@@ -120,8 +127,9 @@ def test_two_scheduler_processes_run_each_monitor_once_per_interval(
         env = {**os.environ, "TELLTALE_DATABASE_URL": url}
         cmd = [sys.executable, "-m", "app", "scheduler", "--tick", "0.1", "--no-outbox"]
         procs = [
-            subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)  # fmt: skip
+            subprocess.Popen(
+                cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )  # fmt: skip
             for _ in range(2)
         ]
         try:

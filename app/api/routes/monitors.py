@@ -66,7 +66,7 @@ def create_defaults(
     principal: AdminKey, engine: EngineDep, body: DefaultsRequest | None = None
 ) -> dict[str, Any]:
     """Create a monitor per failure mode (skipping names that exist); return all seven."""
-    body = body or DefaultsRequest()
+    body = body or DefaultsRequest.model_validate({})
     unknown = sorted(set(body.detector_params) - {m["failure_mode"] for m in defaults.DEFAULTS})
     if unknown:
         raise HTTPException(422, f"detector_params.{unknown[0]}: not a failure mode")

@@ -1,0 +1,126 @@
+"""Monitors over HTTP: CRUD, validation naming the field, defaults, runs, findings, and a
+scenario workload with one failure mode injected raising an alert for that mode only."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine
+
+from app.ingest.events import validate_events
+from app.ingest.store import write_events
+from tests.app.engine_helpers import setup_project
+from tests.conftest import auth
+
+FAST = {  # fewer resamples than the defaults: valid p-values, quicker tests
+    "FM-1": {"n_permutations": 399},
+    "FM-2": {"n_permutations": 399},
+    "FM-3": {"n_permutations": 399},
+    "FM-4": {"n_bootstrap": 200},
+    "FM-7": {"n_permutations": 399},
+}
+
+
+def test_crud_and_validation(client: TestClient, make_key: Any) -> None:
+    h = auth(make_key(role="admin", project="p1"))
+    body = {"name": "cascades", "failure_mode": "FM-2", "detector_params": {"alpha": 0.005},
+            "selection": {"agent": "support", "current_window_seconds": 1800},
+            "interval_seconds": 60, "severity": "critical", "labels": {"team": "ml"}}  # fmt: skip
+    r = client.post("/api/v1/monitors", headers=h, json=body)
+    assert r.status_code == 201, r.text
+    m = r.json()
+    assert m["selection"]["agent"] == "support" and m["selection"]["reference_window_seconds"] > 0
+    for bad, field in (
+        ({**body, "name": "x2", "detector_params": {"alpha": 2}}, "detector_params.alpha"),
+        ({**body, "name": "x3", "detector_params": {"nope": 1}}, "detector_params.nope"),
+        ({**body, "name": "x4", "failure_mode": "FM-9"}, "failure_mode"),
+        (
+            {**body, "name": "x5", "selection": {"current_window_seconds": 0}},
+            "current_window_seconds",
+        ),
+        ({**body, "name": "x6", "severity": "loud"}, "severity"),
+        (body, "name"),
+    ):
+        r = client.post("/api/v1/monitors", headers=h, json=bad)
+        assert r.status_code == 422 and field in r.json()["detail"], (field, r.text)
+    r = client.patch(
+        f"/api/v1/monitors/{m['id']}", headers=h, json={"detector_params": {"alpha": -1}}
+    )
+    assert r.status_code == 422 and "detector_params.alpha" in r.json()["detail"]
+    r = client.patch(
+        f"/api/v1/monitors/{m['id']}", headers=h, json={"enabled": False, "interval_seconds": 120}
+    )
+    assert r.status_code == 200 and not r.json()["enabled"] and r.json()["interval_seconds"] == 120
+    assert client.get(f"/api/v1/monitors/{m['id']}", headers=h).json()["name"] == "cascades"
+    other = auth(make_key(role="admin", project="p2"))
+    assert client.get(f"/api/v1/monitors/{m['id']}", headers=other).status_code == 404
+    reader = auth(make_key(role="read", project="p1"))
+    assert client.post("/api/v1/monitors", headers=reader, json=body).status_code == 403
+    assert client.delete(f"/api/v1/monitors/{m['id']}", headers=h).status_code == 204
+    assert client.get("/api/v1/monitors", headers=h).json()["monitors"] == []
+
+
+def test_defaults_and_runs_on_empty_data(client: TestClient, make_key: Any) -> None:
+    h = auth(make_key(role="admin", project="p1"))
+    r = client.post("/api/v1/monitors/defaults", headers=h)
+    assert r.status_code == 201
+    modes = [m["failure_mode"] for m in r.json()["monitors"]]
+    assert modes == [f"FM-{k}" for k in range(1, 8)]
+    again = client.post("/api/v1/monitors/defaults", headers=h).json()["monitors"]
+    assert [m["id"] for m in again] == [m["id"] for m in r.json()["monitors"]]  # idempotent
+    mid = again[0]["id"]
+    now = "2025-03-03T12:00:00Z"
+    run = client.post(f"/api/v1/monitors/{mid}/run", headers=h, json={"now": now}).json()
+    assert run["status"] == "insufficient_data" and not run["fired"]
+    assert run["window_end"].startswith("2025-03-03T12:00:00")
+    assert run["n_current"] == 0 and run["duration_ms"] >= 0
+    client.post(f"/api/v1/monitors/{mid}/run", headers=h)
+    runs = client.get(f"/api/v1/monitors/{mid}/runs", headers=h).json()["runs"]
+    assert len(runs) == 2 and runs[0]["at"] < runs[1]["at"]  # oldest first, for charts
+    assert client.get("/api/v1/alerts", headers=h).json()["alerts"] == []
+
+
+def _ingest_scenario(engine: Engine, project_id: int, mode: str, start: datetime) -> None:
+    from pipelines.scenarios import Injection, generate_workload
+
+    events = generate_workload(
+        0, start, timedelta(hours=6), 100.0,
+        injections=[Injection(mode, start + timedelta(hours=4), "strong")],
+        embedding_dim=32, images_per_hour=120.0,
+    )  # fmt: skip
+    valid, rejected = validate_events(events)
+    assert not rejected
+    for i in range(0, len(valid), 5000):
+        write_events(engine, project_id=project_id, events=valid[i : i + 5000])
+
+
+def test_injected_mode_alerts_for_that_mode_only(
+    client: TestClient, engine: Engine, make_key: Any
+) -> None:
+    h = auth(make_key(role="admin", project="p1"))
+    start = datetime(2025, 3, 3, tzinfo=UTC)
+    _ingest_scenario(engine, setup_project(engine, "p1"), "FM-2", start)
+    monitors = client.post(
+        "/api/v1/monitors/defaults", headers=h, json={"detector_params": FAST}
+    ).json()["monitors"]
+    now = (start + timedelta(hours=6)).isoformat()
+    runs = {
+        m["failure_mode"]: client.post(
+            f"/api/v1/monitors/{m['id']}/run", headers=h, json={"now": now}
+        ).json()
+        for m in monitors
+    }
+    assert all(r["status"] != "failed" for r in runs.values()), runs
+    assert runs["FM-2"]["n_current"] > 100 and runs["FM-2"]["n_reference"] > 200
+    alerts = client.get("/api/v1/alerts?state=firing", headers=h).json()["alerts"]
+    assert [a["failure_mode"] for a in alerts] == ["FM-2"]
+    findings = client.get("/api/v1/findings?failure_mode=FM-2", headers=h).json()["findings"]
+    assert len(findings) == 1 and findings[0]["alert_id"] == alerts[0]["id"]
+    assert client.get("/api/v1/findings?failure_mode=FM-6", headers=h).json()["findings"] == []
+    # A repeat of the same run refreshes the alert instead of opening another.
+    fm2 = next(m for m in monitors if m["failure_mode"] == "FM-2")
+    client.post(f"/api/v1/monitors/{fm2['id']}/run", headers=h, json={"now": now})
+    [alert] = client.get("/api/v1/alerts", headers=h).json()["alerts"]
+    assert alert["count"] == 2
