@@ -144,6 +144,8 @@ class CompoundingErrorDetector:
     max_depth : int, default 12
     n_permutations : int, default 999
     seed : int, default 0
+    sources : sequence of str, default ("production",)
+        Trace sources analysed; eval runs and shadow replays are left out by default.
 
     Examples
     --------
@@ -177,9 +179,12 @@ class CompoundingErrorDetector:
         max_depth: int = 12,
         n_permutations: int = 999,
         seed: int = 0,
+        sources: Sequence[str] = ("production",),
     ) -> None:
         if not 0.0 < alpha < 1.0:
             raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+        if not sources:
+            raise ValueError("sources must name at least one trace source")
         if min_ratio < 1.0:
             raise ValueError(f"min_ratio must be >= 1, got {min_ratio}")
         if not 0.0 < low_confidence < 1.0:
@@ -203,6 +208,7 @@ class CompoundingErrorDetector:
         self.max_depth = max_depth
         self.n_permutations = n_permutations
         self.seed = seed
+        self.sources = frozenset(sources)
 
     def _trace_counts(self, trace: TraceRecord) -> tuple[np.ndarray, int]:
         """(max_depth x 4) counts (a, n1, c, n0) per depth, and the errors after an error."""
@@ -273,7 +279,8 @@ class CompoundingErrorDetector:
     def test(
         self, reference: Sequence[TraceRecord], current: Sequence[TraceRecord]
     ) -> DetectorResult:
-        cur, ref = self._window(current), self._window(reference)
+        cur = self._window([t for t in current if t.source in self.sources])
+        ref = self._window([t for t in reference if t.source in self.sources])
         if cur["n_traces"] < self.min_traces:
             return DetectorResult.insufficient(
                 FAILURE_MODE,

@@ -118,6 +118,8 @@ class OutputDriftDetector:
     min_distance_increase : float, default 0.02
     n_permutations : int, default 999
     seed : int, default 0
+    sources : sequence of str, default ("production",)
+        Trace sources analysed; eval runs and shadow replays are left out by default.
 
     Examples
     --------
@@ -145,9 +147,12 @@ class OutputDriftDetector:
         min_distance_increase: float = 0.02,
         n_permutations: int = 999,
         seed: int = 0,
+        sources: Sequence[str] = ("production",),
     ) -> None:
         if not 0.0 < alpha < 1.0:
             raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+        if not sources:
+            raise ValueError("sources must name at least one trace source")
         if min_groups < 2:
             raise ValueError(f"min_groups must be >= 2, got {min_groups}")
         if not 0.0 <= min_disagreement_increase < 1.0:
@@ -166,11 +171,13 @@ class OutputDriftDetector:
         self.min_distance_increase = min_distance_increase
         self.n_permutations = n_permutations
         self.seed = seed
+        self.sources = frozenset(sources)
 
     def test(
         self, reference: Sequence[TraceRecord], current: Sequence[TraceRecord]
     ) -> DetectorResult:
-        cur_groups, ref_groups = _groups(current), _groups(reference)
+        cur_groups = _groups([t for t in current if t.source in self.sources])
+        ref_groups = _groups([t for t in reference if t.source in self.sources])
         if min(len(cur_groups), len(ref_groups)) < self.min_groups:
             return DetectorResult.insufficient(
                 FAILURE_MODE,

@@ -151,6 +151,8 @@ class ToolCascadeDetector:
     min_rho_drop : float, default 0.2
     n_permutations : int, default 999
     seed : int, default 0
+    sources : sequence of str, default ("production",)
+        Trace sources analysed; eval runs and shadow replays are left out by default.
 
     Examples
     --------
@@ -183,9 +185,12 @@ class ToolCascadeDetector:
         min_rho_drop: float = 0.2,
         n_permutations: int = 999,
         seed: int = 0,
+        sources: Sequence[str] = ("production",),
     ) -> None:
         if not 0.0 < alpha < 1.0:
             raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+        if not sources:
+            raise ValueError("sources must name at least one trace source")
         if min_lift < 1.0:
             raise ValueError(f"min_lift must be >= 1, got {min_lift}")
         if min_failures < 1:
@@ -209,6 +214,7 @@ class ToolCascadeDetector:
         self.min_rho_drop = min_rho_drop
         self.n_permutations = n_permutations
         self.seed = seed
+        self.sources = frozenset(sources)
 
     def _has_lift_data(self, window: dict[str, Any]) -> bool:
         _, n1, _, n0 = window["pairs"].sum(axis=0)
@@ -276,7 +282,8 @@ class ToolCascadeDetector:
     def test(
         self, reference: Sequence[TraceRecord], current: Sequence[TraceRecord]
     ) -> DetectorResult:
-        cur, ref = _window(current), _window(reference)
+        cur = _window([t for t in current if t.source in self.sources])
+        ref = _window([t for t in reference if t.source in self.sources])
         if cur["n_tool_calls"] == 0:
             return DetectorResult.insufficient(FAILURE_MODE, "no tool calls in current window")
         has_ref = self._has_lift_data(ref)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from typing import Any
 
 import numpy as np
@@ -175,6 +177,7 @@ def test_constant_low_confidence_scores_do_not_crash() -> None:
         ({"min_exposed": 0}, "min_exposed"),
         ({"max_depth": 0}, "max_depth"),
         ({"n_permutations": 50}, "n_permutations"),
+        ({"sources": ()}, "sources"),
     ],
 )
 def test_parameters_are_validated(kwargs: dict[str, float], name: str) -> None:
@@ -208,3 +211,23 @@ def test_window_permutation_test_is_uniform_under_the_null() -> None:
     p_arr = np.array(p_values)
     assert abs((p_arr <= 0.1).mean() - 0.1) < 0.06
     assert math.isclose(p_arr.min(), p_arr.min())  # finite
+
+
+def test_only_production_traces_count_by_default() -> None:
+    rng = np.random.default_rng(7)
+    evals = [
+        TraceRecord(t.trace_id, t.agent, source="eval", steps=t.steps)
+        for t in make_window(rng, 100)
+    ]
+    assert CompoundingErrorDetector().test([], evals).status == "insufficient_data"
+    assert CompoundingErrorDetector(sources=("eval",)).test([], evals).status == "ok"
+
+
+def test_fm1_to_fm3_modules_stay_a_pure_library() -> None:
+    code = (
+        "import sys, detectors.compounding_errors, detectors.tool_cascades, "
+        "detectors.output_drift; "
+        "print(sorted(m for m in ('app', 'sqlalchemy', 'fastapi') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -117,6 +117,22 @@ def test_groups_split_by_agent_version() -> None:
     assert result.evidence["groups"] == 60
 
 
+def test_shadow_replays_and_eval_runs_are_left_out() -> None:
+    production = [
+        TraceRecord(f"p{i}{k}", "a", "v1", input_hash=f"h{i}", attributes={"decision": "yes"})
+        for i in range(30)
+        for k in range(2)
+    ]
+    replays = [
+        TraceRecord(f"s{i}", "a", "v1", input_hash=f"h{i}", source=source,
+                    attributes={"decision": "no"})
+        for i in range(30)
+        for source in ("shadow", "eval")
+    ]  # fmt: skip
+    result = OutputDriftDetector().test(production, production + replays)
+    assert result.evidence["decision_disagreement"] == 0.0 and not result.fired
+
+
 def test_embedding_distance_is_mean_pairwise_cosine_distance() -> None:
     vectors = [np.array([1.0, 0.0]), np.array([0.0, 2.0]), np.array([-1.0, 0.0])]
     window = [
@@ -177,6 +193,7 @@ def test_constant_decisions_do_not_fire() -> None:
         ({"min_disagreement_increase": -0.1}, "min_disagreement_increase"),
         ({"min_distance_increase": 2.0}, "min_distance_increase"),
         ({"n_permutations": 99}, "n_permutations"),
+        ({"sources": ()}, "sources"),
     ],
 )
 def test_parameters_are_validated(kwargs: dict[str, float], name: str) -> None:

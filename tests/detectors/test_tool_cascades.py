@@ -197,6 +197,7 @@ def test_trace_quality_prefers_quality_then_true_score_then_success() -> None:
         ({"min_traces": 3}, "min_traces"),
         ({"min_rho_drop": -0.1}, "min_rho_drop"),
         ({"n_permutations": 10}, "n_permutations"),
+        ({"sources": []}, "sources"),
     ],
 )
 def test_parameters_are_validated(kwargs: dict[str, float], name: str) -> None:
