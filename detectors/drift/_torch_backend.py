@@ -88,10 +88,13 @@ def kcenter_torch(
         novelty = torch.empty(budget, dtype=torch.float32, device=device)
         for k in range(budget):
             score = min_d2 if w2 is None else min_d2 * w2
-            pick = torch.argmax(score)  # first maximal index, as on the numpy path
-            picks[k] = pick
-            novelty[k] = min_d2[pick]
-            d2 = torch.addmv(x_sq + x_sq[pick], xt, xt[pick], alpha=-2.0)
+            # keepdim keeps `pick` a 1-element device tensor: indexing with it never
+            # synchronises with the host (a 0-d index would call .item()).
+            pick = torch.argmax(score, dim=0, keepdim=True)  # first maximal index
+            picks[k : k + 1] = pick
+            novelty[k : k + 1] = min_d2[pick]
+            center = torch.index_select(xt, 0, pick).squeeze(0)
+            d2 = torch.addmv(x_sq + x_sq[pick], xt, center, alpha=-2.0)
             torch.minimum(min_d2, d2.clamp_(min=0.0), out=min_d2)
             min_d2[pick] = 0.0
         radius2 = float(min_d2.max()) if len(x) else 0.0

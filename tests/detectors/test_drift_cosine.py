@@ -19,6 +19,22 @@ def test_leave_one_out_similarity_is_exact() -> None:
         assert ref_sim[i] == pytest.approx(expected, abs=1e-5)
 
 
+def test_large_reference_uses_strided_centroid_subset(monkeypatch: pytest.MonkeyPatch) -> None:
+    import detectors.drift.cosine as cosine
+
+    monkeypatch.setattr(cosine, "_CENTROID_ROWS", 10)
+    rng = np.random.default_rng(4)
+    ref = rng.normal(size=(35, 4)) + 2.0
+    ref_sim, cur_sim = centroid_similarities(ref, ref[:3])
+    unit = ref / np.linalg.norm(ref, axis=1, keepdims=True)
+    subset = np.arange(0, 35, 4)  # stride ceil(35 / 10) = 4
+    total = unit[subset].sum(axis=0)
+    for i in range(35):
+        others = total - unit[i] if i in subset else total
+        assert ref_sim[i] == pytest.approx(unit[i] @ others / np.linalg.norm(others), abs=1e-5)
+    np.testing.assert_allclose(cur_sim, unit[:3] @ total / np.linalg.norm(total), atol=1e-5)
+
+
 def test_small_windows_in_high_dimension_stay_calibrated() -> None:
     # In-sample similarities would sit ~d/n above fresh ones here and fire nearly always.
     rng = np.random.default_rng(1)
