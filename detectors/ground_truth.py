@@ -16,7 +16,21 @@ from sklearn.isotonic import IsotonicRegression, isotonic_regression
 
 from detectors.records import DetectorResult, Score, TraceRecord
 
+try:  # the PAVA kernel behind IsotonicRegression, without its per-call validation (10x faster)
+    from sklearn._isotonic import _inplace_contiguous_isotonic_regression
+except ImportError:  # pragma: no cover - private API; fall back to the public function
+    _inplace_contiguous_isotonic_regression = None
+
 FAILURE_MODE = "FM-4"
+
+
+def _pava(y: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """Weighted isotonic (non-decreasing) fit of ``y`` in the given order."""
+    if _inplace_contiguous_isotonic_regression is None:
+        return np.asarray(isotonic_regression(y, sample_weight=weight))
+    fit = np.ascontiguousarray(y, dtype=np.float64).copy()
+    _inplace_contiguous_isotonic_regression(fit, np.ascontiguousarray(weight, np.float64).copy())
+    return fit
 
 
 def visible_label(trace: TraceRecord, now: float) -> Score | None:
@@ -193,11 +207,12 @@ class GroundTruthAbsenceDetector:
         cur_y, cur_lc = _labels_and_confidences(cur, now)
         unlabeled = [t for t in cur if visible_label(t, now) is None]
         cur_uc = np.array([t.confidence for t in unlabeled if t.confidence is not None], float)
+        cur_uc = cur_uc[np.isfinite(cur_uc)]
         if ref_y.size < self.min_labeled:
             return insufficient(f"{ref_y.size} labeled reference traces (< {self.min_labeled})")
         x = np.concatenate([ref_c, cur_lc])
         y = np.concatenate([ref_y, cur_y])
-        has_conf = ~np.isnan(x)
+        has_conf = np.isfinite(x)
         if has_conf.sum() < self.min_labeled:
             return insufficient(
                 f"{int(has_conf.sum())} labeled traces with a confidence (< {self.min_labeled})"
@@ -282,7 +297,7 @@ class GroundTruthAbsenceDetector:
         rng = np.random.default_rng(self.seed)
         x = np.concatenate([ref_c, cur_lc])
         y = np.concatenate([ref_y, cur_y])
-        conf = ~np.isnan(x)
+        conf = np.isfinite(x)
         ux, inverse = np.unique(x[conf], return_inverse=True)
         slot = np.full(x.size, -1)
         slot[conf] = inverse
@@ -297,7 +312,7 @@ class GroundTruthAbsenceDetector:
             weight = np.bincount(slot[pick], minlength=ux.size).astype(float)
             total = np.bincount(slot[pick], weights=y[pick], minlength=ux.size)
             keep = weight > 0
-            fit = isotonic_regression(total[keep] / weight[keep], sample_weight=weight[keep])
+            fit = _pava(total[keep] / weight[keep], weight[keep])
             estimated = np.interp(cur_uc[rng.integers(0, n_u, n_u)], ux[keep], fit).sum()
             ests[b] = (cur_y[cur_pick].sum() + estimated) / (n_l + n_u)
             drops[b] = ref_y[ref_pick].mean() - ests[b]

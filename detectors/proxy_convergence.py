@@ -306,6 +306,7 @@ class ProxyConvergenceDetector:
         for name in [*proxies, *trues]:
             got = [(a.score(name), b.score(name)) for a, b in pairs]
             both = np.array([(a.value, b.value) for a, b in got if a and b], float)
+            both = both[np.isfinite(both).all(axis=1)] if len(both) else both
             if len(both) < self.min_pairs:
                 continue
             diff = both[:, 0] - both[:, 1]
@@ -382,7 +383,8 @@ def _objective_kinds(traces: Sequence[TraceRecord]) -> dict[str, str]:
 
 def _values(traces: Sequence[TraceRecord], name: str) -> np.ndarray:
     found = (t.score(name) for t in traces)
-    return np.array([s.value for s in found if s is not None], float)
+    values = np.array([s.value for s in found if s is not None], float)
+    return values[np.isfinite(values)]
 
 
 def _spearman(traces: Sequence[TraceRecord], p: str, q: str) -> tuple[float, int] | None:
@@ -390,6 +392,7 @@ def _spearman(traces: Sequence[TraceRecord], p: str, q: str) -> tuple[float, int
         [(a.value, b.value) for a, b in ((t.score(p), t.score(q)) for t in traces) if a and b],
         float,
     )
+    both = both[np.isfinite(both).all(axis=1)] if len(both) else both
     if len(both) < 4 or np.ptp(both[:, 0]) == 0 or np.ptp(both[:, 1]) == 0:
         return None
     return float(stats.spearmanr(both[:, 0], both[:, 1]).statistic), len(both)

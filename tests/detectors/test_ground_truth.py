@@ -168,7 +168,15 @@ def test_online_true_scores_and_eval_traces_are_not_labels() -> None:
 
 @pytest.mark.parametrize(
     "case",
-    ["empty", "one_trace", "all_labels_missing", "no_confidences", "constant_labels", "eval_only"],
+    [
+        "empty",
+        "one_trace",
+        "all_labels_missing",
+        "no_confidences",
+        "nan_confidences",
+        "constant_labels",
+        "eval_only",
+    ],
 )
 def test_degenerate_input_is_insufficient(case: str) -> None:
     rng = np.random.default_rng(9)
@@ -227,6 +235,32 @@ def test_degenerate_input_is_insufficient(case: str) -> None:
             )
             for t in current
         ]
+    elif case == "nan_confidences":
+        nan = {"confidence": float("nan")}
+        reference = [
+            TraceRecord(
+                t.trace_id,
+                t.agent,
+                t.agent_version,
+                t.started_at,
+                t.ended_at,
+                attributes=nan,
+                scores=t.scores,
+            )
+            for t in reference
+        ]
+        current = [
+            TraceRecord(
+                t.trace_id,
+                t.agent,
+                t.agent_version,
+                t.started_at,
+                t.ended_at,
+                attributes=nan,
+                scores=t.scores,
+            )
+            for t in current
+        ]
     elif case == "eval_only":
         current = window(rng, start=2 * DAY, n=100, accuracy=0.6, coverage=0.2, source="eval")
     r = FAST.test(reference, current)
@@ -268,3 +302,13 @@ def test_seeded_results_are_reproducible() -> None:
 def test_invalid_parameters_name_the_parameter(param: str, value: float) -> None:
     with pytest.raises(ValueError, match=param):
         GroundTruthAbsenceDetector(**{param: value})
+
+
+def test_bootstrap_kernel_matches_sklearn_isotonic_regression() -> None:
+    from sklearn.isotonic import isotonic_regression
+
+    from detectors.ground_truth import _pava
+
+    rng = np.random.default_rng(0)
+    y, w = rng.random(500), rng.integers(1, 4, 500).astype(float)
+    np.testing.assert_allclose(_pava(y, w), isotonic_regression(y, sample_weight=w))

@@ -185,7 +185,8 @@ def strip(
 
 
 @pytest.mark.parametrize(
-    "case", ["empty", "one_trace", "constant_scores", "proxy_only", "no_scores_one_decision"]
+    "case",
+    ["empty", "one_trace", "constant_scores", "nan_scores", "proxy_only", "no_scores_one_decision"],
 )
 def test_degenerate_input_is_insufficient(case: str) -> None:
     reference, current = scenario(7, n=100, **MODERATE)
@@ -196,6 +197,19 @@ def test_degenerate_input_is_insufficient(case: str) -> None:
     elif case == "constant_scores":
         reference = strip(reference, keep=("csat", "resolved"), const=True)
         current = strip(current, keep=("csat", "resolved"), const=True)
+    elif case == "nan_scores":
+        nan = float("nan")
+        reference, current = (
+            [
+                TraceRecord(
+                    t.trace_id,
+                    t.agent,
+                    scores=tuple(Score(s.name, nan, s.kind, s.source) for s in t.scores),
+                )
+                for t in w
+            ]
+            for w in (reference, current)
+        )
     elif case == "proxy_only":
         reference, current = strip(reference, keep=("csat",)), strip(current, keep=("csat",))
     elif case == "no_scores_one_decision":
