@@ -82,7 +82,7 @@ def raw_throughput(embedder: ClipEmbedder, args: argparse.Namespace) -> float:
     size = spec.size if spec is not None else 224
     pixels = torch.randn(args.batch_size, 3, size, size, device=embedder.device)
     if embedder.device.type == "cuda":
-        pixels = pixels.to(dtype=embedder._pixel_dtype, memory_format=torch.channels_last)
+        pixels = pixels.to(dtype=embedder.pixel_dtype, memory_format=torch.channels_last)
     for _ in range(args.warmup):
         embedder.encode_pixel_batch(pixels)
     iters, seconds = timed_loop(
@@ -98,7 +98,7 @@ def prep_throughput(embedder: ClipEmbedder, jpegs: list[bytes]) -> float:
     """Decode, resize and normalise only: what the model would be fed, at what rate."""
     with torch.inference_mode():
         start = time.perf_counter()
-        for prepared in embedder._prepared_batches(jpegs):
+        for prepared in embedder._preparer.batches(jpegs, embedder.batch_size):
             if prepared.ready is not None:
                 prepared.ready.synchronize()
         synchronize(embedder.device)
@@ -129,7 +129,7 @@ def bench_model(model: str, jpegs: list[bytes], args: argparse.Namespace) -> dic
         "batch_size": args.batch_size,
         "n": len(jpegs),
         "decode_on_device": embedder.decode_on_device,
-        "prepare_threads": embedder._prepare_threads,
+        "prepare_threads": embedder._preparer.prepare_threads,
         "weights": "random_init" if args.random_init else str(args.pretrained),
     }
     try:

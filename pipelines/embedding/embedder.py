@@ -1,22 +1,17 @@
 """OpenCLIP image and text embeddings, batched, bf16 on CUDA, decode overlapped with the model.
 
-Images flow through a two-stage pipeline. A prepare thread probes a batch, decodes its
-baseline JPEGs on the device (nvJPEG) and everything else with PIL in a thread pool, and
-resizes and normalises on the device, all on a side CUDA stream. The calling thread runs
-the model on the previous batch meanwhile, and copies vectors back to the host one batch
-late, so neither the decoder nor the model waits on the other.
+Images flow through a two-stage pipeline: :class:`BatchPreparer` threads decode, resize and
+normalise the next batches on side CUDA streams while the calling thread runs the model on
+the current one, and vectors are copied back to the host one batch late, so neither the
+decoder nor the model waits on the other.
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
-import threading
-from collections import deque
-from collections.abc import Generator, Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, overload
 
@@ -25,22 +20,9 @@ import open_clip
 import torch
 import torch.nn.functional as F
 
-from pipelines.embedding.cpu_decode import collect_decodes, submit_pil_decodes
-from pipelines.embedding.gpu_decode import (
-    PixelSpec,
-    decode_jpegs,
-    normalization_constants,
-    normalize,
-    resize_center_crop,
-)
-from pipelines.embedding.image_probe import (
-    DEFAULT_MAX_PIXELS,
-    ImageItemError,
-    ImageProbe,
-    ImageRejected,
-    ItemError,
-    probe_image,
-)
+from pipelines.embedding.batch_preparer import BatchPreparer, PreparedBatch, record_event
+from pipelines.embedding.gpu_decode import PixelSpec
+from pipelines.embedding.image_probe import DEFAULT_MAX_PIXELS, ImageItemError, ItemError
 from pipelines.embedding.model_loading import configured_embedding_dim, load_open_clip
 
 Precision = Literal["auto", "fp32", "bf16", "fp16"]
@@ -60,14 +42,6 @@ class ImageEmbeddings:
         mask = np.ones(len(self.vectors), dtype=bool)
         mask[np.asarray([error.index for error in self.errors], dtype=np.intp)] = False
         return mask
-
-
-@dataclass
-class _PreparedBatch:
-    rows: list[int]
-    pixels: torch.Tensor | None
-    ready: torch.cuda.Event | None
-    failures: dict[int, str] = field(default_factory=dict)
 
 
 class ClipEmbedder:
@@ -120,19 +94,19 @@ class ClipEmbedder:
         self._model: Any = clip.to(self.device)
         self._tokenizer = open_clip.get_tokenizer(model)
         self._autocast_dtype = _AUTOCAST_DTYPES.get(self.precision)
-        self.pixel_spec = PixelSpec.from_preprocess_cfg(clip.visual.preprocess_cfg)
-        on_device = self._cuda if decode_on_device is None else decode_on_device
-        self.decode_on_device = on_device and self.pixel_spec is not None
-        if self.pixel_spec is not None:
-            self._scale, self._shift = normalization_constants(self.pixel_spec, self.device)
-        self._pixel_dtype = self._autocast_dtype or torch.float32
-        threads = decode_threads or min(16, os.cpu_count() or 1)
-        self._decode_pool = ThreadPoolExecutor(threads, thread_name_prefix="telltale-decode")
-        self._prepare_threads = prepare_threads or (2 if self._cuda else 1)
-        self._prepare_pool = ThreadPoolExecutor(
-            self._prepare_threads, thread_name_prefix="telltale-prepare"
+        self.pixel_dtype = self._autocast_dtype or torch.float32
+        self._preparer = BatchPreparer(
+            device=self.device,
+            preprocess=self._preprocess,
+            pixel_spec=PixelSpec.from_preprocess_cfg(clip.visual.preprocess_cfg),
+            decode_on_device=self._cuda if decode_on_device is None else decode_on_device,
+            pixel_dtype=self.pixel_dtype,
+            max_pixels=max_pixels,
+            decode_threads=decode_threads or min(16, os.cpu_count() or 1),
+            prepare_threads=prepare_threads or (2 if self._cuda else 1),
         )
-        self._thread_state = threading.local()  # one side CUDA stream per prepare thread
+        self.pixel_spec = self._preparer.pixel_spec
+        self.decode_on_device = self._preparer.decode_on_device
         self.dim = configured_embedding_dim(model) or self.embed_texts([""]).shape[1]
         if self._cuda:
             torch.cuda.synchronize(self.device)
@@ -182,7 +156,7 @@ class ClipEmbedder:
         failures: dict[int, str] = {}
         pending: tuple[list[int], torch.Tensor, torch.cuda.Event | None] | None = None
         with torch.inference_mode():
-            batches = self._prepared_batches(items)
+            batches = self._preparer.batches(items, self.batch_size)
             try:
                 for prepared in batches:
                     failures.update(prepared.failures)
@@ -193,7 +167,7 @@ class ClipEmbedder:
                     features = self._encode_prepared(prepared)
                     # Copy back one batch late so the model is queued before the host waits.
                     host = features.to("cpu", non_blocking=self._cuda)
-                    done = _record_event(self._cuda)
+                    done = record_event(self._cuda)
                     if pending is not None:
                         _store(vectors, *pending)
                     pending = (prepared.rows, host, done)
@@ -218,8 +192,7 @@ class ClipEmbedder:
 
     def close(self) -> None:
         """Stop the decode threads."""
-        self._prepare_pool.shutdown(wait=True)
-        self._decode_pool.shutdown(wait=True)
+        self._preparer.close()
 
     def __enter__(self) -> ClipEmbedder:
         return self
@@ -234,32 +207,7 @@ class ClipEmbedder:
             return contextlib.nullcontext()
         return torch.autocast(device_type=self.device.type, dtype=self._autocast_dtype)
 
-    def _prepared_batches(self, items: Sequence[object]) -> Generator[_PreparedBatch, None, None]:
-        """Yield prepared batches in order, keeping every prepare thread busy plus one ready."""
-        starts = iter(range(0, len(items), self.batch_size))
-        queue: deque[Future[_PreparedBatch]] = deque()
-
-        def submit(start: int) -> None:
-            stop = min(start + self.batch_size, len(items))
-            queue.append(self._prepare_pool.submit(self._prepare, items, start, stop))
-
-        for start in itertools.islice(starts, self._prepare_threads + 1):
-            submit(start)
-        try:
-            while queue:
-                prepared = queue.popleft().result()
-                following = next(starts, None)
-                if following is not None:
-                    submit(following)
-                yield prepared
-        finally:
-            for future in queue:
-                future.cancel()
-            for future in queue:
-                if not future.cancelled():
-                    future.exception()  # let in-flight device work finish before returning
-
-    def _encode_prepared(self, prepared: _PreparedBatch) -> torch.Tensor:
+    def _encode_prepared(self, prepared: PreparedBatch) -> torch.Tensor:
         pixels = prepared.pixels
         assert pixels is not None
         if prepared.ready is not None:
@@ -268,85 +216,6 @@ class ClipEmbedder:
             # The pixels were allocated on the side stream; keep them until this one is done.
             pixels.record_stream(stream)
         return self.encode_pixel_batch(pixels)
-
-    def _prepare(self, items: Sequence[object], start: int, stop: int) -> _PreparedBatch:
-        """Probe, decode, resize and normalise ``items[start:stop]`` (runs in the prepare thread)."""
-        with torch.inference_mode(), self._side_stream_context():
-            failures: dict[int, str] = {}
-            device_rows: list[int] = []
-            pil_rows: list[int] = []
-            probes: dict[int, ImageProbe] = {}
-            for index in range(start, stop):
-                try:
-                    probes[index] = probe = probe_image(items[index], max_pixels=self.max_pixels)
-                except ImageRejected as exc:
-                    failures[index] = str(exc)
-                    continue
-                (
-                    device_rows if self.decode_on_device and probe.device_decodable else pil_rows
-                ).append(index)
-            pil_futures = self._submit_pil(items, pil_rows, probes)
-            parts: list[torch.Tensor] = []
-            rows: list[int] = []
-            if device_rows:
-                decoded = decode_jpegs([items[i] for i in device_rows], self.device)  # type: ignore[misc]
-                images = [
-                    (i, d)
-                    for i, d in zip(device_rows, decoded, strict=True)
-                    if not isinstance(d, str)
-                ]
-                # The device decoder refused these; PIL either reads them or says why not.
-                refused = [
-                    i for i, d in zip(device_rows, decoded, strict=True) if isinstance(d, str)
-                ]
-                pil_rows += refused
-                pil_futures += self._submit_pil(items, refused, probes)
-                if images:
-                    assert self.pixel_spec is not None
-                    pixels, order = resize_center_crop([d for _, d in images], self.pixel_spec)
-                    parts.append(normalize(pixels, self._scale, self._shift))
-                    rows.extend(images[position][0] for position in order)
-            pil_pixels = []
-            for index, result in zip(pil_rows, collect_decodes(pil_futures), strict=True):
-                if isinstance(result, str):
-                    failures[index] = result
-                else:
-                    pil_pixels.append(result)
-                    rows.append(index)
-            if pil_pixels:
-                stacked = torch.stack(pil_pixels)
-                if self._cuda:
-                    stacked = stacked.pin_memory().to(self.device, non_blocking=True)
-                parts.append(stacked)
-            if not parts:
-                return _PreparedBatch(rows, None, None, failures)
-            batch = parts[0] if len(parts) == 1 else torch.cat(parts)
-            memory_format = torch.channels_last if self._cuda else torch.contiguous_format
-            batch = batch.to(dtype=self._pixel_dtype, memory_format=memory_format)
-            return _PreparedBatch(rows, batch, _record_event(self._cuda), failures)
-
-    def _side_stream_context(self) -> contextlib.AbstractContextManager[object]:
-        if not self._cuda:
-            return contextlib.nullcontext()
-        stream = getattr(self._thread_state, "stream", None)
-        if stream is None:
-            stream = self._thread_state.stream = torch.cuda.Stream(self.device)
-        return torch.cuda.stream(stream)
-
-    def _submit_pil(
-        self, items: Sequence[object], rows: list[int], probes: dict[int, ImageProbe]
-    ) -> list[Future[torch.Tensor]]:
-        return submit_pil_decodes(
-            self._decode_pool, [items[i] for i in rows], [probes[i] for i in rows], self._preprocess
-        )
-
-
-def _record_event(cuda: bool) -> torch.cuda.Event | None:
-    if not cuda:
-        return None
-    event = torch.cuda.Event()
-    event.record()
-    return event
 
 
 def _store(
