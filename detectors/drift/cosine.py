@@ -41,7 +41,8 @@ def _unit_projections(x: np.ndarray, direction: np.ndarray | None) -> tuple[np.n
     direction_sum = np.zeros(x.shape[1], dtype=np.float64)
     # Thousands of small products: multithreaded BLAS loses more to thread
     # synchronisation than it gains (10× slower on a loaded 2-core machine).
-    with _single_thread_blas(), np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+    blas = _single_thread_blas() if x.shape[0] > _CHUNK_ROWS else contextlib.nullcontext()
+    with blas, np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for start in range(0, x.shape[0], _CHUNK_ROWS):
             chunk = x[start : start + _CHUNK_ROWS]
             chunk_norms = np.sqrt(np.einsum("ij,ij->i", chunk, chunk))

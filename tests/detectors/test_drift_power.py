@@ -10,13 +10,23 @@ Shifts of the current window:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pytest
 from scipy import stats
+from threadpoolctl import threadpool_limits
 
 from detectors.drift import cosine_drift, mmd_drift
 
 DIM = 16
+
+
+@pytest.fixture(autouse=True, scope="module")
+def single_thread_blas() -> Iterator[None]:
+    # Hundreds of tiny kernels: BLAS threads only add synchronisation on a shared machine.
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
 
 
 def base_sample(rng: np.random.Generator, n: int, noise_scale: float = 1.0) -> np.ndarray:
