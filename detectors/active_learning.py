@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from detectors.drift._validation import as_embedding_matrix, check_same_dim
+from detectors.drift._validation import as_embedding_matrix, check_same_dim, resolve_backend
 
 _CAND_CHUNK, _ANCHOR_CHUNK = 2048, 8192  # 64 MiB of float32 distances per block
 
@@ -85,15 +85,15 @@ def _single_thread_blas() -> contextlib.AbstractContextManager[Any]:
 
 def _kcenter_numpy(
     x: np.ndarray, budget: int, min_d2: np.ndarray, weight2: np.ndarray | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Lazy k-center greedy; returns picks, squared novelty, final squared min-distances."""
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Lazy k-center greedy; returns picks, squared novelty and squared coverage radius."""
     with _single_thread_blas():
         return _lazy_greedy(x, budget, min_d2, weight2)
 
 
 def _lazy_greedy(
     x: np.ndarray, budget: int, min_d2: np.ndarray, weight2: np.ndarray | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, float]:
     n = len(x)
     x_sq = _row_sq_norms(x)
     centers = np.empty((budget, x.shape[1]), dtype=np.float32)
@@ -142,13 +142,7 @@ def _lazy_greedy(
             break
         refresh(idx, budget)
         radius2 = max(radius2, float(min_d2[idx].max()))
-    return picks, novelty, np.array([radius2])
-
-
-def _resolve_backend(backend: str) -> str:
-    from detectors.drift.mmd import _resolve_backend as resolve
-
-    return resolve(backend)
+    return picks, novelty, radius2
 
 
 def select_for_active_learning(
@@ -215,14 +209,13 @@ def select_for_active_learning(
         if w.shape != (len(x),) or not np.isfinite(w).all() or (w < 0).any():
             raise ValueError("priority must be finite, non-negative and of shape (n_candidates,)")
         weight2 = (w * w).astype(np.float32)
-    if _resolve_backend(backend) == "torch":
+    if resolve_backend(backend) == "torch":
         from detectors.drift._torch_backend import kcenter_torch
 
         picks, novelty2, radius2 = kcenter_torch(x, budget, anchor_sets, weight2)
     else:
         min_d2 = np.minimum.reduce([min_sq_distances(x, a) for a in anchor_sets])
-        picks, novelty2, radius_arr = _kcenter_numpy(x, budget, min_d2, weight2)
-        radius2 = float(radius_arr[0])
+        picks, novelty2, radius2 = _kcenter_numpy(x, budget, min_d2, weight2)
     return Selection(
         indices=picks, novelty=np.sqrt(novelty2), coverage_radius=float(np.sqrt(radius2))
     )

@@ -45,3 +45,16 @@ def check_probability(value: float, name: str) -> float:
     if not 0.0 < value < 1.0:
         raise ValueError(f"{name} must lie strictly between 0 and 1; got {value}")
     return value
+
+
+def resolve_backend(backend: str) -> str:
+    """Map "auto" to "torch" when CUDA is available, else "numpy"; check the name."""
+    if backend not in ("auto", "numpy", "torch"):
+        raise ValueError(f"backend must be 'auto', 'numpy' or 'torch'; got {backend!r}")
+    if backend != "auto":
+        return backend
+    try:
+        import torch
+    except ImportError:
+        return "numpy"
+    return "torch" if torch.cuda.is_available() else "numpy"

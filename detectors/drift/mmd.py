@@ -15,22 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from detectors.drift._validation import as_embedding_matrix, check_probability, check_same_dim
+from detectors.drift._validation import (
+    as_embedding_matrix,
+    check_probability,
+    check_same_dim,
+    resolve_backend,
+)
 from detectors.drift.result import DriftResult
 
 _MEDIAN_PAIRS = 100_000  # pairs for the median heuristic (all pairs when fewer)
-
-
-def _resolve_backend(backend: str) -> str:
-    if backend not in ("auto", "numpy", "torch"):
-        raise ValueError(f"backend must be 'auto', 'numpy' or 'torch'; got {backend!r}")
-    if backend != "auto":
-        return backend
-    try:
-        import torch
-    except ImportError:
-        return "numpy"
-    return "torch" if torch.cuda.is_available() else "numpy"
 
 
 def _kernel_sums_numpy(
@@ -105,7 +98,7 @@ def mmd_drift(
         raise ValueError(f"n_permutations must be >= 1; got {n_permutations}")
     if int(max_samples) < 2:
         raise ValueError(f"max_samples must be >= 2; got {max_samples}")
-    backend = _resolve_backend(backend)
+    backend = resolve_backend(backend)
     ref = as_embedding_matrix(reference, "reference", min_rows=2)
     cur = as_embedding_matrix(current, "current", min_rows=2)
     check_same_dim(ref, cur, "reference", "current")
