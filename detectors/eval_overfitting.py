@@ -66,15 +66,21 @@ class EvalOverfittingDetector:
     eval and production success vs version order is reported, with the flag
     ``eval_rising_production_flat_or_falling``.
 
-    Gap and trend p-values are Holm-combined at ``alpha``; the detector fires when any is
-    rejected. **Coverage** (current production inputs vs the de-duplicated eval inputs, unit-
-    normalised ``input_embedding``) is evidence, and joins the Holm family only with
-    ``fire_on_coverage=True``: the share of production inputs whose nearest eval input is
-    farther than the eval set's leave-one-out ``coverage_quantile`` radius (exact p-value
-    under exchangeability: negative hypergeometric), and a classifier two-sample test
-    (logistic regression, ``n_folds``-fold cross-validated AUC, Mann-Whitney p-value on the
-    out-of-fold scores; AUC ~ 0.5 when the sets match), gated on ``min_outside`` and
-    ``min_auc``.
+    **Coverage** (per agent: current production inputs vs the de-duplicated eval inputs of
+    both windows, unit-normalised ``input_embedding``): the share of production inputs whose
+    nearest eval input is farther than the eval set's leave-one-out ``coverage_quantile``
+    radius, and a classifier two-sample test (logistic regression, ``n_folds``-fold
+    cross-validated AUC with a Mann-Whitney p-value on the out-of-fold scores; AUC ~ 0.5 when
+    the sets match). With reference-window production inputs, the share is compared with the
+    reference share (Fisher's exact test, increase ``>= min_outside``) and the AUC is
+    supporting evidence, so a lasting eval/production mismatch does not alert every window;
+    without them, the share is judged against the eval set itself (exact
+    negative-hypergeometric p-value under exchangeability, share ``>= min_outside``) or the
+    AUC (``>= min_auc``), Bonferroni over the two.
+
+    Gap, trend and (with ``fire_on_coverage``, the default) coverage p-values are
+    Holm-combined at ``alpha``; the detector fires when any passing its effect gate is
+    rejected, so the false-alarm rate on stationary data is at most ``alpha``.
 
     Parameters
     ----------
@@ -84,10 +90,13 @@ class EvalOverfittingDetector:
     min_traces : int, default 30
         Fewest eval and production traces for a version (and embeddings for coverage).
     min_versions : int, default 3
-    min_auc : float, default 0.65
-    min_outside : float, default 0.2
+    min_auc : float, default 0.55
+    min_outside : float, default 0.1
+        Smallest share of production inputs outside the eval radius (its increase over the
+        reference window when that has production inputs).
     coverage_quantile : float, default 0.95
-    fire_on_coverage : bool, default False
+    fire_on_coverage : bool, default True
+        False keeps the coverage statistics as evidence only.
     n_folds : int, default 5
     max_samples : int, default 2000
         Embeddings per side beyond this are subsampled (seeded) for the coverage tests.
@@ -116,10 +125,10 @@ class EvalOverfittingDetector:
         min_gap: float = 0.05,
         min_traces: int = 30,
         min_versions: int = 3,
-        min_auc: float = 0.65,
-        min_outside: float = 0.2,
+        min_auc: float = 0.55,
+        min_outside: float = 0.1,
         coverage_quantile: float = 0.95,
-        fire_on_coverage: bool = False,
+        fire_on_coverage: bool = True,
         n_folds: int = 5,
         max_samples: int = 2000,
         seed: int = 0,
@@ -181,7 +190,7 @@ class EvalOverfittingDetector:
             test["p_holm"] = float(p)
             test["fired"] = bool(p <= self.alpha and test["effect_ok"])
         fired = [t for t in family if t["fired"]]
-        excess = [t["excess"] for t in gaps + trends]
+        excess = [t["excess"] for t in family]
         evidence: dict[str, Any] = {"gaps": gaps, "trends": trends, "coverage": coverage}
         if fired:
             evidence["summary"] = "; ".join(t["summary"] for t in fired)
@@ -301,30 +310,43 @@ class EvalOverfittingDetector:
         rng = np.random.default_rng(self.seed)
         evals = _unique_inputs([t for t in (*ref, *cur) if t.source == "eval"])
         prods = _unique_inputs([t for t in cur if t.source == "production"])
+        prods_ref = _unique_inputs([t for t in ref if t.source == "production"])
         if min(len(evals), len(prods)) < max(self.min_traces, 2 * self.n_folds):
             return None
-        if len({v.shape for v in evals + prods}) != 1:
+        if len({v.shape for v in evals + prods + prods_ref}) != 1:
             return None
         e, p = (_subsample(np.stack(v), self.max_samples, rng) for v in (evals, prods))
         # eval-to-eval leave-one-out radius vs production-to-eval distance (unit vectors)
         index = NearestNeighbors(n_neighbors=2).fit(e)
         loo = np.sort(index.kneighbors(e)[0][:, 1])
         d_prod = index.kneighbors(p, n_neighbors=1)[0][:, 0]
-        rank = int(np.ceil(self.coverage_quantile * loo.size))
-        radius = loo[rank - 1]
-        above = int(np.sum(loo > radius))
+        radius = loo[int(np.ceil(self.coverage_quantile * loo.size)) - 1]
         outside = int(np.sum(d_prod > radius))
-        # exchangeable eval and production distances: the number of production points above
-        # the eval order statistic is negative-hypergeometric (scan down until above + 1 evals)
-        p_knn = float(
-            stats.nhypergeom.sf(outside - 1, loo.size + d_prod.size, d_prod.size, above + 1)
-        )
-        auc, p_auc = self._classifier_auc(e, p)
         frac = outside / d_prod.size
-        knn_ok = frac >= self.min_outside
-        auc_ok = auc >= self.min_auc
-        # Bonferroni over the two coverage statistics
-        p_value = min(1.0, 2 * min(p_knn if knn_ok else 1.0, p_auc if auc_ok else 1.0))
+        frac_ref = None
+        if len(prods_ref) >= self.min_traces:
+            # a lasting eval/production mismatch is known; only newly uncovered traffic counts
+            pr = _subsample(np.stack(prods_ref), self.max_samples, rng)
+            out_ref = int(np.sum(index.kneighbors(pr, n_neighbors=1)[0][:, 0] > radius))
+            frac_ref = out_ref / len(pr)
+            table = [[outside, d_prod.size - outside], [out_ref, len(pr) - out_ref]]
+            p_knn = float(stats.fisher_exact(table, alternative="greater").pvalue)
+            knn_ok = frac - frac_ref >= self.min_outside
+        else:
+            # exchangeable eval and production distances: the number of production points
+            # above the eval order statistic is negative-hypergeometric
+            above = int(np.sum(loo > radius))
+            n_all = loo.size + d_prod.size
+            p_knn = float(stats.nhypergeom.sf(outside - 1, n_all, d_prod.size, above + 1))
+            knn_ok = frac >= self.min_outside
+        auc, p_auc = self._classifier_auc(e, p)
+        if frac_ref is not None:
+            # the AUC measures a level of mismatch, not a change: supporting evidence only
+            p_value, effect_ok = p_knn, knn_ok
+        else:
+            auc_ok = auc >= self.min_auc
+            p_value = min(1.0, 2 * min(p_knn if knn_ok else 1.0, p_auc if auc_ok else 1.0))
+            effect_ok = bool(knn_ok or auc_ok)
         return {
             "test": "coverage",
             "agent": agent,
@@ -332,15 +354,19 @@ class EvalOverfittingDetector:
             "n_production_inputs": int(p.shape[0]),
             "eval_radius": float(radius),
             "outside_fraction": float(frac),
+            "reference_outside_fraction": frac_ref,
             "expected_outside_fraction": float(1.0 - self.coverage_quantile),
+            "excess": float(frac - frac_ref if frac_ref is not None else frac),
             "p_knn": p_knn,
             "classifier_auc": auc,
             "p_auc": p_auc,
             "p_value": float(p_value),
-            "effect_ok": bool(knn_ok or auc_ok),
+            "effect_ok": effect_ok,
             "summary": (
                 f"{agent}: {frac:.0%} of production inputs outside the eval set's "
-                f"{self.coverage_quantile:.0%} radius; eval-vs-production classifier AUC {auc:.2f}"
+                f"{self.coverage_quantile:.0%} radius"
+                + (f" (reference window {frac_ref:.0%})" if frac_ref is not None else "")
+                + f"; eval-vs-production classifier AUC {auc:.2f}"
             ),
         }
 

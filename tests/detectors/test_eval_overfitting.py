@@ -74,6 +74,7 @@ def scenario(
     novel_share: float = 0.0,
     embeddings: bool = False,
     reference: bool = True,
+    ref_novel_share: float = 0.0,
 ) -> tuple[list[TraceRecord], list[TraceRecord]]:
     """v1, v2 in the reference window and v3, v4 in the current one.
 
@@ -86,7 +87,15 @@ def scenario(
     ref: list[TraceRecord] = []
     if reference:
         for k, version in enumerate(("v1", "v2")):
-            ref += version_runs(rng, version, 1e4 * k, p_eval=0.85, p_prod=0.75, eval_set=eval_set)
+            ref += version_runs(
+                rng,
+                version,
+                1e4 * k,
+                p_eval=0.85,
+                p_prod=0.75,
+                eval_set=eval_set,
+                novel_share=ref_novel_share,
+            )
     cur: list[TraceRecord] = []
     for k, version in enumerate(("v3", "v4"), start=1):
         cur += version_runs(
@@ -154,15 +163,34 @@ def test_coverage_quiet_when_production_matches_eval() -> None:
     assert results[0].evidence["coverage"][0]["n_eval_inputs"] == 300
 
 
-def test_coverage_gap_is_evidence_and_optionally_fires() -> None:
+def test_newly_uncovered_production_inputs_fire() -> None:
     ref, cur = scenario(300, embeddings=True, novel_share=0.3)
-    quiet = DETECTOR.test(ref, cur)
-    cov = quiet.evidence["coverage"][0]
-    assert not quiet.fired  # success gap unchanged; coverage alone is evidence by default
-    assert cov["outside_fraction"] > 0.2 and cov["classifier_auc"] > 0.65
-    assert cov["p_knn"] < 1e-6 and cov["p_auc"] < 1e-6
-    loud = EvalOverfittingDetector(fire_on_coverage=True).test(ref, cur)
-    assert loud.fired and "outside the eval set" in loud.evidence["summary"]
+    r = DETECTOR.test(ref, cur)
+    cov = r.evidence["coverage"][0]
+    assert r.fired and "outside the eval set" in r.evidence["summary"]
+    assert cov["outside_fraction"] > cov["reference_outside_fraction"] + 0.1
+    assert cov["classifier_auc"] > 0.55 and cov["p_knn"] < 1e-6 and cov["p_auc"] < 1e-6
+    evidence_only = EvalOverfittingDetector(fire_on_coverage=False).test(ref, cur)
+    assert not evidence_only.fired  # the success gap did not move
+    assert evidence_only.evidence["coverage"][0]["outside_fraction"] == cov["outside_fraction"]
+
+
+def test_power_on_moderate_coverage_loss() -> None:
+    results = [
+        DETECTOR.test(*scenario(400 + s, embeddings=True, novel_share=0.2)) for s in range(10)
+    ]
+    assert sum(r.fired for r in results) >= 9  # measured: 10 / 10
+
+
+def test_lasting_mismatch_is_known_but_new_one_is_not() -> None:
+    # production always had 30 % novel intents: compared with the reference window, quiet
+    ref, cur = scenario(301, embeddings=True, novel_share=0.3, ref_novel_share=0.3)
+    r = DETECTOR.test(ref, cur)
+    assert not r.fired
+    assert r.evidence["coverage"][0]["outside_fraction"] > 0.2
+    # without reference production inputs, the same share is judged against the eval set
+    no_ref_prod = [t for t in ref if t.source == "eval"]
+    assert DETECTOR.test(no_ref_prod, cur).fired
 
 
 @pytest.mark.parametrize(
