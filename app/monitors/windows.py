@@ -39,11 +39,15 @@ def _epoch(dt: datetime | None) -> float:
     return dt.timestamp() if dt is not None else 0.0
 
 
-def _trace_ids(
+def _chunks(ids: list[str], size: int = 1000) -> list[list[str]]:
+    return [ids[i : i + size] for i in range(0, len(ids), size)]
+
+
+def _trace_query(
     sel: TraceSelection, start: datetime, end: datetime, as_of: datetime | None
 ) -> Select[Any]:
-    """The newest ``max_traces`` trace ids of the window, as a subquery."""
-    q = select(Trace.trace_id).where(
+    """The newest ``max_traces`` traces of the window."""
+    q = select(Trace).where(
         Trace.project_id == sel.project_id, Trace.started_at >= start, Trace.started_at < end
     )
     if as_of is not None:
@@ -69,46 +73,45 @@ def load_trace_records(
     With ``as_of`` (the run's ``now``) a replayed run sees what a live one would have:
     traces that had ended by then and scores created by then.
     """
-    ids = _trace_ids(sel, start, end, as_of).subquery()
     pid = sel.project_id
-    traces = (
-        session.execute(
-            select(Trace).where(Trace.project_id == pid, Trace.trace_id.in_(select(ids.c.trace_id)))
-        )
-        .scalars()
-        .all()
-    )
+    traces = list(session.scalars(_trace_query(sel, start, end, as_of)))
     if not traces:
         return []
+    # Children are fetched by explicit id lists in chunks: a plain index lookup per chunk,
+    # whatever the planner thinks of a LIMITed subquery on a freshly loaded table.
+    trace_ids = [t.trace_id for t in traces]
     steps: dict[str, list[Span]] = defaultdict(list)
-    for span in session.scalars(
-        select(Span).where(Span.project_id == pid, Span.trace_id.in_(select(ids.c.trace_id)))
-    ):
-        steps[span.trace_id].append(span)
     scores: dict[str, list[records.Score]] = defaultdict(list)
-    score_q = (
-        select(Score.trace_id, Score.name, Score.value, Score.kind, Score.source, Score.created_at)
-        .where(Score.project_id == pid, Score.trace_id.in_(select(ids.c.trace_id)))
-        .order_by(Score.id)
-    )
-    if as_of is not None:
-        score_q = score_q.where(Score.created_at <= as_of)
-    for srow in session.execute(score_q):
-        scores[srow.trace_id].append(
-            records.Score(
-                srow.name, float(srow.value), srow.kind, srow.source, _epoch(srow.created_at)
-            )
-        )
     vectors: dict[tuple[str, str], np.ndarray] = {}
-    if with_embeddings:
-        agents = {t.agent for t in traces}
-        streams = [f"{a}.{side}" for a in agents for side in ("input", "output")]
+    streams = [f"{a}.{side}" for a in {t.agent for t in traces} for side in ("input", "output")]
+    for chunk in _chunks(trace_ids):
+        for span in session.scalars(
+            select(Span).where(Span.project_id == pid, Span.trace_id.in_(chunk))
+        ):
+            steps[span.trace_id].append(span)
+        score_q = (
+            select(
+                Score.trace_id, Score.name, Score.value, Score.kind, Score.source, Score.created_at
+            )
+            .where(Score.project_id == pid, Score.trace_id.in_(chunk))
+            .order_by(Score.id)
+        )
+        if as_of is not None:
+            score_q = score_q.where(Score.created_at <= as_of)
+        for srow in session.execute(score_q):
+            scores[srow.trace_id].append(
+                records.Score(
+                    srow.name, float(srow.value), srow.kind, srow.source, _epoch(srow.created_at)
+                )
+            )
+        if not with_embeddings:
+            continue
         for row in session.execute(
             select(Embedding.trace_id, Embedding.stream, Embedding.vector)
             .where(
                 Embedding.project_id == pid,
+                Embedding.trace_id.in_(chunk),
                 Embedding.stream.in_(streams),
-                Embedding.trace_id.in_(select(ids.c.trace_id)),
             )
             .order_by(Embedding.id)
         ):

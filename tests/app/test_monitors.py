@@ -86,9 +86,9 @@ def _ingest_scenario(engine: Engine, project_id: int, mode: str, start: datetime
     from pipelines.scenarios import Injection, generate_workload
 
     events = generate_workload(
-        0, start, timedelta(hours=6), 100.0,
+        0, start, timedelta(hours=6), 70.0,
         injections=[Injection(mode, start + timedelta(hours=4), "strong")],
-        embedding_dim=32, images_per_hour=120.0,
+        embedding_dim=16, images_per_hour=60.0,
     )  # fmt: skip
     valid, rejected = validate_events(events)
     assert not rejected
@@ -113,7 +113,7 @@ def test_injected_mode_alerts_for_that_mode_only(
         for m in monitors
     }
     assert all(r["status"] != "failed" for r in runs.values()), runs
-    assert runs["FM-2"]["n_current"] > 100 and runs["FM-2"]["n_reference"] > 200
+    assert runs["FM-2"]["n_current"] > 80 and runs["FM-2"]["n_reference"] > 160
     alerts = client.get("/api/v1/alerts?state=firing", headers=h).json()["alerts"]
     assert [a["failure_mode"] for a in alerts] == ["FM-2"]
     findings = client.get("/api/v1/findings?failure_mode=FM-2", headers=h).json()["findings"]
