@@ -47,8 +47,9 @@ class ProxyConvergenceDetector:
     r"""Proxy-up / true-down trends, proxy-true decoupling, counterfactual pairs, collapse.
 
     Objectives are trace scores by name; a name's kind (``proxy`` or ``true``) is the kind
-    most of its scores carry (guardrails are ignored). Trends and diversity use production
-    traces that are not counterfactual runs; a trace's value is its latest score by name.
+    most of its scores carry (guardrails are ignored). Trends and diversity use the
+    ``source == "production"`` traces (shadow replays and eval runs are not traffic); a
+    trace's value is its latest score by name.
 
     Four sub-tests, each an intersection-union test whose p-value is the larger of its two
     Holm-adjusted parts (so each is level ``alpha`` even when only one part moves):
@@ -61,8 +62,10 @@ class ProxyConvergenceDetector:
     * ``decoupling``: a proxy that rose (as above) whose Spearman correlation with a true
       objective fell by at least ``min_correlation_drop``; Fisher z test on
       :math:`\operatorname{atanh}\rho`, variance :math:`1.06/(n-3)` per window, Holm over pairs.
-    * ``counterfactual``: current traces whose ``counterfactual_of`` names a baseline trace
-      (in either window) give paired differences; one-sided Wilcoxon signed-rank tests of
+    * ``counterfactual``: a current trace whose ``counterfactual_of`` names a trace (in
+      either window) is the current policy's run and the named one its baseline on the same
+      input (e.g. a shadow replay on the previous version); the pairs' differences
+      (current - baseline) get one-sided Wilcoxon signed-rank tests of
       proxy gain and true loss, Holm within each family, effects ``>= min_effect`` baseline
       standard deviations.
     * ``diversity``: normalised Shannon entropy :math:`H/\log K` of ``decision`` categories;
@@ -150,8 +153,8 @@ class ProxyConvergenceDetector:
     def test(
         self, reference: Sequence[TraceRecord], current: Sequence[TraceRecord]
     ) -> DetectorResult:
-        ref = [t for t in reference if t.source == "production" and not t.counterfactual_of]
-        cur = [t for t in current if t.source == "production" and not t.counterfactual_of]
+        ref = [t for t in reference if t.source == "production"]
+        cur = [t for t in current if t.source == "production"]
         kinds = _objective_kinds([*reference, *current])
         proxies = sorted(n for n, k in kinds.items() if k == "proxy")
         trues = sorted(n for n, k in kinds.items() if k == "true")

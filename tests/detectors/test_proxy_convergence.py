@@ -220,7 +220,7 @@ def test_degenerate_input_is_insufficient(case: str) -> None:
     assert r.status == "insufficient_data" and not r.fired and r.evidence["reason"]
 
 
-def test_counterfactual_runs_are_not_trend_traffic() -> None:
+def test_shadow_runs_are_not_trend_traffic() -> None:
     reference, current = scenario(8, n=100, pairs=60, pair_gaming=1.0, pair_true_drop=0.3)
     r = DETECTOR.test(reference, current)
     assert r.evidence["objectives"]["csat"]["n_current"] == 100
