@@ -129,6 +129,19 @@ class CompoundingErrorDetector:
       score is the mean over traces. One-sided Welch t-test current > reference, fires
       only if the increase is ``>= min_confidence_increase``.
 
+    The result's ``statistic`` is the current compounding ratio, ``threshold`` the ratio it
+    must reach, ``p_value`` the smallest Holm-adjusted p; ``evidence`` holds the per-depth
+    hazards, ``compounding_begins_at_depth`` (first depth with >= 5 exposed steps whose
+    ratio clears the threshold), ``example_trace_ids``, the coherence-illusion score and its
+    change, and each sub-test. Fewer than ``min_traces`` multi-step traces, or no sub-test
+    with enough data, gives ``insufficient_data``.
+
+    Calibration (tests/detectors/test_compounding_errors.py, seeded): clean windows with
+    trace-level frailty fire 1/100 runs; a x3 hazard after the first wrong decision
+    (300 traces x 8 steps, ~6% base rate) is caught in 85-95% of runs, a coherence-illusion
+    rise of 0.2 in 92%. References: Mantel & Haenszel (1959); Holm (1979); the "coherence
+    illusion" of arXiv 2605.01604.
+
     Parameters
     ----------
     alpha : float, default 0.01

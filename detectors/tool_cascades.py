@@ -138,6 +138,19 @@ class ToolCascadeDetector:
       variance ``1.06 / (n - 3)`` that it fell; fires only if it is negative and fell by
       ``>= min_rho_drop``.
 
+    The result's ``statistic`` is the current lift (NaN when too few tool failures),
+    ``threshold`` the lift it must reach, ``p_value`` the smallest Holm-adjusted p;
+    ``evidence`` holds the cascade depth histograms (current and reference), the tools
+    ranked by cascades started, per-tool available-but-wrong rates, the latency-quality
+    correlations, ``example_trace_ids`` (longest cascades) and each sub-test. No tool call
+    in the current window, or no sub-test with enough data, gives ``insufficient_data``.
+
+    Calibration (tests/detectors/test_tool_cascades.py, seeded): clean windows with
+    per-trace frailty fire 0/100 runs; next-step failure after a failed tool 12% -> 35%
+    (400 traces x 4 tool calls) is caught in 95%, ok-but-partial db results 5% -> 15% in
+    100%. References: Fisher's exact test; Tarone (1990) for discrete Bonferroni; Fieller,
+    Hartley & Pearson (1957) for the variance of Spearman's rho; Holm (1979).
+
     Parameters
     ----------
     alpha : float, default 0.01
