@@ -15,7 +15,6 @@ from sqlalchemy import Engine, func, select, update
 from app.media import jobs as queue
 from app.media.worker import EmbedWorker
 from app.models import Embedding, IngestEvent
-from app.models.base import utcnow
 from app.models.media import MediaJob
 from app.settings import Settings
 from pipelines.embedding import ClipEmbedder
