@@ -7,6 +7,7 @@ import os
 import struct
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -37,7 +38,7 @@ def upload(
     sample_ids: list[str],
     stream: str = "cam",
     **extra: str,
-) -> object:
+) -> Any:
     return client.post(
         "/api/v1/media",
         headers=auth(key),
