@@ -9,7 +9,7 @@
   const choicesEl = document.getElementById("choices");
   const statusEl = document.getElementById("status");
   const doneEl = document.getElementById("done");
-  let current = null, buffer = [], busy = false, done = 0;
+  let current = null, buffer = [], done = 0, refilling = null;
 
   const options = schema.type === "categorical"
     ? schema.values.slice(0, 9)
@@ -30,11 +30,19 @@
   skipBtn.addEventListener("click", () => skip());
   choicesEl.appendChild(skipBtn);
 
-  async function refill() {
-    if (buffer.length >= 2) return;
-    const res = await telltale.api("POST", `/api/v1/queues/${encodeURIComponent(queue)}/claim`, { n: 2 - buffer.length });
-    if (res.ok) buffer.push(...res.data.items);
-    else statusEl.textContent = `Could not claim: ${telltale.message(res.data)}`;
+  // One claim in flight at a time keeps at most two items leased ahead of the annotator.
+  function refill() {
+    if (refilling) return refilling;
+    refilling = (async () => {
+      if (buffer.length < 2) {
+        const res = await telltale.api("POST", `/api/v1/queues/${encodeURIComponent(queue)}/claim`, { n: 2 - buffer.length });
+        if (res.ok) buffer.push(...res.data.items);
+        else statusEl.textContent = `Could not claim: ${telltale.message(res.data)}`;
+      }
+      refilling = null;
+      if (!current) show();
+    })();
+    return refilling;
   }
 
   function el(tag, text, cls) {
@@ -72,11 +80,13 @@
     if (!s.image_url && !s.text && !s.trace) itemEl.appendChild(el("p", `${s.stream || ""} sample ${s.sample_id || s.key}`));
   }
 
+  // The next (prefetched) item appears at once; this item's answer is sent meanwhile,
+  // so fast keyboard labeling never waits for the network and never drops a key.
   async function finish(path, body, verb) {
-    if (!current || busy) return;
-    busy = true;
+    if (!current) return;
     const item = current;
-    show();                       // the next (prefetched) item appears at once
+    show();
+    refill();
     const res = await telltale.api("POST", `/api/v1/queue-items/${item.id}/${path}`, body);
     if (res.ok) {
       if (verb === "labeled") { done += 1; doneEl.textContent = String(done); }
@@ -84,9 +94,6 @@
     } else {
       statusEl.textContent = `Item ${item.id} was not ${verb}: ${telltale.message(res.data)}`;
     }
-    busy = false;
-    await refill();
-    if (!current) show();
   }
 
   const submit = (value) => current && finish("label", { lease_token: current.lease_token, label: value }, "labeled");
@@ -99,5 +106,5 @@
     if (n >= 1 && n <= options.length) { ev.preventDefault(); submit(options[n - 1]); }
   });
 
-  refill().then(show).then(refill);
+  refill().then(refill);
 })();

