@@ -142,6 +142,8 @@ def parse_text_items(payload: Any, *, max_items: int) -> list[JobSpec]:
         text = item.get("text")
         if not isinstance(text, str):
             raise MediaRejected(422, f"{p}.text: required, a string")
+        if "\x00" in text:
+            raise MediaRejected(422, f"{p}.text: must not contain NUL characters")
         if len(text) > MAX_TEXT_CHARS:
             raise MediaRejected(413, f"{p}.text: longer than {MAX_TEXT_CHARS} characters")
         trace = item.get("trace_id")
@@ -161,6 +163,11 @@ def submit_texts(
     engine: Engine, *, project_id: int, items: Sequence[JobSpec]
 ) -> list[SubmittedJob]:
     return submit_jobs(engine, project_id=project_id, specs=items)
+
+
+def plausible_key(value: str) -> bool:
+    """Could be a stored sample id or stream name (anything else cannot match a job)."""
+    return 0 < len(value) <= 128 and not any(ord(c) < 32 for c in value)
 
 
 def find_image_job(

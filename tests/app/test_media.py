@@ -230,3 +230,17 @@ def test_retention_deletes_old_files_and_rows(
     read = make_key("read")
     assert client.get("/api/v1/media/old/image", headers=auth(read)).status_code == 404
     assert client.get("/api/v1/media/new/image", headers=auth(read)).status_code == 200
+
+
+def test_labeling_image_url_serves_the_image(client: TestClient, make_key: KeyMaker) -> None:
+    from app.labeling.samples import image_url
+    from app.models.labeling import QueueItem
+
+    ingest = make_key("ingest")
+    jpeg, other = image_bytes(7), image_bytes(8)
+    assert upload(client, ingest, [jpeg], ["photo 1?#"], stream="cam one").status_code == 200
+    assert upload(client, ingest, [other], ["photo 1?#"], stream="cam two").status_code == 200
+    url = image_url(QueueItem(sample_id="photo 1?#", stream="cam one", trace_id=None))
+    assert url is not None
+    r = client.get(url, headers=auth(make_key("annotate")))
+    assert r.status_code == 200 and r.content == jpeg

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Path, Request
 from fastapi.responses import FileResponse
 from sqlalchemy import select
 from starlette.datastructures import UploadFile
@@ -78,7 +78,9 @@ async def _image_specs(request: Request, settings: Any) -> list[intake.ImageUplo
 
 
 @router.get("/{job_id}")
-def get_job(job_id: int, principal: ReadKey, session: SessionDep) -> dict[str, Any]:
+def get_job(
+    job_id: Annotated[int, Path(ge=1, le=2**63 - 1)], principal: ReadKey, session: SessionDep
+) -> dict[str, Any]:
     job = session.scalar(
         select(MediaJob).where(MediaJob.id == job_id, MediaJob.project_id == principal.project_id)
     )
@@ -97,6 +99,8 @@ def get_image(
 ) -> FileResponse:
     """The stored image of a sample (``key`` = sample id, ``stream`` narrows it) or of a job
     (``key`` = job id, when no sample has that id). Read and annotate keys may fetch it."""
+    if not intake.plausible_key(key) or (stream is not None and not intake.plausible_key(stream)):
+        raise HTTPException(404, "no stored image for this sample or job in this project")
     job = intake.find_image_job(session, project_id=principal.project_id, key=key, stream=stream)
     if job is None or not job.file_name:
         raise HTTPException(404, "no stored image for this sample or job in this project")
