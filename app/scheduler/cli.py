@@ -35,6 +35,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    # Feature modules register their periodic jobs at import (labeling fill and lease
+    # reaper, media retention); the API process imports them through its routes.
+    import app.labeling.jobs  # noqa: F401
     from app import migrate
     from app.alerts.outbox import DeliveryPolicy, OutboxSender
     from app.db import make_engine, make_sessionmaker
