@@ -70,10 +70,10 @@ def write_events(
         fresh = [ev for ev in unique if ev.event_id in claimed]
         _write_rows(conn, project_id, fresh)
         result.accepted = len(fresh)
-    for ev in fresh:
-        result.accepted_by_type[ev.type] = result.accepted_by_type.get(ev.type, 0) + 1
         if also is not None:
             also(conn)
+    for ev in fresh:
+        result.accepted_by_type[ev.type] = result.accepted_by_type.get(ev.type, 0) + 1
     return result
 
 
