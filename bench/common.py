@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psycopg
@@ -59,17 +60,18 @@ def telltale(*args: str, db_url: str, capture: bool = True) -> str:
 
 @contextmanager
 def server(
-    db_url: str, *, workers: int = 1, extra_env: dict[str, str] | None = None
-) -> Iterator[str]:
-    """``telltale serve`` in a subprocess on a free port; yields its base URL."""
+    db_url: str,
+    *,
+    workers: int = 1,
+    extra_env: dict[str, str] | None = None,
+    return_proc: bool = False,
+) -> Iterator[Any]:
+    """``telltale serve`` in a subprocess on a free port; yields its base URL
+    (or ``(url, process)`` with ``return_proc``)."""
     telltale("db", "upgrade", db_url=db_url)
     port = free_port()
-    env = dict(
-        os.environ,
-        TELLTALE_DATABASE_URL=db_url,
-        TELLTALE_SCHEDULER_ENABLED="false",
-        **(extra_env or {}),
-    )
+    env = dict(os.environ, TELLTALE_DATABASE_URL=db_url, TELLTALE_SCHEDULER_ENABLED="false")
+    env.update(extra_env or {})
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -102,7 +104,7 @@ def server(
                     f"server did not start: {proc.stderr.read() if proc.stderr else ''}"
                 )
             time.sleep(0.2)
-        yield url
+        yield (url, proc) if return_proc else url
     finally:
         proc.terminate()
         try:
