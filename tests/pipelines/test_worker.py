@@ -279,6 +279,7 @@ def test_two_workers_never_embed_the_same_job(
     assert errors == []
     assert sorted(seen) == sorted(f"t {i}" for i in range(n))  # each text embedded once
     assert sum(r.done for r in reports) == n
+    assert all(r.claimed > 0 for r in reports)  # both really worked the queue at once
     assert embedding_counts(engine) == {f"s{i}": 1 for i in range(n)}
     assert {j.status for j in jobs_by_sample(engine).values()} == {"done"}
 
