@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import sys
@@ -21,11 +22,12 @@ import time
 from pathlib import Path
 
 import httpx
+import psycopg
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.common import count_rows, fresh_db, server, telltale  # noqa: E402
+from bench.common import PG_ADMIN, count_rows, fresh_db, server, telltale  # noqa: E402
 
 TOOLS = ["search", "db_query", "calculator", "http_fetch", "vector_lookup"]
 T0 = 1_795_000_000_000_000_000
@@ -154,6 +156,53 @@ def drive(url: str, key: str, bodies: list[bytes], clients: int) -> float:
     return elapsed
 
 
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime + stime
+    return total / _TICK
+
+
+def server_pids(port: str) -> list[int]:
+    """The ``telltale serve --port PORT`` process and its descendants (uvicorn workers)."""
+    parents: dict[int, int] = {}
+    root = None
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().split(b"\0")
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(stat[1])
+        if b"serve" in cmd and port.encode() in cmd:
+            root = int(entry.name)
+    tree = {root} if root else set()
+    while True:
+        grown = tree | {pid for pid, ppid in parents.items() if ppid in tree}
+        if grown == tree:
+            return sorted(tree)
+        tree = grown
+
+
+def pg_backend_pids(db_url: str) -> list[int]:
+    """PostgreSQL backends serving the bench database (the server's pooled connections)."""
+    name = db_url.rsplit("/", 1)[1]
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s", (name,)
+        ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--db", choices=["sqlite", "postgresql"], default="postgresql")
@@ -176,9 +225,19 @@ def main() -> None:
                     span_batch(rep + 1, b, args.batch, rng) for b in range(args.spans // args.batch)
                 ]
                 before = count_rows(db_url, "spans"), count_rows(db_url, "traces")
+                # CPU seconds of the server processes and their database backends: a
+                # figure that holds when other work shares the machine and wall time does not.
+                procs = server_pids(url.rsplit(":", 1)[1])
+                backends = pg_backend_pids(db_url) if args.db == "postgresql" else []
+                cpu0 = _cpu_seconds(procs), _cpu_seconds(backends)
                 elapsed = drive(url, key, bodies, args.clients)
+                backends_after = pg_backend_pids(db_url) if args.db == "postgresql" else []
+                cpu1 = _cpu_seconds(procs), _cpu_seconds(backends_after)
                 spans = count_rows(db_url, "spans") - before[0]
                 traces = count_rows(db_url, "traces") - before[1]
+                server_us = (cpu1[0] - cpu0[0]) / spans * 1e6
+                # Backends opened during the run count from zero.
+                pg_us = (cpu1[1] - cpu0[1]) / spans * 1e6
                 runs.append(
                     {
                         "spans": spans,
@@ -186,6 +245,9 @@ def main() -> None:
                         "spans_s": round(elapsed, 3),
                         "spans_per_s": round(spans / elapsed),
                         "request_mb": round(sum(map(len, bodies)) / 1e6, 1),
+                        "server_cpu_us_per_span": round(server_us, 1),
+                        "db_cpu_us_per_span": round(pg_us, 1),
+                        "cpu_bound_spans_per_s_2_cores": round(2e6 / (server_us + pg_us)),
                     }
                 )
     print(
@@ -197,6 +259,10 @@ def main() -> None:
                 "clients": args.clients,
                 "workers": args.workers,
                 "spans_per_s": statistics.median(r["spans_per_s"] for r in runs),
+                "cpu_bound_spans_per_s_2_cores": statistics.median(
+                    r["cpu_bound_spans_per_s_2_cores"] for r in runs
+                ),
+                "load_average_1m": round(os.getloadavg()[0], 2),
                 "runs": runs,
             },
             indent=2,
