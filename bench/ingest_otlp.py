@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psycopg
@@ -213,7 +214,7 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=3)
     args = p.parse_args()
 
-    runs = []
+    runs: list[dict[str, Any]] = []
     with fresh_db(args.db) as db_url:
         with server(db_url, workers=args.workers) as url:
             key = telltale(
