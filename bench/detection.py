@@ -22,9 +22,12 @@ reference centroid) on each window, or an EWMA chart on 15-minute batch mean sim
 by then. Injections other than FM-6 leave the image stream identical to the clean one
 (common random numbers), so it is reused; for FM-6 only the image stream is regenerated.
 
-Resampling counts are lowered from the detectors' defaults (permutations 999 -> 399,
-bootstrap 1000 -> 200) to fit 50 runs in minutes on 2 cores; a permutation p-value is
-valid at any count, so this costs a little power and no false-alarm control.
+Resampling counts are lowered from the detectors' defaults (permutations 999 -> 399 for
+FM-1/2/3, the least their alpha allows, and 199 for FM-7; bootstrap 1000 -> 200 for FM-4) to fit 50
+runs in about 10 CPU minutes; a permutation p-value is valid at any count, so this costs a
+little power and no false-alarm control. FM-5's coverage evidence uses 2 folds (it does
+not decide firing at default settings). Variants beside the table: FM-4 injected with
+confidences that do not show the accuracy drop, and FM-5 with ``fire_on_coverage=True``.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -61,7 +64,7 @@ START = datetime(2025, 3, 3, tzinfo=UTC)
 HOUR = 3600.0
 REF_H, INJECT_H, DURATION_H, WINDOW_H = 4.0, 4.0, 8.0, 2.0
 EVAL_AFTER_H = (1.0, 2.0, 3.0, 4.0)
-TRACES_PER_HOUR, EVAL_PER_AGENT_HOUR, IMAGES_PER_HOUR, DIM = 100.0, 30, 120.0, 32
+TRACES_PER_HOUR, EVAL_PER_AGENT_HOUR, IMAGES_PER_HOUR, DIM = 100.0, 20, 120.0, 32
 BATCH_S, EWMA_LAMBDA, EWMA_ARL0, EWMA_BOOT = 900.0, 0.2, 2000.0, 300
 
 TRACE_DETECTORS = {
@@ -69,9 +72,15 @@ TRACE_DETECTORS = {
     "FM-2": ("detectors.tool_cascades", "ToolCascadeDetector", {"n_permutations": 399}),
     "FM-3": ("detectors.output_drift", "OutputDriftDetector", {"n_permutations": 399}),
     "FM-4": ("detectors.ground_truth", "GroundTruthAbsenceDetector", {"n_bootstrap": 200}),
-    "FM-5": ("detectors.eval_overfitting", "EvalOverfittingDetector", {}),
-    "FM-7": ("detectors.proxy_convergence", "ProxyConvergenceDetector", {"n_permutations": 399}),
+    # Coverage is evidence only at default settings (fire_on_coverage=False): fewer
+    # folds change its cost, not whether the detector fires.
+    "FM-5": ("detectors.eval_overfitting", "EvalOverfittingDetector", {"n_folds": 2}),
+    "FM-7": ("detectors.proxy_convergence", "ProxyConvergenceDetector", {"n_permutations": 199}),
 }
+
+
+EXTRA_ROWS = ("FM-4 confidence unchanged", "FM-5 fire_on_coverage=True")
+EXTRA_FM5 = ("detectors.eval_overfitting", "EvalOverfittingDetector", {"fire_on_coverage": True})
 
 
 @dataclass
@@ -81,6 +90,13 @@ class Scenario:
     records: list[TraceRecord]
     image_times: np.ndarray
     image_vecs: np.ndarray
+
+
+@dataclass
+class _Tally:
+    fa: int = 0
+    fa_sliding: int = 0
+    delays: list[float | None] = field(default_factory=list)
 
 
 Check = Callable[[Scenario, float], tuple[bool, str]]  # (scenario, eval time) -> fired, status
@@ -161,10 +177,16 @@ def clean_scenario(seed: int) -> Scenario:
     return Scenario(events_to_records(events), times, vecs)
 
 
-def injected_scenario(seed: int, clean: Scenario, mode: str, strength: str) -> Scenario:
+def injected_scenario(
+    seed: int,
+    clean: Scenario,
+    mode: str,
+    strength: str,
+    overrides: tuple[tuple[str, float], ...] = (),
+) -> Scenario:
     """The clean run up to the injection, the injected run after it (same seed)."""
     at = START + timedelta(hours=INJECT_H)
-    inj = [Injection(mode, at, strength)]
+    inj = [Injection(mode, at, strength, overrides=overrides)]
     if mode == "FM-6":
         times, vecs = image_vectors(
             seed, START.timestamp(), DURATION_H * HOUR, IMAGES_PER_HOUR, DIM, inj
@@ -183,6 +205,10 @@ def injected_scenario(seed: int, clean: Scenario, mode: str, strength: str) -> S
     return Scenario(records, clean.image_times, clean.image_vecs)
 
 
+def _mean(values: list[float]) -> float | None:
+    return round(float(np.mean(values)), 3) if values else None
+
+
 def first_fire(check: Check, sc: Scenario) -> tuple[float | None, list[str]]:
     """Hours from injection to the first firing hourly evaluation (None: never)."""
     statuses = []
@@ -195,7 +221,7 @@ def first_fire(check: Check, sc: Scenario) -> tuple[float | None, list[str]]:
 
 
 def run(n_runs: int, seed0: int, strengths: Sequence[str]) -> dict[str, Any]:
-    t_begin = time.perf_counter()
+    t_begin, cpu0 = time.perf_counter(), time.process_time()
     checks, missing = build_checks()
     modes = list(checks)
     injected_modes = list(FAILURE_MODES)
@@ -207,6 +233,10 @@ def run(n_runs: int, seed0: int, strengths: Sequence[str]) -> dict[str, Any]:
     }
     spec = {k: {j: 0 for j in injected_modes} for k in modes}
     seconds = {m: 0.0 for m in modes}
+    # Variants reported beside the table: FM-4 with confidences that do not show the
+    # accuracy drop (the CBPE blind spot), FM-5 with its coverage sub-test enabled.
+    extra = {k: _Tally() for k in EXTRA_ROWS}
+    fm5_coverage = _make_trace_check(*EXTRA_FM5, "FM-5")
     end = START.timestamp() + DURATION_H * HOUR
     for r in range(n_runs):
         seed = seed0 + r
@@ -233,6 +263,20 @@ def run(n_runs: int, seed0: int, strengths: Sequence[str]) -> dict[str, Any]:
                         delays[k][s].append(delay)
                     if s == "moderate":
                         spec[k][j] += delay is not None
+                if j == "FM-5" and s == "moderate" and fm5_coverage is not None:
+                    row5 = extra["FM-5 fire_on_coverage=True"]
+                    row5.fa += fm5_coverage(clean, end)[0]
+                    row5.fa_sliding += first_fire(fm5_coverage, clean)[0] is not None
+                    row5.delays.append(first_fire(fm5_coverage, sc)[0])
+        if "FM-4" in checks:
+            sc = injected_scenario(seed, clean, "FM-4", "moderate", (("confidence_drop", 0.0),))
+            row4 = extra["FM-4 confidence unchanged"]
+            row4.delays.append(first_fire(checks["FM-4"], sc)[0])
+        print(
+            f"run {r + 1}/{n_runs} cpu {time.process_time() - cpu0:.0f}s",
+            file=sys.stderr,
+            flush=True,
+        )
     table: dict[str, Any] = {}
     for m in modes:
         det = {}
@@ -268,7 +312,8 @@ def run(n_runs: int, seed0: int, strengths: Sequence[str]) -> dict[str, Any]:
             "current_window_h": WINDOW_H,
             "evaluations_after_injection_h": list(EVAL_AFTER_H),
             "fm6": f"cosine_drift(alpha=0.01) or EWMA(lambda={EWMA_LAMBDA}, ARL0={EWMA_ARL0:g})",
-            "resampling": "permutations 399, bootstrap 200",
+            "resampling": "permutations FM-1/2/3 399, FM-7 199; FM-4 bootstrap 200; "
+            "FM-5 coverage evidence n_folds=2",
         },
         "targets": {"false_alarm_rate_max": 0.05, "detection_rate_moderate_min": 0.9},
         "modes": table,
@@ -277,8 +322,18 @@ def run(n_runs: int, seed0: int, strengths: Sequence[str]) -> dict[str, Any]:
             "cols_injected_moderate": injected_modes,
             "matrix": [[spec[k][j] / n_runs for j in injected_modes] for k in modes],
         },
+        "variants_moderate": {
+            k: {
+                "false_alarm_rate": v.fa / n_runs if k.startswith("FM-5") else None,
+                "false_alarm_rate_sliding": v.fa_sliding / n_runs if k.startswith("FM-5") else None,
+                "detection_rate": sum(d is not None for d in v.delays) / n_runs,
+                "mean_delay_h": _mean([d for d in v.delays if d is not None]),
+            }
+            for k, v in extra.items()
+        },
         "missing_detectors": missing,
         "elapsed_s": round(time.perf_counter() - t_begin, 1),
+        "cpu_s": round(time.process_time() - cpu0, 1),
     }
 
 

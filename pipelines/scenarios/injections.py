@@ -31,6 +31,7 @@ Each mode touches only its own mechanism, so a detector for another mode should 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -194,9 +195,14 @@ def _scaled(full: Effects, level: float) -> Effects:
 
 def effects_at(injections: Sequence[Injection], t: float) -> Effects:
     """The effects in force at epoch time ``t`` (modes compose field by field)."""
+    levels = tuple(inj.level(t) for inj in injections)
+    return _compose(tuple(injections), levels)
+
+
+@functools.lru_cache(maxsize=4096)
+def _compose(injections: tuple[Injection, ...], levels: tuple[float, ...]) -> Effects:
     effects = CLEAN
-    for inj in injections:
-        level = inj.level(t)
+    for inj, level in zip(injections, levels, strict=True):
         if level <= 0.0:
             continue
         full = replace(_TABLE[inj.mode][inj.strength], **dict(inj.overrides))  # type: ignore[arg-type]

@@ -45,16 +45,28 @@ def scenario_prefix(seed: int, start: datetime, injections: Sequence[Injection])
 
 
 class _Blocks:
-    """Per-trace random blocks, drawn once for all traces (common random numbers)."""
+    """Per-trace random blocks, drawn once for all traces (common random numbers).
+
+    Rows are converted to Python lists only when a trace is simulated (``row``), so a
+    partial workload (``emit_between``) pays only for the traces it emits.
+    """
 
     def __init__(self, rng: np.random.Generator, n: int, dim: int) -> None:
-        self.ut = rng.random((n, N_TRACE_U)).tolist()
-        self.zt = rng.standard_normal((n, N_TRACE_Z)).tolist()
-        self.us = rng.random((n, MAX_STEPS, N_STEP_U)).tolist()
-        self.zs = rng.standard_normal((n, MAX_STEPS, N_STEP_Z)).tolist()
+        self._ut = rng.random((n, N_TRACE_U))
+        self._zt = rng.standard_normal((n, N_TRACE_Z))
+        self._us = rng.random((n, MAX_STEPS, N_STEP_U))
+        self._zs = rng.standard_normal((n, MAX_STEPS, N_STEP_Z))
         shape = (n, dim)
         self.z_in = (rng.standard_normal(shape) / np.sqrt(max(dim, 1))).astype(np.float32)
         self.z_out = (rng.standard_normal(shape) / np.sqrt(max(dim, 1))).astype(np.float32)
+
+    def row(self, i: int) -> tuple[list[float], list[float], list[list[float]], list[list[float]]]:
+        return (
+            self._ut[i].tolist(),
+            self._zt[i].tolist(),
+            self._us[i].tolist(),
+            self._zs[i].tolist(),
+        )
 
 
 def generate_workload(
@@ -151,13 +163,13 @@ def generate_workload(
         eff = effects_at(injections, t0)
         blocks = main if source == "production" else ev
         if source == "production":
-            world = pick_world(worlds, agent_cdf, main.ut[i][1])
+            world = pick_world(worlds, agent_cdf, float(main._ut[i, 1]))
             tid = f"{prefix}-t{i:05d}"
         else:
             world = worlds[slots[i][1]]
             tid = f"{prefix}-e{i:05d}"
         draft = simulate_trace(
-            i, t0, world, eff, blocks.ut[i], blocks.zt[i], blocks.us[i], blocks.zs[i],
+            i, t0, world, eff, *blocks.row(i),
             source=source, counterfactual_fraction=counterfactual_fraction,
             upgradable=world is worlds[0],
         )  # fmt: skip
@@ -166,9 +178,9 @@ def generate_workload(
         _emit(events, draft, tid, f"{tid}-cf" if draft.twin else None, eff, blocks, i,
               include_embeddings)  # fmt: skip
         if draft.twin:  # the baseline version replays the same input a minute later
+            tw = twin.row(i)
             replay = simulate_trace(
-                i, t0 + 60.0 + 60.0 * twin.ut[i][21], world, Effects(),
-                twin.ut[i], twin.zt[i], twin.us[i], twin.zs[i], replay_of=draft,
+                i, t0 + 60.0 + 60.0 * tw[0][21], world, Effects(), *tw, replay_of=draft,
                 source="shadow", counterfactual_fraction=0.0,
             )  # fmt: skip
             _emit(events, replay, f"{tid}-cf", None, Effects(), twin, i, include_embeddings)
