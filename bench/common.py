@@ -101,7 +101,7 @@ def server(
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(
-                    f"server did not start: {proc.stderr.read() if proc.stderr else ''}"
+                    f"server did not start: {proc.stderr.read().decode(errors='replace') if proc.stderr else ''}"
                 )
             time.sleep(0.2)
         yield (url, proc) if return_proc else url
