@@ -86,6 +86,7 @@ def claim_ids(
         "SELECT %s, u.id, u.t, %s FROM unnest(%s::text[], %s::text[]) AS u(id, t) "
         "ON CONFLICT DO NOTHING RETURNING event_id",
         (project_id, now, list(ids), list(types)),
+        binary=True,  # binary arrays: no per-element quoting on the client
     )
     return {row[0] for row in cur.fetchall()}
 
