@@ -125,6 +125,18 @@ def client(settings: Settings) -> Iterator[TestClient]:
 KeyMaker = Callable[..., str]
 
 
+def key_for(db_url: str, role: str, project: str = "p1") -> str:
+    """A plaintext key in any database (for tests that make their own database)."""
+    eng = make_engine(db_url)
+    try:
+        with make_sessionmaker(eng)() as session:
+            key = create_key(session, project_name=project, role=role)
+            session.commit()
+    finally:
+        eng.dispose()
+    return key
+
+
 @pytest.fixture
 def make_key(db_url: str) -> Iterator[KeyMaker]:
     """``make_key(role="admin", project="p1")`` -> a plaintext key for that project."""

@@ -13,7 +13,7 @@ from app.db import normalise_url
 from app.main import create_app
 from app.models import Span
 from app.settings import Settings
-from tests.conftest import LiveServer, auth, fresh_database
+from tests.conftest import LiveServer, auth, fresh_database, key_for
 from tests.reliability.tcp_proxy import TcpProxy
 
 
@@ -25,9 +25,9 @@ def proxied_pg(tmp_path, request):
     proxy.close()
 
 
-def test_outage_answers_503_then_recovers(proxied_pg, make_key_for):
+def test_outage_answers_503_then_recovers(proxied_pg):
     direct_url, proxied_url, proxy = proxied_pg
-    key = make_key_for(direct_url, "ingest")
+    key = key_for(direct_url, "ingest")
     settings = Settings(database_url=proxied_url, scheduler_enabled=False)
     statuses: dict[int, int] = {}
     acked: set[str] = set()
@@ -78,19 +78,3 @@ def test_outage_answers_503_then_recovers(proxied_pg, make_key_for):
         stored = conn.scalar(select(func.count()).select_from(Span))
     eng.dispose()
     assert stored >= len(acked)
-
-
-@pytest.fixture
-def make_key_for():
-    from app.db import make_engine, make_sessionmaker
-    from app.keys import create_key
-
-    def make(url: str, role: str) -> str:
-        eng = make_engine(url)
-        with make_sessionmaker(eng)() as s:
-            key = create_key(s, project_name="p", role=role)
-            s.commit()
-        eng.dispose()
-        return key
-
-    return make

@@ -22,7 +22,7 @@ from app.main import create_app
 from app.models import Alert, Label
 from app.settings import Settings
 from pipelines.scenarios import Injection, generate_workload
-from tests.conftest import LiveServer, auth, fresh_database
+from tests.conftest import LiveServer, auth, fresh_database, key_for
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
@@ -32,18 +32,23 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
-def world(tmp_path: Path, request: pytest.FixtureRequest, make_key_for_url) -> Iterator[dict]:
+def world(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[dict]:
     url = fresh_database("postgresql", tmp_path, request)
-    admin = make_key_for_url(url, "admin")
-    annotator = make_key_for_url(url, "annotate")
+    admin = key_for(url, "admin", "shop")
+    annotator = key_for(url, "annotate", "shop")
     settings = Settings(database_url=url, scheduler_enabled=False, media_dir=str(tmp_path / "m"))
     events = generate_workload(
-        11, START, timedelta(hours=6), traces_per_hour=90, embedding_dim=32,
+        11,
+        START,
+        timedelta(hours=6),
+        traces_per_hour=90,
+        embedding_dim=32,
         injections=[Injection("FM-2", START + timedelta(hours=4), "strong")],
     )
-    with LiveServer(create_app(settings, start_background=False)) as server, httpx.Client(
-        base_url=server.url, timeout=120, headers=auth(admin)
-    ) as c:
+    with (
+        LiveServer(create_app(settings, start_background=False)) as server,
+        httpx.Client(base_url=server.url, timeout=120, headers=auth(admin)) as c,
+    ):
         for i in range(0, len(events), 2000):
             r = c.post("/api/v1/ingest", json={"events": events[i : i + 2000]})
             assert r.status_code == 200, r.text
@@ -54,30 +59,18 @@ def world(tmp_path: Path, request: pytest.FixtureRequest, make_key_for_url) -> I
             r = c.post(f"/api/v1/monitors/{fm2['id']}/run", json={"now": now})
             assert r.status_code == 200, r.text
         assert r.json()["fired"], r.json()
-        q = c.post("/api/v1/queues", json={
-            "name": "images", "selection": {"streams": ["vlm.image"]},
-            "label_schema": {"type": "categorical", "values": ["ok", "drifted", "unclear"]},
-            "budget_per_period": 10,
-        })
+        q = c.post(
+            "/api/v1/queues",
+            json={
+                "name": "images",
+                "selection": {"streams": ["vlm.image"]},
+                "label_schema": {"type": "categorical", "values": ["ok", "drifted", "unclear"]},
+                "budget_per_period": 10,
+            },
+        )
         assert q.status_code == 201, q.text
         assert c.post("/api/v1/queues/images/fill").json()["added"] >= 3
         yield {"url": server.url, "db": url, "admin": admin, "annotator": annotator, "fm2": fm2}
-
-
-@pytest.fixture
-def make_key_for_url():
-    from app.db import make_engine, make_sessionmaker
-    from app.keys import create_key
-
-    def make(url: str, role: str) -> str:
-        eng = make_engine(url)
-        with make_sessionmaker(eng)() as s:
-            key = create_key(s, project_name="shop", role=role)
-            s.commit()
-        eng.dispose()
-        return key
-
-    return make
 
 
 @pytest.fixture
@@ -89,8 +82,14 @@ def browser():
         b = p.chromium.launch(
             executable_path=CHROMIUM,
             headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--no-first-run", "--disable-sync"],
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--no-first-run",
+                "--disable-sync",
+            ],
         )
         yield b
         b.close()
@@ -122,7 +121,10 @@ def test_on_call_acknowledges_alert_and_sees_chart(world, browser):
     row.locator("button[data-action=ack]").click()
     page.locator("tr[data-state=acknowledged]").filter(has_text="FM-2").wait_for()
     page.screenshot(path=str(SHOTS / "alerts-acknowledged.png"), full_page=True)
-    assert db_scalar(world["db"], select(Alert.state).where(Alert.failure_mode == "FM-2")) == "acknowledged"
+    assert (
+        db_scalar(world["db"], select(Alert.state).where(Alert.failure_mode == "FM-2"))
+        == "acknowledged"
+    )
 
     page.goto(f"{world['url']}/")
     assert page.locator("section.mode[data-mode=FM-2]").get_attribute("class").count("firing") == 1
