@@ -66,10 +66,9 @@ class Trace(Base):
 
 class Span(Base):
     __tablename__ = "spans"
-    __table_args__ = (
-        UniqueConstraint("project_id", "trace_id", "span_id"),
-        Index("ix_spans_project_started", "project_id", "started_at"),
-    )
+    # Spans are read by trace (the unique index leads with project_id, trace_id); an index
+    # on time would cost every insert and serve no query, so there is none.
+    __table_args__ = (UniqueConstraint("project_id", "trace_id", "span_id"),)
 
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))

@@ -115,9 +115,6 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('id', name=op.f('pk_spans')),
     sa.UniqueConstraint('project_id', 'trace_id', 'span_id', name=op.f('uq_spans_project_id_trace_id_span_id'))
     )
-    with op.batch_alter_table('spans', schema=None) as batch_op:
-        batch_op.create_index('ix_spans_project_started', ['project_id', 'started_at'], unique=False)
-
     op.create_table('traces',
     sa.Column('id', sa.BigInteger().with_variant(sa.Integer(), 'sqlite'), autoincrement=True, nullable=False),
     sa.Column('project_id', sa.Integer(), nullable=False),
@@ -151,9 +148,6 @@ def downgrade() -> None:
         batch_op.drop_index('ix_traces_project_agent')
 
     op.drop_table('traces')
-    with op.batch_alter_table('spans', schema=None) as batch_op:
-        batch_op.drop_index('ix_spans_project_started')
-
     op.drop_table('spans')
     with op.batch_alter_table('scores', schema=None) as batch_op:
         batch_op.drop_index('ix_scores_project_trace')
