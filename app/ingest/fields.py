@@ -40,7 +40,11 @@ def opt_str(body: dict[str, Any], key: str, prefix: str, max_len: int = 128) -> 
 
 
 def _as_str(value: Any, field: str, max_len: int) -> str:
-    if isinstance(value, bool) or not isinstance(value, str | int):
+    if type(value) is str:  # the common case, checked first: this runs for every field
+        if len(value) > max_len:
+            raise FieldError(field, f"must be at most {max_len} characters")
+        return value
+    if isinstance(value, bool) or not isinstance(value, int):
         raise FieldError(field, f"must be a string, not {type(value).__name__}")
     text = str(value)
     if len(text) > max_len:
@@ -75,8 +79,10 @@ def req_float(body: dict[str, Any], key: str, prefix: str) -> float:
 
 
 def _as_float(value: Any, field: str, lo: float | None, hi: float | None) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise FieldError(field, f"must be a number, not {type(value).__name__}")
+    kind = type(value)
+    if kind is not float and kind is not int:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise FieldError(field, f"must be a number, not {type(value).__name__}")
     number = float(value)
     if not math.isfinite(number):
         raise FieldError(field, "must be finite (no NaN or infinity)")
