@@ -1,0 +1,115 @@
+"""Create (or find again) what the demo needs: project, keys, monitors, queue, channel.
+
+Everything is idempotent by name, so a second demo on the same database reuses the
+project, its seven default monitors, the labeling queue and the webhook channel (whose
+URL and secret are pointed at this run's receiver). Keys are new on every run: a key is
+stored hashed and can be shown only when it is created.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import Engine, func, select
+from sqlalchemy.orm import Session
+
+from app.alerts.schemas import ChannelCreate
+from app.alerts.store import create_channel
+from app.keys import create_key, get_or_create_project
+from app.labeling.queues import create_queue
+from app.labeling.schemas import QueueCreate
+from app.models import Channel, Embedding, Trace
+from app.models.labeling import LabelQueue
+from app.monitors.defaults import create_defaults
+from pipelines.scenarios import IMAGE_STREAM
+
+PROJECT = "demo"
+ROLES = ("admin", "ingest", "annotate")
+QUEUE = "vlm-images"
+CHANNEL = "demo receiver"
+QUEUE_BODY = {
+    "name": QUEUE,
+    "description": "Novel VLM images (k-center greedy), boosted where FM-6 fired",
+    "selection": {"streams": [IMAGE_STREAM]},
+    "label_schema": {
+        "type": "categorical",
+        "values": ["as expected", "new kind of image", "unusable"],
+        "correct_values": ["as expected"],
+    },
+    "label_name": "image_ok",
+    "budget_per_period": 40,
+    "fill_interval_seconds": 600,
+}
+
+
+@dataclass(frozen=True)
+class DemoProject:
+    project_id: int
+    keys: dict[str, str]
+    monitors: list[tuple[int, str]]
+    queue: str
+    earliest_data: datetime | None
+
+
+def prepare(engine: Engine, *, receiver_url: str, secret: str) -> DemoProject:
+    with Session(engine) as session:
+        keys = {
+            role: create_key(session, project_name=PROJECT, role=role, name=f"demo {role}")
+            for role in ROLES
+        }
+        session.commit()
+        project_id = get_or_create_project(session, name=PROJECT).id
+        monitors = create_defaults(session, project_id=project_id)
+        session.commit()
+        pairs = [(m.id, m.failure_mode) for m in monitors]
+        if (
+            session.scalar(
+                select(LabelQueue.id).where(
+                    LabelQueue.project_id == project_id, LabelQueue.name == QUEUE
+                )
+            )
+            is None
+        ):
+            create_queue(
+                session, project_id=project_id, body=QueueCreate.model_validate(QUEUE_BODY)
+            )
+        _point_channel(session, project_id, receiver_url, secret)
+        session.commit()
+        earliest = _earliest_data(session, project_id)
+    return DemoProject(project_id, keys, pairs, QUEUE, earliest)
+
+
+def _point_channel(session: Session, project_id: int, url: str, secret: str) -> None:
+    channel = session.scalar(
+        select(Channel).where(Channel.project_id == project_id, Channel.name == CHANNEL)
+    )
+    if channel is None:
+        body = ChannelCreate.model_validate(
+            {"type": "webhook", "name": CHANNEL, "url": url, "secret": secret}
+        )
+        create_channel(session, project_id=project_id, body=body)
+    else:
+        channel.url, channel.secret, channel.enabled = url, secret, True
+
+
+def _earliest_data(session: Session, project_id: int) -> datetime | None:
+    firsts = [
+        session.scalar(select(func.min(Trace.started_at)).where(Trace.project_id == project_id)),
+        session.scalar(
+            select(func.min(Embedding.created_at)).where(Embedding.project_id == project_id)
+        ),
+    ]
+    found = [t if t.tzinfo else t.replace(tzinfo=UTC) for t in firsts if t is not None]
+    return min(found) if found else None
+
+
+def timeline_start(*, now: datetime, hours: float, earliest_data: datetime | None) -> datetime:
+    """Where this run's simulated period starts: it ends at the hour before ``now``, or
+    before the project's oldest data when an earlier demo stored some (a second run
+    replays an earlier, disjoint period, so its windows never mix with the first's data,
+    and everything it sends is in the past, where notifications are due at once)."""
+    end = now.replace(minute=0, second=0, microsecond=0)
+    if earliest_data is not None:
+        end = min(end, earliest_data.replace(minute=0, second=0, microsecond=0))
+    return end - timedelta(hours=hours)

@@ -1,0 +1,86 @@
+"""What the demo prints: the banner with URLs and keys, and the one-screen summary."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
+
+from app.demo.replay import ReplayResult, Schedule, format_delay
+from pipelines.scenarios import FAILURE_MODES
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the service reports after the replay (read back through the API)."""
+
+    alerts_by_state: dict[str, int]
+    queue: str
+    queue_depth: int
+    queue_added: int
+    delivered: int
+    delivered_by_event: dict[str, int]
+    rejected_deliveries: int
+
+
+def banner(
+    *, base_url: str, db_url: str, keys: dict[str, str], reused: bool, hint: bool
+) -> list[str]:
+    lines = [
+        "Telltale demo",
+        f"  UI       {base_url}/            (log in at {base_url}/login with the admin key)",
+        f"  API      {base_url}/api/v1      (docs at {base_url}/docs)",
+        f"  metrics  {base_url}/metrics",
+        f"  database {db_url}" + ("  (project 'demo' reused)" if reused else ""),
+        *(f"  {role + ' key':<12} {key}" for role, key in keys.items()),
+    ]
+    if hint:
+        lines.append(f"  Open {base_url}/alerts in a browser to watch the alerts arrive.")
+    return lines
+
+
+def schedule_lines(schedule: Schedule, *, speed: float, tick_min: float) -> list[str]:
+    per_hour = 3600.0 / speed
+    return [
+        f"Replaying {schedule.hours:g} simulated hours from {_t(schedule.start)} "
+        f"(1 simulated hour per {per_hour:.3g} s real, or slower if the monitors need longer;"
+        f" monitors run every {tick_min:g} simulated minutes).",
+        f"Clean baseline for {schedule.baseline_h:g} h, then one mode every "
+        f"{format_delay(schedule.slot)} ({schedule.strength}); each stays on.",
+    ]
+
+
+def summary_lines(schedule: Schedule, result: ReplayResult, outcome: Outcome) -> list[str]:
+    false_alarms = Counter(mode for mode, _ in result.false_alarms)
+    lines = [
+        "",
+        "Summary" + ("" if result.completed else " (interrupted before the end of the replay)"),
+        f"  {'mode':<5} {'failure mode':<36} {'injected':<17} {'detected':<17} delay",
+    ]
+    for mode, det in result.detections.items():
+        name = FAILURE_MODES[mode].split(" (")[0][:36]
+        found = det.detected_at is not None and det.delay is not None
+        detected = _t(det.detected_at) if det.detected_at else "missed"
+        delay = format_delay(det.delay) if found and det.delay is not None else "-"
+        lines.append(f"  {mode:<5} {name:<36} {_t(det.injected_at):<17} {detected:<17} {delay}")
+    n_found = sum(d.detected_at is not None for d in result.detections.values())
+    fa = ", ".join(f"{m} x{n}" for m, n in sorted(false_alarms.items())) or "none"
+    states = ", ".join(f"{n} {s}" for s, n in sorted(outcome.alerts_by_state.items())) or "none"
+    events = ", ".join(f"{n} {e}" for e, n in sorted(outcome.delivered_by_event.items()))
+    lines += [
+        f"  detected {n_found} of {len(result.detections)}; false alarms: {fa}",
+        f"  monitor runs {result.runs} ({result.failed_runs} failed); events sent "
+        f"{result.events_accepted} new, {result.events_duplicate} duplicates; "
+        f"replay took {result.wall_s:.0f} s",
+        f"  alerts: {states}",
+        f"  labeling queue {outcome.queue}: {outcome.queue_depth} items waiting "
+        f"({outcome.queue_added} added by this run's fill)",
+        f"  notifications delivered to the receiver: {outcome.delivered} signed and verified"
+        + (f" ({events})" if events else "")
+        + (f"; {outcome.rejected_deliveries} rejected" if outcome.rejected_deliveries else ""),
+    ]
+    return lines
+
+
+def _t(t: datetime | None) -> str:
+    return "-" if t is None else t.strftime("%Y-%m-%d %H:%MZ")
