@@ -1,4 +1,4 @@
-# Telltale: `make run` serves on SQLite at 127.0.0.1:8000; `make test` runs the whole suite.
+# Telltale: `make run` runs the demo (serves on SQLite at 127.0.0.1:8000); `make test` runs the whole suite.
 # Both create .venv and install everything on first use (torch comes from the local wheels).
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/telltale serve --host 127.0.0.1 --port 8000
+	$(BIN)/telltale demo --port 8000
 
 test: $(STAMP)
 	bash scripts/test.sh
