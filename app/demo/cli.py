@@ -69,7 +69,15 @@ def _database_url(fresh: bool) -> str:
     return url
 
 
+def _quiet_logs() -> None:
+    """The demo prints its own story; the service's info logs would bury it."""
+    logging.getLogger().setLevel(logging.WARNING)
+    for name in ("alembic", "telltale", "uvicorn"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def _run(args: argparse.Namespace) -> int:
+    _quiet_logs()
     from app import migrate
     from app.db import make_engine
     from app.demo.receiver import WebhookReceiver
@@ -81,13 +89,15 @@ def _run(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
 
+    modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
+    try:  # check the flags before touching the database
+        Schedule(start=utcnow(), hours=args.hours, strength=args.strength, modes=modes)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     url = _database_url(args.fresh)
     migrate.upgrade(url)
-    # The demo prints its own story; the service's info logs would bury it (set after the
-    # migration, whose logging config would turn them back on).
-    logging.getLogger().setLevel(logging.WARNING)
-    for name in ("alembic", "telltale", "uvicorn"):
-        logging.getLogger(name).setLevel(logging.WARNING)
+    _quiet_logs()  # again: the migration's logging config turns them back on
     base_url = f"http://127.0.0.1:{args.port}"
     receiver = WebhookReceiver(secrets.token_urlsafe(24)).start()
     engine = make_engine(url)
@@ -99,12 +109,12 @@ def _run(args: argparse.Namespace) -> int:
         start=timeline_start(now=utcnow(), hours=args.hours, earliest_data=project.earliest_data),
         hours=args.hours,
         strength=args.strength,
-        modes=tuple(m.strip() for m in args.modes.split(",") if m.strip()),
+        modes=modes,
     )
     settings = Settings(database_url=url, public_url=base_url)
     server, thread = _start_server(settings, args.port)
     try:
-        if not _wait_healthy(base_url, thread, stop):
+        if not _wait_healthy(base_url, server, thread, stop):
             print(f"error: the server did not start on {base_url}", file=sys.stderr)
             return 0 if stop.is_set() else 2
         say = _printer()
@@ -162,9 +172,16 @@ def _start_server(settings: Any, port: int) -> tuple[Any, threading.Thread]:
     return server, thread
 
 
-def _wait_healthy(base_url: str, thread: threading.Thread, stop: threading.Event) -> bool:
+def _wait_healthy(
+    base_url: str, server: Any, thread: threading.Thread, stop: threading.Event
+) -> bool:
+    """Our server is up: it bound the port (``started``; a port taken by another server
+    leaves it False and ends the thread) and answers /healthz."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and thread.is_alive() and not stop.is_set():
+        if not server.started:
+            stop.wait(0.1)
+            continue
         try:
             if httpx.get(f"{base_url}/healthz", timeout=2).status_code == 200:
                 return True

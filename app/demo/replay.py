@@ -45,6 +45,9 @@ class Schedule:
     visible_for: timedelta = timedelta(hours=6)
 
     def __post_init__(self) -> None:
+        unknown = [m for m in self.modes if m not in FAILURE_MODES]
+        if not self.modes or unknown or len(set(self.modes)) != len(self.modes):
+            raise ValueError(f"--modes must name distinct modes among {', '.join(FAILURE_MODES)}")
         if self.slot < timedelta(hours=2):
             raise ValueError(
                 f"--hours {self.hours:g} leaves under 2 simulated hours per mode; "
