@@ -26,7 +26,11 @@ Each mode touches only its own mechanism, so a detector for another mode should 
 * FM-6 silent degradation: the ``vlm.image`` embedding stream drifts (a new cluster plus a
   mean shift); traces are untouched.
 * FM-7 proxy convergence: proxy scores rise, true scores fall, the proxy-true coupling
-  weakens, and decisions collapse onto one category.
+  weakens, and for a share of inputs the decision collapses onto one category (the same
+  inputs every time, so repeated inputs stay consistent and FM-3 is not touched).
+
+Injections act on the agent, so eval-harness runs see them as production does (an eval
+gap appears only with FM-5); counterfactual shadow replays run the clean baseline version.
 """
 
 from __future__ import annotations

@@ -8,7 +8,11 @@ stream, and returns them as the native ingest events of the ingest API::
     {"id": "<client event id>", "type": "trace"|"span"|"score"|"embedding", "body": {...}}
 
 Event ids are derived from the seed, the start time and the injections, so re-sending a
-workload is idempotent and two different scenarios never collide.
+workload is idempotent and two different scenarios never collide. A production trace with a
+counterfactual replay carries ``counterfactual_of`` = the replay's trace id (the baseline
+run it is compared with, as the FM-7 detector reads it); the replay is ``source=shadow``.
+Delayed labels are score events whose ``created_at`` lies hours after the trace; a monitor
+replaying the stream should hide them until then (:func:`pipelines.scenarios.as_of`).
 """
 
 from __future__ import annotations
