@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection
 from app.db import write_transaction
 from app.ingest import pg_copy
 from app.ingest.events import Rejection, ValidEvent
-from app.models import Embedding, EmbeddingStream, IngestEvent, Score, Span, Trace
+from app.models import Embedding, EmbeddingStream, IngestEvent, IngestMinute, Score, Span, Trace
 from app.models.base import utcnow
 
 _TABLES = {"span": Span, "score": Score, "embedding": Embedding}
@@ -70,11 +70,28 @@ def write_events(
         fresh = [ev for ev in unique if ev.event_id in claimed]
         _write_rows(conn, project_id, fresh)
         result.accepted = len(fresh)
+        for ev in fresh:
+            result.accepted_by_type[ev.type] = result.accepted_by_type.get(ev.type, 0) + 1
+        _count_minute(conn, project_id, result.accepted_by_type)
         if also is not None:
             also(conn)
-    for ev in fresh:
-        result.accepted_by_type[ev.type] = result.accepted_by_type.get(ev.type, 0) + 1
     return result
+
+
+def _count_minute(conn: Connection, project_id: int, by_type: dict[str, int]) -> None:
+    if not by_type:
+        return
+    minute = utcnow().replace(second=0, microsecond=0)
+    rows = [
+        {"project_id": project_id, "minute": minute, "type": t, "events": n}
+        for t, n in sorted(by_type.items())
+    ]
+    stmt = _insert(conn, IngestMinute)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["project_id", "minute", "type"],
+        set_={"events": IngestMinute.__table__.c.events + stmt.excluded.events},
+    )
+    conn.execute(stmt, rows)
 
 
 def _check_stream_dims(

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.models import Alert, DetectorRun, IngestEvent, Monitor
+from app.models import Alert, DetectorRun, IngestMinute, Monitor
 from app.models.base import utcnow
 
 FAILURE_MODES = {
@@ -53,9 +53,9 @@ def overview(session: Session, project_id: int) -> dict[str, Any]:
     since = utcnow() - timedelta(hours=1)
     rate = dict(
         session.execute(
-            select(IngestEvent.type, func.count())
-            .where(IngestEvent.project_id == project_id, IngestEvent.created_at >= since)
-            .group_by(IngestEvent.type)
+            select(IngestMinute.type, func.sum(IngestMinute.events))
+            .where(IngestMinute.project_id == project_id, IngestMinute.minute >= since)
+            .group_by(IngestMinute.type)
         ).all()
     )
     return {"modes": modes, "ingest_last_hour": rate}

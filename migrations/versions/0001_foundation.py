@@ -79,6 +79,14 @@ def upgrade() -> None:
     with op.batch_alter_table('ingest_events', schema=None) as batch_op:
         batch_op.create_index('ix_ingest_events_project_created', ['project_id', 'created_at'], unique=False)
 
+    op.create_table('ingest_minutes',
+    sa.Column('project_id', sa.Integer(), nullable=False),
+    sa.Column('minute', app.models.base.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('type', sa.String(length=16), nullable=False),
+    sa.Column('events', sa.Integer(), nullable=False),
+    sa.ForeignKeyConstraint(['project_id'], ['projects.id'], name=op.f('fk_ingest_minutes_project_id_projects'), ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('project_id', 'minute', 'type', name=op.f('pk_ingest_minutes'))
+    )
     op.create_table('scores',
     sa.Column('id', sa.BigInteger().with_variant(sa.Integer(), 'sqlite'), autoincrement=True, nullable=False),
     sa.Column('project_id', sa.Integer(), nullable=False),
@@ -154,6 +162,7 @@ def downgrade() -> None:
         batch_op.drop_index('ix_scores_project_name_created')
 
     op.drop_table('scores')
+    op.drop_table('ingest_minutes')
     with op.batch_alter_table('ingest_events', schema=None) as batch_op:
         batch_op.drop_index('ix_ingest_events_project_created')
 

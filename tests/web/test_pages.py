@@ -1,0 +1,123 @@
+"""Pages without a browser: login, CSRF, redirects, escaping, roles, the ingestion rate."""
+
+from __future__ import annotations
+
+import re
+
+from fastapi.testclient import TestClient
+
+from tests.conftest import auth
+
+XSS = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+
+
+def login(client: TestClient, key: str, next_path: str = "/") -> None:
+    page = client.get("/login")
+    token = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
+    r = client.post(
+        "/login", data={"api_key": key, "csrf": token, "next": next_path}, follow_redirects=False
+    )
+    assert r.status_code == 303, r.text
+    cookie = r.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=lax" in cookie
+
+
+def test_pages_need_a_session_and_login_rejects_bad_keys(client, make_key):
+    r = client.get("/traces", follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/login?next=/traces"
+    page = client.get("/login")
+    token = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
+    bad = client.post("/login", data={"api_key": "tt_nope", "csrf": token}, follow_redirects=False)
+    assert bad.status_code == 401 and "not valid" in bad.text
+    no_csrf = client.post("/login", data={"api_key": make_key("read")}, follow_redirects=False)
+    assert no_csrf.status_code == 401 and "expired" in no_csrf.text
+
+
+def test_login_never_redirects_off_site(client, make_key):
+    for target in ("//evil.example/x", "https://evil.example", "javascript:alert(1)"):
+        page = client.get("/login")
+        token = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
+        r = client.post(
+            "/login",
+            data={"api_key": make_key("read"), "csrf": token, "next": target},
+            follow_redirects=False,
+        )
+        assert r.headers["location"] == "/", target
+
+
+def test_injected_html_in_trace_data_is_escaped(client, make_key):
+    key = make_key("admin")
+    events = [
+        {
+            "id": "t",
+            "type": "trace",
+            "body": {"trace_id": "xss-1", "agent": XSS, "attributes": {"decision": XSS, XSS: XSS}},
+        },
+        {
+            "id": "s",
+            "type": "span",
+            "body": {
+                "trace_id": "xss-1",
+                "span_id": "s1",
+                "name": XSS,
+                "tool_name": XSS,
+                "error_type": XSS,
+                "status": "error",
+                "attributes": {"note": XSS},
+            },
+        },
+    ]
+    assert (
+        client.post("/api/v1/ingest", json={"events": events}, headers=auth(key)).status_code == 200
+    )
+    login(client, key)
+    for path in ("/traces", "/traces/xss-1", f"/traces?agent={XSS}"):
+        html = client.get(path).text
+        assert "<script>alert" not in html and "<img src=x" not in html, path
+        assert "&lt;script&gt;" in html or "\\u003cscript\\u003e" in html, path
+
+
+def test_cookie_session_needs_csrf_for_api_writes_and_respects_roles(client, make_key):
+    annotator = make_key("annotate")
+    login(client, annotator)
+    html = client.get("/").text
+    token = re.search(r'name="csrf-token" content="([^"]+)"', html).group(1)
+    assert client.get("/api/v1/traces").status_code == 200  # reads work with the cookie
+    body = {"matchers": [{"name": "failure_mode", "value": "FM-1"}], "duration_seconds": 60}
+    assert client.post("/api/v1/silences", json=body).status_code == 403  # no CSRF header
+    ok = client.post("/api/v1/silences", json=body, headers={"X-CSRF-Token": token})
+    assert ok.status_code == 201
+    wrong = client.post("/api/v1/silences", json=body, headers={"X-CSRF-Token": "x" * 64})
+    assert wrong.status_code == 403
+    # The annotator's cookie does not make it an admin.
+    r = client.post("/api/v1/keys", json={"role": "admin"}, headers={"X-CSRF-Token": token})
+    assert r.status_code == 403
+
+
+def test_revoking_the_key_ends_the_session(client, make_key):
+    admin = make_key("admin")
+    reader_made = client.post("/api/v1/keys", json={"role": "read"}, headers=auth(admin)).json()
+    login(client, reader_made["key"])
+    assert client.get("/traces").status_code == 200
+    key_id = next(
+        k["id"]
+        for k in client.get("/api/v1/keys", headers=auth(admin)).json()["keys"]
+        if k["role"] == "read"
+    )
+    client.delete(f"/api/v1/keys/{key_id}", headers=auth(admin))
+    r = client.get("/traces", follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"].startswith("/login")
+
+
+def test_overview_shows_the_ingestion_rate(client, make_key):
+    key = make_key("admin")
+    events = [
+        {"id": f"s{i}", "type": "span", "body": {"trace_id": "t", "span_id": f"s{i}"}}
+        for i in range(7)
+    ]
+    client.post("/api/v1/ingest", json={"events": events}, headers=auth(key))
+    client.post("/api/v1/ingest", json={"events": events}, headers=auth(key))  # duplicates
+    login(client, key)
+    html = client.get("/").text
+    assert re.search(r"<strong>7</strong> spans", html), html[:2000]
+    assert all(f'data-mode="FM-{k}"' in html for k in range(1, 8))
