@@ -16,7 +16,7 @@ from sqlalchemy import select
 
 from app.api.routes.traces import get_trace
 from app.api.routes.traces import list_traces as api_list_traces
-from app.models import Monitor
+from app.models import Alert, AlertEvent, Monitor
 from app.models.labeling import LabelQueue
 from app.web import queries
 from app.web.deps import WebDep
@@ -82,6 +82,20 @@ def alerts_page(
     return web.render(
         "alerts.html", alerts=rows, state=state or "", severity=severity or "", monitor_names=names
     )
+
+
+@router.get("/alerts/{alert_id}")
+def alert_page(alert_id: int, web: WebDep) -> Any:
+    """One alert with its evidence and every transition (the link notifications carry)."""
+    with web.request.app.state.sessionmaker() as session:
+        alert = session.get(Alert, alert_id)
+        if alert is None or alert.project_id != web.principal.project_id:
+            raise HTTPException(404, f"alert {alert_id} not found in this project")
+        events = session.scalars(
+            select(AlertEvent).where(AlertEvent.alert_id == alert_id).order_by(AlertEvent.id)
+        ).all()
+        monitor = session.get(Monitor, alert.monitor_id) if alert.monitor_id else None
+    return web.render("alert.html", alert=alert, events=events, monitor=monitor)
 
 
 @router.get("/traces")

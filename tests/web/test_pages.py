@@ -121,3 +121,34 @@ def test_overview_shows_the_ingestion_rate(client, make_key):
     html = client.get("/").text
     assert re.search(r"<strong>7</strong> spans", html), html[:2000]
     assert all(f'data-mode="FM-{k}"' in html for k in range(1, 8))
+
+
+def test_alert_page_from_a_notification_link(client, make_key, engine):
+    from datetime import UTC, datetime
+
+    from app.models import Alert, Project
+    from app.monitors.store import write_session
+
+    key = make_key("admin")
+    with write_session(engine) as session:
+        project_id = session.query(Project.id).scalar()
+        now = datetime.now(UTC)
+        alert = Alert(
+            project_id=project_id,
+            fingerprint="f" * 64,
+            failure_mode="FM-2",
+            severity="critical",
+            labels={},
+            state="firing",
+            summary="cascade lift 3.1",
+            evidence={"lift": 3.1},
+            first_fired_at=now,
+            last_fired_at=now,
+        )
+        session.add(alert)
+        session.flush()
+        alert_id = alert.id
+    login(client, key)
+    html = client.get(f"/alerts/{alert_id}").text
+    assert "cascade lift 3.1" in html and "Acknowledge" in html and '"lift": 3.1' in html
+    assert client.get("/alerts/999999", headers={"accept": "text/html"}).status_code == 404
