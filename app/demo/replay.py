@@ -105,7 +105,7 @@ class ReplayResult:
 @dataclass(frozen=True)
 class Workload:
     traces_per_hour: float = 100.0
-    embedding_dim: int = 16
+    embedding_dim: int = 32  # the detection bench's dim: at 16 cosine drift misses more
     eval_per_agent_hour: int = 20
     images_per_hour: float = 60.0
 

@@ -48,7 +48,7 @@ def _finish(proc: subprocess.Popen[str], timeout: float) -> str:
 
 def test_demo_detects_every_mode_and_runs_twice(tmp_path: Path) -> None:
     db = tmp_path / "demo.db"
-    out = _finish(_demo(db, "--exit-when-done", "--hours", "20"), timeout=240)
+    out = _finish(_demo(db, "--exit-when-done", "--hours", "20"), timeout=420)
     assert re.search(r"UI\s+http://127\.0\.0\.1:\d+/", out), out
     assert "/api/v1" in out and "/metrics" in out
     for role in ("admin", "ingest", "annotate"):
@@ -66,7 +66,7 @@ def test_demo_detects_every_mode_and_runs_twice(tmp_path: Path) -> None:
     assert "rejected" not in out.split("notifications delivered")[1]
 
     # Again on the same database: the project is reused and an earlier period replayed.
-    again = _finish(_demo(db, "--exit-when-done", "--hours", "8", "--modes", "FM-2"), timeout=120)
+    again = _finish(_demo(db, "--exit-when-done", "--hours", "8", "--modes", "FM-2"), timeout=240)
     assert "project 'demo' reused" in again, again
     assert re.search(r"FM-2  .*detected after", again), again
     assert "detected 1 of 1" in again and "0 failed" in again
