@@ -142,7 +142,6 @@ class IngestEvent(Base):
     """Client event ids already committed: a re-sent id is a duplicate and writes nothing."""
 
     __tablename__ = "ingest_events"
-    __table_args__ = (Index("ix_ingest_events_project_created", "project_id", "created_at"),)
 
     project_id: Mapped[int] = mapped_column(
         ForeignKey("projects.id", ondelete="CASCADE"), primary_key=True

@@ -76,9 +76,6 @@ def upgrade() -> None:
     sa.ForeignKeyConstraint(['project_id'], ['projects.id'], name=op.f('fk_ingest_events_project_id_projects'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('project_id', 'event_id', name=op.f('pk_ingest_events'))
     )
-    with op.batch_alter_table('ingest_events', schema=None) as batch_op:
-        batch_op.create_index('ix_ingest_events_project_created', ['project_id', 'created_at'], unique=False)
-
     op.create_table('ingest_minutes',
     sa.Column('project_id', sa.Integer(), nullable=False),
     sa.Column('minute', app.models.base.UTCDateTime(timezone=True), nullable=False),
@@ -163,9 +160,6 @@ def downgrade() -> None:
 
     op.drop_table('scores')
     op.drop_table('ingest_minutes')
-    with op.batch_alter_table('ingest_events', schema=None) as batch_op:
-        batch_op.drop_index('ix_ingest_events_project_created')
-
     op.drop_table('ingest_events')
     with op.batch_alter_table('embeddings', schema=None) as batch_op:
         batch_op.drop_index('ix_embeddings_project_trace')
