@@ -91,13 +91,14 @@ def test_ground_truth_detector_fires_on_fm4_and_not_on_clean() -> None:
 
 
 def test_eval_overfitting_detector_fires_on_fm5_coverage() -> None:
-    """FM-5: production inputs leave the eval set's coverage after the new version.
+    """FM-5: eval success of the new version rises, production inputs leave eval coverage.
 
-    With default settings the detector fires only on the eval-vs-production success gap,
-    which this workload cannot show reliably: production success there is mostly
-    ``status == ok`` (labels arrive hours later) while eval success is correctness, and
-    the label share differs between the windows (bench/detection.py reports the rate).
-    The coverage sub-test (kNN radius + classifier AUC) sees the injected input shift.
+    Checked with ``fire_on_coverage=True`` (kNN radius + classifier AUC). At default
+    settings, on this last-2-hours window, the gap test misses: production success is the
+    label when one is visible, else ``status == ok``; labels arrive hours later, so the
+    current window's production success is mostly ``status == ok`` (0.97) against a
+    half-labeled reference (0.84), which cancels the eval gain (excess -0.01 here).
+    bench/detection.py reports the default detector's rate over hourly windows.
     """
     from detectors.eval_overfitting import EvalOverfittingDetector
 
