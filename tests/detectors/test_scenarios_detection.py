@@ -93,8 +93,8 @@ def test_ground_truth_detector_fires_on_fm4_and_not_on_clean() -> None:
 def test_eval_overfitting_detector_fires_on_fm5_coverage() -> None:
     """FM-5: eval success of the new version rises, production inputs leave eval coverage.
 
-    Checked with ``fire_on_coverage=True`` (kNN radius + classifier AUC). At default
-    settings, on this last-2-hours window, the gap test misses: production success is the
+    Fires through the coverage sub-test (kNN radius + classifier AUC; on by default). The
+    gap test alone misses on this last-2-hours window: production success is the
     label when one is visible, else ``status == ok``; labels arrive hours later, so the
     current window's production success is mostly ``status == ok`` (0.97) against a
     half-labeled reference (0.84), which cancels the eval gain (excess -0.01 here).
@@ -102,7 +102,7 @@ def test_eval_overfitting_detector_fires_on_fm5_coverage() -> None:
     """
     from detectors.eval_overfitting import EvalOverfittingDetector
 
-    detector = EvalOverfittingDetector(fire_on_coverage=True)
+    detector = EvalOverfittingDetector()
     clean = detector.test(*windows(None))
     assert clean.status == "ok" and not clean.fired, clean.evidence
     injected = detector.test(*windows("FM-5"))
