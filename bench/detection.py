@@ -16,7 +16,8 @@ had arrived by then (:func:`pipelines.scenarios.as_of`).
 * ``specificity``: ``matrix[k][j]`` = share of runs in which FM-k's detector fires at
   some evaluation when only FM-j is injected (moderate); the diagonal is detection.
 
-FM-6 runs on the ``vlm.image`` stream: ``cosine_drift`` (KS on cosine similarity to the
+FM-6 runs on the ``vlm.image`` stream with ``mmd_drift`` (alpha 0.01), as the default FM-6
+monitor does. The variant row is ``cosine_drift`` (KS on cosine similarity to the
 reference centroid) on each window, or an EWMA chart on 15-minute batch mean similarities
 (fitted on bootstrap batches of the reference, limits for ARL0 = 2000 batches) alarming
 by then. Injections other than FM-6 leave the image stream identical to the clean one
@@ -28,8 +29,9 @@ FM-4) to fit 50 runs in about 10 CPU minutes; a permutation p-value is valid at 
 little power and no false-alarm control. Variants beside the table: FM-4 injected with
 confidences that do not show the accuracy drop, FM-5 on its gap and trend tests alone
 (``fire_on_coverage=False``; its production success mixes visible labels and ``status``), and
-FM-6 by ``mmd_drift`` alone (the KS-on-centroid-similarity test cannot see a new cluster
-that sits as far from the reference centroid as the old ones).
+FM-6 by cosine KS or EWMA (the KS-on-centroid-similarity test cannot see a new cluster
+that sits as far from the reference centroid as the old ones, which is why the default
+monitor uses MMD).
 """
 
 from __future__ import annotations
@@ -82,7 +84,7 @@ TRACE_DETECTORS = {
 EXTRA_ROWS = (
     "FM-4 confidence unchanged",
     "FM-5 fire_on_coverage=False",
-    "FM-6 mmd_drift(alpha=0.01)",
+    "FM-6 cosine_drift or EWMA",
 )
 EXTRA_FM5 = ("detectors.eval_overfitting", "EvalOverfittingDetector", {"fire_on_coverage": False})
 
@@ -182,7 +184,8 @@ def build_checks() -> tuple[dict[str, Check], list[str]]:
             missing.append(f"{mode} ({module}.{cls} not importable)")
         else:
             checks[mode] = check
-    checks["FM-6"] = _fm6_check()
+    # FM-6 as the default monitor runs it (method "mmd"); cosine/EWMA is a variant row.
+    checks["FM-6"] = _fm6_mmd_check()
     return dict(sorted(checks.items())), missing
 
 
@@ -255,7 +258,7 @@ def run(n_runs: int, seed0: int, strengths: Sequence[str]) -> dict[str, Any]:
     # accuracy drop (the CBPE blind spot), FM-5 with its coverage sub-test enabled.
     extra = {k: _Tally() for k in EXTRA_ROWS}
     fm5_coverage = _make_trace_check(*EXTRA_FM5, "FM-5")
-    fm6_mmd = _fm6_mmd_check()
+    fm6_alt = _fm6_check()
     end = START.timestamp() + DURATION_H * HOUR
     for r in range(n_runs):
         seed = seed0 + r
@@ -283,10 +286,10 @@ def run(n_runs: int, seed0: int, strengths: Sequence[str]) -> dict[str, Any]:
                     if s == "moderate":
                         spec[k][j] += delay is not None
                 if j == "FM-6" and s == "moderate":
-                    row6 = extra["FM-6 mmd_drift(alpha=0.01)"]
-                    row6.fa += fm6_mmd(clean, end)[0]
-                    row6.fa_sliding += first_fire(fm6_mmd, clean)[0] is not None
-                    row6.delays.append(first_fire(fm6_mmd, sc)[0])
+                    row6 = extra["FM-6 cosine_drift or EWMA"]
+                    row6.fa += fm6_alt(clean, end)[0]
+                    row6.fa_sliding += first_fire(fm6_alt, clean)[0] is not None
+                    row6.delays.append(first_fire(fm6_alt, sc)[0])
                 if j == "FM-5" and s == "moderate" and fm5_coverage is not None:
                     row5 = extra["FM-5 fire_on_coverage=False"]
                     row5.fa += fm5_coverage(clean, end)[0]
@@ -335,7 +338,8 @@ def run(n_runs: int, seed0: int, strengths: Sequence[str]) -> dict[str, Any]:
             "injection_at_h": INJECT_H,
             "current_window_h": WINDOW_H,
             "evaluations_after_injection_h": list(EVAL_AFTER_H),
-            "fm6": f"cosine_drift(alpha=0.01) or EWMA(lambda={EWMA_LAMBDA}, ARL0={EWMA_ARL0:g})",
+            "fm6": "mmd_drift(alpha=0.01), as the default FM-6 monitor; variant row: "
+            f"cosine_drift(alpha=0.01) or EWMA(lambda={EWMA_LAMBDA}, ARL0={EWMA_ARL0:g})",
             "resampling": "permutations FM-1/2/3 399, FM-7 199; FM-4 bootstrap 200",
         },
         "targets": {"false_alarm_rate_max": 0.05, "detection_rate_moderate_min": 0.9},
