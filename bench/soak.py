@@ -20,6 +20,7 @@ import statistics
 import sys
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -63,6 +64,7 @@ def main() -> None:
     p.add_argument("--rate", type=float, default=4000.0, help="synthetic spans per second")
     p.add_argument("--batch", type=int, default=500)
     p.add_argument("--monitor-interval", type=int, default=60)
+    p.add_argument("--clients", type=int, default=4, help="concurrent senders")
     args = p.parse_args()
 
     now = datetime.now(UTC)
@@ -116,6 +118,8 @@ def main() -> None:
                     statuses[code] = statuses.get(code, 0) + 1
 
             rng = random.Random(0)
+            pool = ThreadPoolExecutor(max_workers=args.clients)
+            pending: list[Future[None]] = []
             t_start = time.monotonic()
             deadline = t_start + args.minutes * 60
             next_rss = t_start
@@ -135,14 +139,17 @@ def main() -> None:
                 ]
                 if due:
                     live_i += len(due)
-                    post(orjson.dumps({"events": due}))
-                if tnow >= next_send:
-                    post(span_batch(f"soak{batch_no}", batch_no, args.batch, rng))
+                    pending.append(pool.submit(post, orjson.dumps({"events": due})))
+                pending = [f for f in pending if not f.done()]
+                if tnow >= next_send and len(pending) < args.clients * 2:
+                    body = span_batch(f"soak{batch_no}", batch_no, args.batch, rng)
+                    pending.append(pool.submit(post, body))
                     sent_spans += args.batch
                     batch_no += 1
                     next_send += interval
                 else:
-                    time.sleep(min(0.01, next_send - tnow))
+                    time.sleep(max(0.0, min(0.01, next_send - tnow)))
+            pool.shutdown(wait=True)
             elapsed = time.monotonic() - t_start
             rss.append((round(elapsed, 1), round(rss_mb(proc.pid), 1)))
             runs = count_rows(db_url, "detector_runs")
