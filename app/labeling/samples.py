@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from app.models import Span, Trace
 from app.models.labeling import LabelQueue, QueueItem
+from app.models.media import MediaJob
 
 TEXT_KEYS = ("text", "input", "prompt", "question")
 
@@ -77,9 +78,14 @@ def item_payloads(
     traces = trace_summaries(
         session, project_id=project_id, trace_ids=[i.trace_id for i in items if i.trace_id]
     )
+    media = _media_samples(session, project_id=project_id, items=items)
     out = []
     for item in items:
         trace = traces.get(item.trace_id) if item.trace_id else None
+        kind, media_text = media.get((item.stream, item.sample_id), (None, None))
+        # Only samples uploaded through /api/v1/media have an image to show; vectors sent
+        # directly by a VLM service have none, and a broken image would only mislead.
+        url = image_url(item) if kind == "image" else None
         out.append(
             {
                 "id": item.id,
@@ -93,19 +99,32 @@ def item_payloads(
                 "label_schema": queue.label_schema,
                 "sample": {
                     "key": item.sample_key,
-                    "kind": "trace"
-                    if item.trace_id
-                    else "media"
-                    if image_url(item)
-                    else "embedding",
+                    "kind": "trace" if item.trace_id else "media" if kind else "embedding",
                     "stream": item.stream,
                     "embedding_id": item.embedding_id,
                     "sample_id": item.sample_id,
                     "time": item.sample_time,
                     "trace": trace,
-                    "text": trace["text"] if trace else None,
-                    "image_url": image_url(item),
+                    "text": trace["text"] if trace else media_text,
+                    "image_url": url,
                 },
             }
         )
     return out
+
+
+def _media_samples(
+    session: Session, *, project_id: int, items: Sequence[QueueItem]
+) -> dict[tuple[str | None, str | None], tuple[str, str | None]]:
+    """(stream, sample_id) -> (media kind, text) for items that came through the media API."""
+    ids = sorted({i.sample_id for i in items if i.sample_id and not i.trace_id})
+    if not ids:
+        return {}
+    rows = session.execute(
+        select(MediaJob.stream, MediaJob.sample_id, MediaJob.kind, MediaJob.text).where(
+            MediaJob.project_id == project_id,
+            MediaJob.sample_id.in_(ids),
+            (MediaJob.kind == "text") | MediaJob.file_name.is_not(None),
+        )
+    ).all()
+    return {(r.stream, r.sample_id): (r.kind, r.text) for r in rows}
