@@ -2,6 +2,13 @@
 # Every GPU check in one call (the device time is short): the detector library's torch
 # paths (tests comparing numpy with torch on CUDA, then bench/detectors.py), then the
 # embedding pipeline's throughput (bench/gpu_embed_check.sh). Results land in $OUT.
+#
+# The GPU machine has torch but not open_clip; make the wheels here first (ignored by git):
+#   echo /.whl/ >> .git/info/exclude
+#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
+#     --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+#     --platform manylinux2014_x86_64 -d .whl open_clip_torch==3.3.0 ftfy wcwidth regex tqdm
+# then: run(command="bash bench/gpu_check.sh", carry=[".whl"], timeout_s=540)
 set -uo pipefail
 OUT="${OUT:-/tmp/telltale-gpu-out}"
 mkdir -p "$OUT"
