@@ -1,95 +1,29 @@
-"""FM-1 compounding decision errors: does one wrong step make the next ones more likely?
-
-Also home of the two small tests the FM-1/2/3 detectors share: a permutation test that
-compares a pooled statistic between two windows by shuffling whole units (traces or
-input groups) between them, and the Holm step-down adjustment.
-"""
+"""FM-1 compounding decision errors: does one wrong step make the next ones more likely?"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from scipy import stats
 
-from detectors.records import DetectorResult, Step, TraceRecord
+from detectors.records import DetectorResult, TraceRecord, is_tool_step, step_error
+from detectors.significance import (
+    check_window_test_params,
+    holm,
+    window_permutation_test,
+)
+
+__all__ = [
+    "CompoundingErrorDetector",
+    "holm",
+    "is_tool_step",
+    "step_error",
+    "window_permutation_test",
+]
 
 FAILURE_MODE = "FM-1"
-TOOL_KINDS = frozenset({"tool", "retrieval"})
-
-
-def is_tool_step(step: Step) -> bool:
-    """A tool call: a ``tool``/``retrieval`` span, or any span naming a tool."""
-    return step.kind in TOOL_KINDS or step.tool_name is not None
-
-
-def step_error(step: Step) -> bool:
-    """Status ``error``, an ``error_type``, or the attribute ``correct`` set to false."""
-    attrs = step.attributes
-    correct = attrs.get("correct")
-    return (
-        step.failed
-        or step.error_type is not None
-        or attrs.get("error_type") is not None
-        or correct is False
-        or (isinstance(correct, str) and correct.lower() == "false")
-    )
-
-
-def holm(p_values: Sequence[float]) -> np.ndarray:
-    """Holm (1979) step-down adjusted p-values (monotone, capped at 1).
-
-    >>> holm([0.01, 0.04, 0.03]).round(3).tolist()
-    [0.03, 0.06, 0.06]
-    """
-    p = np.asarray(p_values, dtype=float)
-    m = p.size
-    order = np.argsort(p, kind="stable")
-    adjusted = np.maximum.accumulate((m - np.arange(m)) * p[order])
-    out = np.empty(m)
-    out[order] = np.minimum(adjusted, 1.0)
-    return out
-
-
-def window_permutation_test(
-    current: np.ndarray,
-    reference: np.ndarray,
-    statistic: Callable[[np.ndarray], np.ndarray],
-    *,
-    n_permutations: int,
-    seed: int,
-    chunk: int = 256,
-) -> tuple[float, float]:
-    """One-sided permutation test that ``statistic`` is larger in ``current``.
-
-    ``current`` (n_c x m) and ``reference`` (n_r x m) hold one row of additive counts per
-    unit of independence (a trace, an input group); ``statistic`` maps pooled sums
-    (..., m) to a value (...). The test statistic is ``statistic(cur) - statistic(ref)``;
-    units are shuffled between the windows (exact under exchangeable units, so
-    correlation inside a unit cannot inflate the false-alarm rate). Returns
-    ``(difference, p)`` with ``p = (1 + #{perm >= observed}) / (1 + n_permutations)``.
-    """
-    # float32 sums are exact for counts below 2**24 and several times faster here;
-    # differences within 1e-6 (relative) count as ties.
-    units = np.ascontiguousarray(np.vstack([current, reference]), dtype=np.float32)
-    labels = np.zeros(len(units), dtype=np.float32)
-    labels[: len(current)] = 1.0
-    cur_sum = labels @ units
-    total = units.sum(axis=0)
-    observed = float(statistic(cur_sum) - statistic(total - cur_sum))
-    rng = np.random.default_rng(seed)
-    exceed, done = 0, 0
-    tolerance = 1e-6 * max(1.0, abs(observed))
-    while done < n_permutations:
-        size = min(chunk, n_permutations - done)
-        masks = np.tile(labels, (size, 1))
-        rng.permuted(masks, axis=1, out=masks)
-        sums = masks @ units
-        diffs = statistic(sums) - statistic(total - sums)
-        exceed += int(np.count_nonzero(diffs >= observed - tolerance))
-        done += size
-    return observed, (1 + exceed) / (1 + n_permutations)
 
 
 def log_mh_ratio(sums: np.ndarray) -> np.ndarray:
@@ -194,10 +128,7 @@ class CompoundingErrorDetector:
         seed: int = 0,
         sources: Sequence[str] = ("production",),
     ) -> None:
-        if not 0.0 < alpha < 1.0:
-            raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-        if not sources:
-            raise ValueError("sources must name at least one trace source")
+        check_window_test_params(alpha=alpha, sources=sources, n_permutations=n_permutations)
         if min_ratio < 1.0:
             raise ValueError(f"min_ratio must be >= 1, got {min_ratio}")
         if not 0.0 < low_confidence < 1.0:
@@ -210,8 +141,6 @@ class CompoundingErrorDetector:
             raise ValueError(f"min_exposed must be >= 1, got {min_exposed}")
         if max_depth < 1:
             raise ValueError(f"max_depth must be >= 1, got {max_depth}")
-        if (n_permutations + 1) * alpha < 4:
-            raise ValueError(f"n_permutations too small for alpha={alpha}: {n_permutations}")
         self.alpha = alpha
         self.min_ratio = min_ratio
         self.low_confidence = low_confidence

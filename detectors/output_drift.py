@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from detectors.compounding_errors import holm, window_permutation_test
 from detectors.records import DetectorResult, TraceRecord
+from detectors.significance import check_window_test_params, holm, window_permutation_test
 
 FAILURE_MODE = "FM-3"
 # Columns of one input group's counts: disagreeing / all decision pairs, disagreeing /
@@ -160,10 +160,7 @@ class OutputDriftDetector:
         seed: int = 0,
         sources: Sequence[str] = ("production",),
     ) -> None:
-        if not 0.0 < alpha < 1.0:
-            raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-        if not sources:
-            raise ValueError("sources must name at least one trace source")
+        check_window_test_params(alpha=alpha, sources=sources, n_permutations=n_permutations)
         if min_groups < 2:
             raise ValueError(f"min_groups must be >= 2, got {min_groups}")
         if not 0.0 <= min_disagreement_increase < 1.0:
@@ -174,8 +171,6 @@ class OutputDriftDetector:
             raise ValueError(
                 f"min_distance_increase must be in [0, 2), got {min_distance_increase}"
             )
-        if (n_permutations + 1) * alpha < 4:
-            raise ValueError(f"n_permutations too small for alpha={alpha}: {n_permutations}")
         self.alpha = alpha
         self.min_groups = min_groups
         self.min_disagreement_increase = min_disagreement_increase

@@ -140,9 +140,7 @@ class DetectorResult:
     status: str = "ok"
 
     @classmethod
-    def insufficient(
-        cls, failure_mode: str, reason: str, **evidence: Any
-    ) -> DetectorResult:
+    def insufficient(cls, failure_mode: str, reason: str, **evidence: Any) -> DetectorResult:
         return cls(
             failure_mode=failure_mode,
             statistic=float("nan"),
@@ -152,3 +150,24 @@ class DetectorResult:
             evidence={"reason": reason, **evidence},
             status="insufficient_data",
         )
+
+
+TOOL_KINDS = frozenset({"tool", "retrieval"})
+
+
+def is_tool_step(step: Step) -> bool:
+    """A tool call: a ``tool``/``retrieval`` span, or any span naming a tool."""
+    return step.kind in TOOL_KINDS or step.tool_name is not None
+
+
+def step_error(step: Step) -> bool:
+    """Status ``error``, an ``error_type``, or the attribute ``correct`` set to false."""
+    attrs = step.attributes
+    correct = attrs.get("correct")
+    return (
+        step.failed
+        or step.error_type is not None
+        or attrs.get("error_type") is not None
+        or correct is False
+        or (isinstance(correct, str) and correct.lower() == "false")
+    )

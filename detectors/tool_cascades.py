@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from detectors.compounding_errors import holm, is_tool_step, step_error, window_permutation_test
-from detectors.records import DetectorResult, Step, TraceRecord
+from detectors.records import DetectorResult, Step, TraceRecord, is_tool_step, step_error
+from detectors.significance import check_window_test_params, holm, window_permutation_test
 
 FAILURE_MODE = "FM-2"
 DEPTH_BINS = ("0", "1", "2", "3", "4", "5+")
@@ -200,10 +200,7 @@ class ToolCascadeDetector:
         seed: int = 0,
         sources: Sequence[str] = ("production",),
     ) -> None:
-        if not 0.0 < alpha < 1.0:
-            raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-        if not sources:
-            raise ValueError("sources must name at least one trace source")
+        check_window_test_params(alpha=alpha, sources=sources, n_permutations=n_permutations)
         if min_lift < 1.0:
             raise ValueError(f"min_lift must be >= 1, got {min_lift}")
         if min_failures < 1:
@@ -216,8 +213,6 @@ class ToolCascadeDetector:
             raise ValueError(f"min_traces must be >= 4, got {min_traces}")
         if not 0.0 <= min_rho_drop < 2.0:
             raise ValueError(f"min_rho_drop must be in [0, 2), got {min_rho_drop}")
-        if (n_permutations + 1) * alpha < 4:
-            raise ValueError(f"n_permutations too small for alpha={alpha}: {n_permutations}")
         self.alpha = alpha
         self.min_lift = min_lift
         self.min_failures = min_failures
