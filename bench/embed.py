@@ -5,10 +5,11 @@
         --batch-size 1024 --random-init --out embed.json
 
 Prints one JSON object: ``env`` and one entry per model in ``results`` with ``device``,
-``model``, ``precision``, ``batch_size``, ``raw_img_per_s`` (model only, on normalised
+``model``, ``precision``, ``batch_size``, ``cuda_graph``, ``raw_img_per_s`` (model only, on normalised
 tensors already on the device), ``prep_img_per_s`` (JPEG bytes to normalised tensors, no
 model) and ``e2e_jpeg_img_per_s`` (JPEG bytes to L2-normalised numpy vectors; median of
-``--repeat`` runs). Random init by default because no weights can be downloaded here;
+``--repeat`` runs), and ``parity``: cosine between the fast path's vectors and those of PIL
+decode + open_clip preprocess + the eager model, for the first 64 JPEGs. Random init by default because no weights can be downloaded here;
 throughput does not depend on the weights. The synthetic JPEGs are smooth images with
 photo-like noise, each side 256-500 px, quality 90, so every image has its own size.
 """
@@ -105,6 +106,24 @@ def prep_throughput(embedder: ClipEmbedder, jpegs: list[bytes]) -> float:
         return len(jpegs) / (time.perf_counter() - start)
 
 
+def parity(embedder: ClipEmbedder, jpegs: list[bytes]) -> dict[str, Any]:
+    """The fast path (device decode, batched resize, CUDA graph) against the reference one
+    (PIL decode and open_clip's preprocess, eager model), on the same weights."""
+    fast = embedder.embed_images(jpegs)
+    reference = torch.stack(
+        [embedder._preprocess(Image.open(io.BytesIO(j)).convert("RGB")) for j in jpegs]
+    ).to(embedder.device, dtype=embedder.pixel_dtype)
+    if embedder.device.type == "cuda":
+        reference = reference.contiguous(memory_format=torch.channels_last)
+    slow = embedder._encode_eager(reference).cpu().numpy()
+    cosine = np.sum(fast * slow, axis=1)
+    return {
+        "n": len(jpegs),
+        "min_cosine": round(float(cosine.min()), 6),
+        "median_cosine": round(float(np.median(cosine)), 6),
+    }
+
+
 def bench_model(model: str, jpegs: list[bytes], args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     embedder = ClipEmbedder(
@@ -116,6 +135,7 @@ def bench_model(model: str, jpegs: list[bytes], args: argparse.Namespace) -> dic
         batch_size=args.batch_size,
         decode_on_device=False if args.cpu_decode else None,
         prepare_threads=args.prepare_threads,
+        cuda_graph=not args.no_cuda_graph,
     )
     result: dict[str, Any] = {
         "device": embedder.device.type,
@@ -130,6 +150,7 @@ def bench_model(model: str, jpegs: list[bytes], args: argparse.Namespace) -> dic
         "n": len(jpegs),
         "decode_on_device": embedder.decode_on_device,
         "prepare_threads": embedder._preparer.prepare_threads,
+        "cuda_graph": embedder.cuda_graph,
         "weights": "random_init" if args.random_init else str(args.pretrained),
     }
     try:
@@ -146,6 +167,7 @@ def bench_model(model: str, jpegs: list[bytes], args: argparse.Namespace) -> dic
         assert vectors.shape == (len(jpegs), embedder.dim) and np.isfinite(vectors).all()
         result["e2e_jpeg_img_per_s"] = round(statistics.median(runs), 1)
         result["e2e_runs"] = [round(r, 1) for r in runs]
+        result["parity"] = parity(embedder, jpegs[: min(64, len(jpegs))])
         if embedder.device.type == "cuda":
             result["max_gpu_memory_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
     except Exception as exc:  # keep what was measured before the failure
@@ -184,6 +206,7 @@ def main() -> None:
     parser.add_argument("--pretrained", default=None, help="open_clip tag or checkpoint path")
     parser.add_argument("--cpu-decode", action="store_true", help="PIL decode even on CUDA")
     parser.add_argument("--prepare-threads", type=int, default=None, help="default: 2 on CUDA")
+    parser.add_argument("--no-cuda-graph", action="store_true", help="eager image tower")
     parser.add_argument("--repeat", type=int, default=3, help="end-to-end runs (median)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed raw model calls")
     parser.add_argument("--min-seconds", type=float, default=2.0, help="per raw measurement")

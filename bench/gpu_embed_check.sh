@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Embedding throughput on the GPU machine, in one go, in about 4 minutes at most.
+# Embedding tests and throughput on the GPU machine, in one go, in about 7 minutes at most.
 #
 #   bash bench/gpu_embed_check.sh        (from the repository root, wheels in ./.whl)
 #
 # The machine has python3 with torch and torchvision but no open_clip: the wheels in .whl
 # (open_clip_torch, ftfy, wcwidth, regex, tqdm; all --no-deps) go to /tmp/site. Writes
 # $OUT/embed.json (ViT-B-32 and ViT-L-14, bf16, batch 1024, JPEG bytes end to end) and
-# $OUT/embed_variant_*.json (ViT-B-32 on 256x256 JPEGs; ViT-B-32 with one prepare thread).
+# $OUT/embed_variant_*.json (ViT-B-32 eager, without the CUDA graph; with 3 prepare threads),
+# after running the CUDA tests of tests/pipelines/test_embedding.py.
 set -uo pipefail
 OUT="${OUT:-/tmp/telltale-embed-out}"
 mkdir -p "$OUT"
@@ -15,12 +16,12 @@ cd "$(dirname "$0")/.."
 # One wheel at a time, so a wheel that does not fit (say regex, if the machine has it) does
 # not stop the others from installing.
 for wheel in .whl/*.whl; do
-  python3 -m pip install -q --no-index --no-deps --target /tmp/site "$wheel" >>"$OUT/pip.log" 2>&1 \
-    || echo "could not install $wheel (see pip.log)"
+  python3 -m pip install -q --no-index --no-deps --target /tmp/site "$wheel" >>/tmp/pip.log 2>&1 \
+    || { echo "could not install $wheel:"; tail -n 3 /tmp/pip.log; }
 done
 export PYTHONPATH="/tmp/site:$PWD"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv \
-  >"$OUT/nvidia-smi.csv" 2>&1 || true
+  2>&1 || true
 python3 - <<'EOF' 2>&1 | tee "$OUT/versions.txt"
 import platform, torch, torchvision, PIL, numpy
 print("python", platform.python_version(), "torch", torch.__version__, "torchvision",
@@ -33,25 +34,33 @@ except Exception as exc:
 import open_clip; print("open_clip", open_clip.__version__, open_clip.__file__)
 EOF
 
+# The CUDA path's tests (nvJPEG, batched resize, CUDA graph against PIL + eager); only the
+# pipelines' own conftest, since the service's packages are not on this machine.
+timeout -k 5 150 python3 -m pytest tests/pipelines/test_embedding.py -q -p no:cacheprovider \
+  --confcutdir=tests/pipelines -o addopts="-ra" -W ignore::DeprecationWarning \
+  >"$OUT/cuda_tests.txt" 2>&1
+echo "cuda tests exit code $?"; tail -n 25 "$OUT/cuda_tests.txt"
+
 # Main figures: both models, 16,384 JPEGs of 256-500 px per end-to-end run, median of 3.
-timeout -k 10 150 python3 bench/embed.py --device cuda --models ViT-B-32,ViT-L-14 \
+timeout -k 10 170 python3 bench/embed.py --device cuda --models ViT-B-32,ViT-L-14 \
   --n 16384 --unique 1024 --batch-size 1024 --random-init --repeat 3 --warmup 3 \
-  --min-seconds 2 --min-iters 5 --time-budget 120 --out "$OUT/embed.json" \
-  >"$OUT/embed.stdout" 2>"$OUT/embed.stderr"
+  --min-seconds 2 --min-iters 5 --time-budget 140 --out "$OUT/embed.json" \
+  >/dev/null 2>"$OUT/embed.stderr"
 echo "main run exit code $?"
 
-# Variants for ViT-B-32, to explain the main figure: (a) every JPEG 256x256, so resizes
-# batch by size and decode is the cheapest; (b) one prepare thread, no decode/resize overlap.
-timeout -k 5 35 python3 bench/embed.py --device cuda --models ViT-B-32 --sides 256,256 \
-  --n 16384 --unique 1024 --batch-size 1024 --random-init --repeat 2 --warmup 2 \
-  --min-seconds 0.5 --min-iters 3 --time-budget 25 \
-  --out "$OUT/embed_variant_256px.json" >/dev/null 2>"$OUT/embed_variant_256px.stderr"
-echo "variant 256px exit code $?"
-timeout -k 5 35 python3 bench/embed.py --device cuda --models ViT-B-32 --prepare-threads 1 \
-  --n 8192 --unique 1024 --batch-size 1024 --random-init --repeat 2 --warmup 2 \
-  --min-seconds 0.5 --min-iters 3 --time-budget 25 \
-  --out "$OUT/embed_variant_1thread.json" >/dev/null 2>"$OUT/embed_variant_1thread.stderr"
-echo "variant 1 prepare thread exit code $?"
+# Variants for ViT-B-32, to explain the main figure: (a) the eager image tower (no CUDA
+# graph); (b) three prepare threads instead of two.
+timeout -k 5 45 python3 bench/embed.py --device cuda --models ViT-B-32 --no-cuda-graph \
+  --n 16384 --unique 1024 --batch-size 1024 --random-init --repeat 3 --warmup 2 \
+  --min-seconds 0.5 --min-iters 3 --time-budget 35 \
+  --out "$OUT/embed_variant_eager.json" >/dev/null 2>/tmp/embed_variant_eager.stderr
+echo "variant eager exit code $?"
+timeout -k 5 45 python3 bench/embed.py --device cuda --models ViT-B-32 --prepare-threads 3 \
+  --n 16384 --unique 1024 --batch-size 1024 --random-init --repeat 3 --warmup 2 \
+  --min-seconds 0.5 --min-iters 3 --time-budget 35 \
+  --out "$OUT/embed_variant_3threads.json" >/dev/null 2>/tmp/embed_variant_3threads.stderr
+echo "variant 3 prepare threads exit code $?"
+tail -n 5 /tmp/embed_variant_*.stderr
 
 tail -n 20 "$OUT/embed.stderr"
 cat "$OUT/embed.json" 2>/dev/null || echo "no embed.json"
@@ -59,7 +68,7 @@ python3 - "$OUT"/embed_variant_*.json <<'EOF' 2>/dev/null || true
 import json, sys
 for path in sys.argv[1:]:
     for r in json.load(open(path))["results"]:
-        keys = ("model", "prepare_threads", "raw_img_per_s", "prep_img_per_s",
-                "e2e_jpeg_img_per_s", "error")
+        keys = ("model", "prepare_threads", "cuda_graph", "raw_img_per_s", "prep_img_per_s",
+                "e2e_jpeg_img_per_s", "parity", "error")
         print(path.rsplit("/", 1)[-1], {k: r.get(k) for k in keys})
 EOF

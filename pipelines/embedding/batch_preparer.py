@@ -3,8 +3,9 @@
 A prepare thread probes a slice of items, decodes its baseline JPEGs on the device (nvJPEG
 on CUDA) and everything else with PIL in a thread pool, then resizes and normalises on the
 device, all on its own side CUDA stream; a CUDA event marks the batch ready. Two prepare
-threads on CUDA let one thread's Python resize loop run while the other waits on nvJPEG,
-which releases the GIL.
+threads on CUDA let one thread parse headers while the other waits on nvJPEG, which
+releases the GIL. The resize is a few batched matmuls per batch
+(:mod:`pipelines.embedding.batched_resize`), not a call per image size.
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ from dataclasses import dataclass, field
 
 import torch
 
+from pipelines.embedding.batched_resize import resize_center_crop
 from pipelines.embedding.cpu_decode import Preprocess, collect_decodes, submit_pil_decodes
 from pipelines.embedding.gpu_decode import (
     PixelSpec,
     decode_jpegs,
     normalization_constants,
     normalize,
-    resize_center_crop,
 )
 from pipelines.embedding.image_probe import ImageProbe, ImageRejected, probe_image
 

@@ -37,7 +37,9 @@ def test_compose_has_the_scale_out_services():
     for name in ("postgres", "api", "scheduler", "embed-worker"):
         assert "healthcheck" in services[name], name
     for name in ("api", "scheduler", "embed-worker"):
-        assert services[name]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+        assert (
+            services[name]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+        )
 
 
 def test_every_service_command_is_a_real_cli_command():
@@ -55,7 +57,9 @@ def test_entry_commands_run_outside_docker():
             continue
         out = subprocess.run(
             [sys.executable, "-m", "app", *svc["command"][:1], "--help"],
-            capture_output=True, text=True, timeout=120,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert out.returncode == 0, (name, out.stderr)
 
@@ -65,8 +69,12 @@ def test_secrets_come_from_the_environment_and_are_documented():
     assert "${POSTGRES_PASSWORD:?" in env["TELLTALE_DATABASE_URL"]
     assert env["TELLTALE_SECRET_KEY"].startswith("${TELLTALE_SECRET_KEY:?")
     known = {f"TELLTALE_{k.upper()}" for k in Settings.model_fields}
-    used = {k for svc in COMPOSE["services"].values() for k in (svc.get("environment") or {})
-            if k.startswith("TELLTALE_")} | set(env)
+    used = {
+        k
+        for svc in COMPOSE["services"].values()
+        for k in (svc.get("environment") or {})
+        if k.startswith("TELLTALE_")
+    } | set(env)
     assert used <= known, used - known
     readme = (ROOT / "README.md").read_text()
     for var in sorted(used):

@@ -13,12 +13,12 @@ import torch
 from PIL import Image
 
 from pipelines.embedding import ClipEmbedder, ImageEmbeddings, ImageItemError, ItemError
+from pipelines.embedding.batched_resize import pad_images, resize_center_crop, shortest_side_size
 from pipelines.embedding.gpu_decode import (
     PixelSpec,
     decode_jpegs,
     normalization_constants,
     normalize,
-    resize_center_crop,
 )
 
 
@@ -134,7 +134,7 @@ def test_tensor_resize_matches_open_clip_preprocess(
     images = [image for image in decoded if isinstance(image, torch.Tensor)]
     pixels, order = resize_center_crop(images, spec)
     assert sorted(order) == list(range(len(jpegs)))
-    assert order != list(range(len(jpegs)))  # the two 96x128 images were grouped
+    assert order != list(range(len(jpegs)))  # rows come out by image area
     tensor_path = normalize(pixels, *normalization_constants(spec, torch.device("cpu")))
     for row, position in enumerate(order):
         reference = embedder._preprocess(Image.fromarray(images[position].permute(1, 2, 0).numpy()))
@@ -259,3 +259,96 @@ def test_vit_b_32_random_init_on_cpu(jpegs: list[bytes]) -> None:
         texts = clip.embed_texts(["a photo of a cat"])
     assert_unit_rows(images, dim=512)
     assert_unit_rows(texts, dim=512)
+
+
+def interpolate_reference(image: torch.Tensor, spec: PixelSpec) -> torch.Tensor:
+    """torch's own antialiased resize of one image, then the centre crop, rounded like PIL."""
+    height, width = image.shape[-2:]
+    new_height, new_width = shortest_side_size(height, width, spec.size)
+    resized = torch.nn.functional.interpolate(
+        image.unsqueeze(0).float(),
+        size=(new_height, new_width),
+        mode=spec.interpolation,
+        antialias=True,
+        align_corners=False,
+    )[0]
+    top = int(round((new_height - spec.size) / 2.0))
+    left = int(round((new_width - spec.size) / 2.0))
+    crop = resized[:, top : top + spec.size, left : left + spec.size]
+    return crop.clamp(0, 255).round()
+
+
+@pytest.mark.parametrize("interpolation", ["bicubic", "bilinear"])
+@pytest.mark.parametrize("chunk_elements", [1 << 27, 3 * 40 * 200 * 3])
+def test_batched_resize_matches_torch_interpolate(interpolation: str, chunk_elements: int) -> None:
+    """Shrinking, enlarging, equal sizes, odd crops, one image per chunk or all in one."""
+    spec = PixelSpec(48, interpolation, (0.5, 0.5, 0.5), (0.5, 0.5, 0.5))
+    sizes = [(48, 48), (200, 40), (31, 77), (64, 64), (64, 64), (97, 300), (20, 21), (150, 149)]
+    generator = torch.Generator().manual_seed(7)
+    images = [
+        torch.randint(0, 256, (3, h, w), dtype=torch.uint8, generator=generator) for h, w in sizes
+    ]
+    pixels, order = resize_center_crop(images, spec, chunk_elements=chunk_elements)
+    assert pixels.shape == (len(images), 3, 48, 48)
+    assert sorted(order) == list(range(len(images)))
+    for row, position in enumerate(order):
+        expected = interpolate_reference(images[position], spec)
+        difference = (pixels[row] - expected).abs()
+        # Same kernel, different summation order: a value at a .5 boundary may round apart.
+        assert float(difference.max()) <= 1.0, sizes[position]
+        assert float((difference > 0).float().mean()) < 0.01, sizes[position]
+    # An image the same size as the crop passes through unchanged.
+    same = order.index(0)
+    assert torch.equal(pixels[same], images[0].float())
+
+
+def test_padding_keeps_each_image_and_zeros_the_rest() -> None:
+    images = [
+        torch.full((3, h, w), v, dtype=torch.uint8) for (h, w), v in [((2, 5), 7), ((4, 3), 9)]
+    ]
+    padded = pad_images(images)
+    assert padded.shape == (2, 3, 4, 5)
+    assert int(padded[0, :, :2, :5].min()) == 7 and int(padded[0, :, 2:].max()) == 0
+    assert int(padded[1, :, :4, :3].min()) == 9 and int(padded[1, :, :, 3:].max()) == 0
+
+
+def test_cuda_graph_is_a_cuda_only_option(make_embedder: Callable[..., ClipEmbedder]) -> None:
+    assert not make_embedder(cuda_graph=True).cuda_graph
+
+
+# The CUDA path (nvJPEG, side streams, CUDA graph) runs only where a GPU is: bench/gpu_check.sh
+# runs this file there. CI has no GPU, so these skip in CI.
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+@needs_cuda
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_cuda_fast_path_matches_reference_path(
+    make_embedder: Callable[..., ClipEmbedder], jpegs: list[bytes], precision: str
+) -> None:
+    """nvJPEG + batched resize + CUDA graph against PIL + open_clip preprocess + eager."""
+    fast = make_embedder(device="cuda", precision=precision)
+    reference = make_embedder(
+        device="cuda", precision=precision, decode_on_device=False, cuda_graph=False
+    )
+    assert fast.decode_on_device and fast.cuda_graph and not reference.cuda_graph
+    got = fast.embed_images(jpegs)  # 7 images in batches of 4: the last batch is padded
+    expected = reference.embed_images(jpegs)
+    cosine = np.sum(got * expected, axis=1)
+    assert cosine.min() > (0.999 if precision == "fp32" else 0.99), cosine
+    # The graph replays the same computation as the eager model on the same pixels.
+    eager = make_embedder(device="cuda", precision=precision, cuda_graph=False)
+    np.testing.assert_allclose(eager.embed_images(jpegs), got, atol=1e-4)
+
+
+@needs_cuda
+def test_cuda_path_reports_corrupt_items(
+    make_embedder: Callable[..., ClipEmbedder], jpegs: list[bytes]
+) -> None:
+    fast = make_embedder(device="cuda", precision="fp32")
+    items = [jpegs[0], corrupt_scan(jpegs[1]), jpegs[2], jpegs[3][: len(jpegs[3]) // 2], b"x"]
+    result = fast.embed_images(items, errors="return")
+    assert [index for index, _ in result.errors] == [1, 3, 4], result.errors
+    np.testing.assert_allclose(
+        result.vectors[[0, 2]], fast.embed_images([jpegs[0], jpegs[2]]), atol=1e-5
+    )
