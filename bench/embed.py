@@ -5,7 +5,8 @@
         --batch-size 1024 --random-init --out embed.json
 
 Prints one JSON object: ``env`` and one entry per model in ``results`` with ``device``,
-``model``, ``precision``, ``batch_size``, ``cuda_graph``, ``raw_img_per_s`` (model only, on normalised
+``model``, ``precision``, ``batch_size``, ``breakdown`` (with ``--breakdown``: each stage's
+milliseconds per batch, alone and beside the other), ``raw_img_per_s`` (model only, on normalised
 tensors already on the device), ``prep_img_per_s`` (JPEG bytes to normalised tensors, no
 model) and ``e2e_jpeg_img_per_s`` (JPEG bytes to L2-normalised numpy vectors; median of
 ``--repeat`` runs), and ``parity``: cosine between the fast path's vectors and those of PIL
@@ -23,6 +24,7 @@ import os
 import platform
 import statistics
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -35,7 +37,9 @@ import torch
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from pipelines.embedding import ClipEmbedder  # noqa: E402
+from pipelines.embedding import ClipEmbedder, batch_preparer  # noqa: E402
+from pipelines.embedding.gpu_decode import decode_jpegs, resize_center_crop  # noqa: E402
+from pipelines.embedding.image_probe import probe_image  # noqa: E402
 
 
 def synthetic_jpegs(
@@ -107,7 +111,7 @@ def prep_throughput(embedder: ClipEmbedder, jpegs: list[bytes]) -> float:
 
 
 def parity(embedder: ClipEmbedder, jpegs: list[bytes]) -> dict[str, Any]:
-    """The fast path (device decode, batched resize, CUDA graph) against the reference one
+    """The fast path (device decode and tensor resize) against the reference one
     (PIL decode and open_clip's preprocess, eager model), on the same weights."""
     fast = embedder.embed_images(jpegs)
     reference = torch.stack(
@@ -115,13 +119,76 @@ def parity(embedder: ClipEmbedder, jpegs: list[bytes]) -> dict[str, Any]:
     ).to(embedder.device, dtype=embedder.pixel_dtype)
     if embedder.device.type == "cuda":
         reference = reference.contiguous(memory_format=torch.channels_last)
-    slow = embedder._encode_eager(reference).cpu().numpy()
+    slow = embedder.encode_pixel_batch(reference).cpu().numpy()
     cosine = np.sum(fast * slow, axis=1)
     return {
         "n": len(jpegs),
         "min_cosine": round(float(cosine.min()), 6),
         "median_cosine": round(float(np.median(cosine)), 6),
     }
+
+
+def breakdown(embedder: ClipEmbedder, jpegs: list[bytes], reps: int = 3) -> dict[str, Any]:
+    """Milliseconds per batch for each stage alone, then decode and model each timed while
+    the other runs in a loop on another thread: if they overlap, the times barely move."""
+    device, spec = embedder.device, embedder.pixel_spec
+    assert spec is not None
+    batch = jpegs[: embedder.batch_size]
+    decoded = [d for d in decode_jpegs(batch, device) if isinstance(d, torch.Tensor)]
+    pixels, _ = resize_center_crop(decoded, spec)
+    pixels = pixels.to(embedder.pixel_dtype)
+    if device.type == "cuda":
+        pixels = pixels.contiguous(memory_format=torch.channels_last)
+
+    def timed(step: Callable[[], object]) -> float:
+        times = []
+        for _ in range(reps):
+            synchronize(device)
+            start = time.perf_counter()
+            step()
+            synchronize(device)
+            times.append(time.perf_counter() - start)
+        return round(statistics.median(times) * 1000, 1)
+
+    def decode() -> object:
+        return decode_jpegs(batch, device)
+
+    def model() -> object:
+        return embedder.encode_pixel_batch(pixels)
+
+    def while_looping(background: Callable[[], object], step: Callable[[], object]) -> float:
+        stop = threading.Event()
+
+        def loop() -> None:
+            with torch.inference_mode():
+                while not stop.is_set():
+                    background()
+                    if device.type == "cuda":
+                        torch.cuda.current_stream(device).synchronize()
+
+        thread = threading.Thread(target=loop)
+        thread.start()
+        try:
+            time.sleep(0.2)
+            with torch.inference_mode():
+                return timed(step)
+        finally:
+            stop.set()
+            thread.join()
+
+    with torch.inference_mode():
+        result: dict[str, Any] = {
+            "batch": len(batch),
+            "probe_ms": timed(
+                lambda: [probe_image(j, max_pixels=embedder.max_pixels) for j in batch]
+            ),
+            "decode_ms": timed(decode),
+            "resize_ms": timed(lambda: resize_center_crop(decoded, spec)),
+            "model_ms": timed(model),
+        }
+    result["decode_ms_while_model_loops"] = while_looping(model, decode)
+    result["model_ms_while_decode_loops"] = while_looping(decode, model)
+    return result
 
 
 def bench_model(model: str, jpegs: list[bytes], args: argparse.Namespace) -> dict[str, Any]:
@@ -135,7 +202,7 @@ def bench_model(model: str, jpegs: list[bytes], args: argparse.Namespace) -> dic
         batch_size=args.batch_size,
         decode_on_device=False if args.cpu_decode else None,
         prepare_threads=args.prepare_threads,
-        cuda_graph=not args.no_cuda_graph,
+        cpu_decode_share=args.cpu_share,
     )
     result: dict[str, Any] = {
         "device": embedder.device.type,
@@ -150,10 +217,13 @@ def bench_model(model: str, jpegs: list[bytes], args: argparse.Namespace) -> dic
         "n": len(jpegs),
         "decode_on_device": embedder.decode_on_device,
         "prepare_threads": embedder._preparer.prepare_threads,
-        "cuda_graph": embedder.cuda_graph,
+        "cpu_decode_share": args.cpu_share,
+        "prepare_stream_priority": batch_preparer.PREPARE_STREAM_PRIORITY,
         "weights": "random_init" if args.random_init else str(args.pretrained),
     }
     try:
+        if args.breakdown:
+            result["breakdown"] = breakdown(embedder, jpegs)
         result["raw_img_per_s"] = round(raw_throughput(embedder, args), 1)
         embedder.embed_images(jpegs[: args.batch_size])  # warm up
         result["prep_img_per_s"] = round(prep_throughput(embedder, jpegs), 1)
@@ -206,7 +276,9 @@ def main() -> None:
     parser.add_argument("--pretrained", default=None, help="open_clip tag or checkpoint path")
     parser.add_argument("--cpu-decode", action="store_true", help="PIL decode even on CUDA")
     parser.add_argument("--prepare-threads", type=int, default=None, help="default: 2 on CUDA")
-    parser.add_argument("--no-cuda-graph", action="store_true", help="eager image tower")
+    parser.add_argument("--cpu-share", type=float, default=0.0, help="JPEGs decoded by PIL")
+    parser.add_argument("--prep-priority", type=int, default=None, help="prepare stream priority")
+    parser.add_argument("--breakdown", action="store_true", help="time each stage too")
     parser.add_argument("--repeat", type=int, default=3, help="end-to-end runs (median)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed raw model calls")
     parser.add_argument("--min-seconds", type=float, default=2.0, help="per raw measurement")
@@ -219,6 +291,8 @@ def main() -> None:
         parser.error("pass --random-init (no downloads here) or --pretrained")
     if args.device == "cuda":
         torch.backends.cudnn.benchmark = True
+    if args.prep_priority is not None:
+        batch_preparer.PREPARE_STREAM_PRIORITY = args.prep_priority
 
     low, _, high = args.sides.partition(",")
     sides = (int(low), int(high or low))

@@ -6,8 +6,8 @@
 # The machine has python3 with torch and torchvision but no open_clip: the wheels in .whl
 # (open_clip_torch, ftfy, wcwidth, regex, tqdm; all --no-deps) go to /tmp/site. Writes
 # $OUT/embed.json (ViT-B-32 and ViT-L-14, bf16, batch 1024, JPEG bytes end to end) and
-# $OUT/embed_variant_*.json (ViT-B-32 eager, without the CUDA graph; with 3 prepare threads),
-# after running the CUDA tests of tests/pipelines/test_embedding.py.
+# $OUT/embed_variant_*.json (ViT-B-32 with high-priority prepare streams; with a quarter or
+# half of the JPEGs decoded by PIL), after the CUDA tests of tests/pipelines/test_embedding.py.
 set -uo pipefail
 OUT="${OUT:-/tmp/telltale-embed-out}"
 mkdir -p "$OUT"
@@ -34,41 +34,41 @@ except Exception as exc:
 import open_clip; print("open_clip", open_clip.__version__, open_clip.__file__)
 EOF
 
-# The CUDA path's tests (nvJPEG, batched resize, CUDA graph against PIL + eager); only the
+# The CUDA path's tests (nvJPEG against PIL + open_clip preprocess; corrupt items); only the
 # pipelines' own conftest, since the service's packages are not on this machine.
 timeout -k 5 150 python3 -m pytest tests/pipelines/test_embedding.py -q -p no:cacheprovider \
   --confcutdir=tests/pipelines -o addopts="-ra" -W ignore::DeprecationWarning \
   >"$OUT/cuda_tests.txt" 2>&1
 echo "cuda tests exit code $?"; tail -n 25 "$OUT/cuda_tests.txt"
 
-# Main figures: both models, 16,384 JPEGs of 256-500 px per end-to-end run, median of 3.
+# Main figures: both models, 16,384 JPEGs of 256-500 px per end-to-end run, median of 3,
+# with the per-stage breakdown (each stage alone, then decode and model side by side).
 timeout -k 10 170 python3 bench/embed.py --device cuda --models ViT-B-32,ViT-L-14 \
   --n 16384 --unique 1024 --batch-size 1024 --random-init --repeat 3 --warmup 3 \
-  --min-seconds 2 --min-iters 5 --time-budget 140 --out "$OUT/embed.json" \
+  --min-seconds 2 --min-iters 5 --time-budget 140 --breakdown --out "$OUT/embed.json" \
   >/dev/null 2>"$OUT/embed.stderr"
 echo "main run exit code $?"
 
-# Variants for ViT-B-32, to explain the main figure: (a) the eager image tower (no CUDA
-# graph); (b) three prepare threads instead of two.
-timeout -k 5 45 python3 bench/embed.py --device cuda --models ViT-B-32 --no-cuda-graph \
-  --n 16384 --unique 1024 --batch-size 1024 --random-init --repeat 3 --warmup 2 \
-  --min-seconds 0.5 --min-iters 3 --time-budget 35 \
-  --out "$OUT/embed_variant_eager.json" >/dev/null 2>/tmp/embed_variant_eager.stderr
-echo "variant eager exit code $?"
-timeout -k 5 45 python3 bench/embed.py --device cuda --models ViT-B-32 --prepare-threads 3 \
-  --n 16384 --unique 1024 --batch-size 1024 --random-init --repeat 3 --warmup 2 \
-  --min-seconds 0.5 --min-iters 3 --time-budget 35 \
-  --out "$OUT/embed_variant_3threads.json" >/dev/null 2>/tmp/embed_variant_3threads.stderr
-echo "variant 3 prepare threads exit code $?"
-tail -n 5 /tmp/embed_variant_*.stderr
+# Variants for ViT-B-32: high-priority prepare streams; a share of the JPEGs through PIL.
+variant() {
+  local name=$1; shift
+  timeout -k 5 45 python3 bench/embed.py --device cuda --models ViT-B-32 "$@" \
+    --n 16384 --unique 1024 --batch-size 1024 --random-init --repeat 3 --warmup 2 \
+    --min-seconds 0.5 --min-iters 3 --time-budget 35 \
+    --out "$OUT/embed_variant_$name.json" >/dev/null 2>"/tmp/embed_variant_$name.stderr"
+  echo "variant $name exit code $?"
+}
+variant priority --prep-priority -1
+variant cpushare25 --cpu-share 0.25
+variant cpushare50 --cpu-share 0.5
 
-tail -n 20 "$OUT/embed.stderr"
+tail -n 20 "$OUT/embed.stderr" /tmp/embed_variant_*.stderr | grep -v "No pretrained weights"
 cat "$OUT/embed.json" 2>/dev/null || echo "no embed.json"
 python3 - "$OUT"/embed_variant_*.json <<'EOF' 2>/dev/null || true
 import json, sys
 for path in sys.argv[1:]:
     for r in json.load(open(path))["results"]:
-        keys = ("model", "prepare_threads", "cuda_graph", "raw_img_per_s", "prep_img_per_s",
-                "e2e_jpeg_img_per_s", "parity", "error")
+        keys = ("model", "prepare_stream_priority", "cpu_decode_share", "raw_img_per_s",
+                "prep_img_per_s", "e2e_jpeg_img_per_s", "parity", "error")
         print(path.rsplit("/", 1)[-1], {k: r.get(k) for k in keys})
 EOF

@@ -22,7 +22,6 @@ import torch.nn.functional as F
 
 from pipelines.embedding.batch_preparer import BatchPreparer, PreparedBatch, record_event
 from pipelines.embedding.gpu_decode import PixelSpec
-from pipelines.embedding.graphed_encoder import GraphedImageEncoder, try_graphed_encoder
 from pipelines.embedding.image_probe import DEFAULT_MAX_PIXELS, ImageItemError, ItemError
 from pipelines.embedding.model_loading import configured_embedding_dim, load_open_clip
 
@@ -60,11 +59,10 @@ class ClipEmbedder:
     decode_threads : PIL decode threads; defaults to the CPU count, at most 16.
     decode_on_device : decode JPEGs with ``torchvision.io.decode_jpeg`` on the model's device
         and resize there; defaults to True on CUDA. On CPU it exercises the same code path.
-    prepare_threads : batches prepared at once. Two on CUDA, so one thread parses headers
-        while the other waits on nvJPEG (which releases the GIL).
-    cuda_graph : run the image tower as a captured CUDA graph (one launch per batch, see
-        :mod:`pipelines.embedding.graphed_encoder`); defaults to True on CUDA. Falls back to
-        eager, with a logged warning, when capture fails.
+    prepare_threads : batches prepared at once. Two on CUDA, so one thread's Python resize
+        loop runs while the other waits on nvJPEG (which releases the GIL).
+    cpu_decode_share : fraction of the device-decodable JPEGs of each batch decoded by the
+        PIL threads instead, alongside nvJPEG; 0 by default.
     """
 
     def __init__(
@@ -80,7 +78,7 @@ class ClipEmbedder:
         decode_threads: int | None = None,
         decode_on_device: bool | None = None,
         prepare_threads: int | None = None,
-        cuda_graph: bool | None = None,
+        cpu_decode_share: float = 0.0,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
@@ -109,27 +107,13 @@ class ClipEmbedder:
             max_pixels=max_pixels,
             decode_threads=decode_threads or min(16, os.cpu_count() or 1),
             prepare_threads=prepare_threads or (2 if self._cuda else 1),
+            cpu_decode_share=cpu_decode_share,
         )
         self.pixel_spec = self._preparer.pixel_spec
         self.decode_on_device = self._preparer.decode_on_device
         self.dim = configured_embedding_dim(model) or self.embed_texts([""]).shape[1]
-        self._graphed: GraphedImageEncoder | None = None
-        if self._cuda and (cuda_graph is None or cuda_graph) and self.pixel_spec is not None:
-            self._graphed = try_graphed_encoder(
-                self._model.encode_image,
-                batch_size=batch_size,
-                image_size=self.pixel_spec.size,
-                pixel_dtype=self.pixel_dtype,
-                autocast_dtype=self._autocast_dtype,
-                device=self.device,
-            )
         if self._cuda:
             torch.cuda.synchronize(self.device)
-
-    @property
-    def cuda_graph(self) -> bool:
-        """Whether images go through a captured CUDA graph."""
-        return self._graphed is not None
 
     # -- public API ----------------------------------------------------------------------
 
@@ -206,11 +190,6 @@ class ClipEmbedder:
 
     def encode_pixel_batch(self, pixels: torch.Tensor) -> torch.Tensor:
         """Model only: normalised ``(n, 3, S, S)`` pixels on the device to unit vectors."""
-        if self._graphed is not None and pixels.shape[0] <= self._graphed.batch_size:
-            return self._graphed(pixels).clone()
-        return self._encode_eager(pixels)
-
-    def _encode_eager(self, pixels: torch.Tensor) -> torch.Tensor:
         with torch.inference_mode(), self._autocast():
             features = self._model.encode_image(pixels)
         return F.normalize(features.float(), dim=-1)
@@ -240,10 +219,7 @@ class ClipEmbedder:
             stream.wait_event(prepared.ready)
             # The pixels were allocated on the side stream; keep them until this one is done.
             pixels.record_stream(stream)
-        if self._graphed is not None:
-            # A view of the graph's output: the caller copies it out before the next batch.
-            return self._graphed(pixels)
-        return self._encode_eager(pixels)
+        return self.encode_pixel_batch(pixels)
 
 
 def _store(

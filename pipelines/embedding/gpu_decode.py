@@ -1,19 +1,23 @@
-"""Batched JPEG decode and normalise on a torch device (CUDA in production).
+"""Batched JPEG decode, resize, crop and normalise on a torch device (CUDA in production).
 
 ``torchvision.io.decode_jpeg`` takes a list and, on CUDA, hands baseline JPEGs to nvJPEG's
-batched (hardware on A100/H100-class GPUs) decoder. The resize in between lives in
-:mod:`pipelines.embedding.batched_resize`; normalising is ``(x/255 - mean)/std``. The same
-code runs on CPU, which is how the tests check it.
+batched (hardware on A100/H100-class GPUs) decoder. The resize mirrors open_clip's eval
+preprocess: shortest side to ``size`` with antialiased bicubic (the same a = -0.5 kernel as
+PIL), centre crop, round and clamp to the uint8 range as PIL does, then ``(x/255 - mean)/std``.
+Images that share a height and width are resized in one call. The same code runs on CPU,
+which is how the tests check it.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torchvision.io import ImageReadMode, decode_jpeg
 
 BytesLike = bytes | bytearray | memoryview
@@ -86,6 +90,50 @@ def _decode_or_bisect(
             return [f"corrupt JPEG: {detail[-1]}"]
     middle = len(streams) // 2
     return _decode_or_bisect(streams[:middle], device) + _decode_or_bisect(streams[middle:], device)
+
+
+def shortest_side_size(height: int, width: int, size: int) -> tuple[int, int]:
+    """Output (height, width) of torchvision ``Resize(size)`` for a scalar size."""
+    if width <= height:
+        return int(size * height / width), size
+    return size, int(size * width / height)
+
+
+def resize_center_crop(
+    images: Sequence[torch.Tensor], spec: PixelSpec
+) -> tuple[torch.Tensor, list[int]]:
+    """Resize and crop uint8 ``(3, H, W)`` images to ``(n, 3, S, S)`` float32 in [0, 255].
+
+    Rows come out grouped by input size; the returned list gives each row's input position.
+    """
+    groups: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for position, image in enumerate(images):
+        groups[(int(image.shape[-2]), int(image.shape[-1]))].append(position)
+    size = spec.size
+    crops: list[torch.Tensor] = []
+    order: list[int] = []
+    for (height, width), positions in groups.items():
+        if len(positions) == 1:
+            batch = images[positions[0]].unsqueeze(0)
+        else:
+            batch = torch.stack([images[p] for p in positions])
+        pixels = batch.float()
+        new_height, new_width = shortest_side_size(height, width, size)
+        if (new_height, new_width) != (height, width):
+            pixels = F.interpolate(
+                pixels,
+                size=(new_height, new_width),
+                mode=spec.interpolation,
+                antialias=True,
+                align_corners=False,
+            )
+        top = int(round((new_height - size) / 2.0))
+        left = int(round((new_width - size) / 2.0))
+        crops.append(pixels[:, :, top : top + size, left : left + size])
+        order.extend(positions)
+    out = crops[0] if len(crops) == 1 else torch.cat(crops)
+    # PIL rounds and clamps the resampled image to uint8; do the same so both paths agree.
+    return out.clamp_(0.0, 255.0).round_(), order
 
 
 def normalization_constants(

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
 from PIL import Image
 
 JPEG_MAGIC = b"\xff\xd8\xff"
@@ -28,6 +29,13 @@ _OTHER_FORMATS = {
     b"II*\x00": "TIFF",
     b"MM\x00*": "TIFF",
 }
+
+# Bytes that may follow 0xFF after the first SOS: stuffing (00), fill (FF), RST0-7, EOI,
+# and the segments allowed between scans (DHT, SOS, DQT, DNL, DRI, APPn, COM).
+_FOLLOWS_FF_IN_SCAN = np.zeros(256, dtype=bool)
+_FOLLOWS_FF_IN_SCAN[[0x00, 0xFF, 0xD9, 0xC4, 0xDA, 0xDB, 0xDC, 0xDD, 0xFE]] = True
+_FOLLOWS_FF_IN_SCAN[0xD0:0xD8] = True
+_FOLLOWS_FF_IN_SCAN[0xE0:0xF0] = True
 
 ImageKind = Literal["jpeg", "png", "pil"]
 
@@ -128,12 +136,20 @@ def _probe_png(data: bytes | bytearray | memoryview) -> ImageProbe:
 
 
 def _probe_jpeg(data: bytes | bytearray | memoryview) -> ImageProbe:
-    """Walk the marker segments up to the frame header (ITU-T T.81, B.1.1.3 and B.2.2)."""
+    """Walk the marker segments to the frame header and on to the first scan (ITU-T T.81,
+    B.1.1.3 and B.2), then check the scan's byte stuffing (see :func:`_scan_is_well_formed`).
+
+    Anything odd after the frame header is left to PIL rather than refused here.
+    """
     view = memoryview(data)
     size = len(view)
     pos = 2
+    frame: tuple[int, int, int, int, int] | None = None  # marker, precision, height, width, comps
+    scan_start: int | None = None
     while pos < size:
         if view[pos] != 0xFF:
+            if frame is not None:
+                break
             raise ImageRejected(f"corrupt JPEG: expected a marker at byte {pos}")
         while pos < size and view[pos] == 0xFF:  # fill bytes
             pos += 1
@@ -143,30 +159,53 @@ def _probe_jpeg(data: bytes | bytearray | memoryview) -> ImageProbe:
         pos += 1
         if marker == 0x01 or 0xD0 <= marker <= 0xD8:  # standalone markers
             continue
-        if marker in (0xD9, 0xDA):
-            raise ImageRejected("corrupt JPEG: no frame header before the image data")
+        if marker == 0xD9 or (marker == 0xDA and frame is None):
+            if frame is None:
+                raise ImageRejected("corrupt JPEG: no frame header before the image data")
+            break
         if pos + 2 > size:
             break
         length = (view[pos] << 8) | view[pos + 1]
         if length < 2 or pos + length > size:
             break
-        if marker in _SOF_MARKERS:
+        if marker == 0xDA:
+            scan_start = pos + length
+            break
+        if marker in _SOF_MARKERS and frame is None:
             if length < 8:
                 raise ImageRejected("corrupt JPEG: frame header too short")
             precision, height, width, components = struct.unpack(
                 ">BHHB", bytes(view[pos + 2 : pos + 8])
             )
-            # A JPEG cut short has no end-of-image marker; PIL then reports the truncation,
-            # whereas a hardware decoder may return a partly grey image without complaint.
-            complete = bytes(view[size - 2 :]) == b"\xff\xd9"
-            decodable = (
-                marker in _DEVICE_SOF_MARKERS
-                and precision == 8
-                and components == 3
-                and height > 0
-                and complete
-            )
-            # Height 0 means a DNL segment defines it later; let PIL decide.
-            return ImageProbe("jpeg", width, max(height, 1), device_decodable=decodable)
+            frame = (marker, precision, height, width, components)
         pos += length
-    raise ImageRejected("corrupt JPEG: truncated before the frame header")
+    if frame is None:
+        raise ImageRejected("corrupt JPEG: truncated before the frame header")
+    marker, precision, height, width, components = frame
+    # A JPEG cut short has no end-of-image marker; PIL then reports the truncation,
+    # whereas a hardware decoder may return a partly grey image without complaint.
+    complete = bytes(view[size - 2 :]) == b"\xff\xd9"
+    decodable = (
+        marker in _DEVICE_SOF_MARKERS
+        and precision == 8
+        and components == 3
+        and height > 0
+        and complete
+        and scan_start is not None
+        and _scan_is_well_formed(view, scan_start)
+    )
+    # Height 0 means a DNL segment defines it later; let PIL decide.
+    return ImageProbe("jpeg", width, max(height, 1), device_decodable=decodable)
+
+
+def _scan_is_well_formed(view: memoryview, start: int) -> bool:
+    """Every 0xFF in the entropy-coded data is stuffed (FF 00), fill, a restart or a marker
+    that may follow a scan.
+
+    nvJPEG's hardware decoder turns a scrambled scan into a plausible picture without an
+    error, where libjpeg stops at the first bad marker. A bad FF pair is how most damage to
+    a scan shows; such files go to PIL, which decides (a false alarm only costs CPU time).
+    """
+    scan = np.frombuffer(view, dtype=np.uint8)[start:]
+    follows = scan[np.flatnonzero(scan[:-1] == 0xFF) + 1]
+    return bool(_FOLLOWS_FF_IN_SCAN[follows].all())
