@@ -37,7 +37,7 @@ import torch
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from pipelines.embedding import ClipEmbedder, batch_preparer  # noqa: E402
+from pipelines.embedding import ClipEmbedder  # noqa: E402
 from pipelines.embedding.gpu_decode import decode_jpegs, resize_center_crop  # noqa: E402
 from pipelines.embedding.image_probe import probe_image  # noqa: E402
 
@@ -202,7 +202,6 @@ def bench_model(model: str, jpegs: list[bytes], args: argparse.Namespace) -> dic
         batch_size=args.batch_size,
         decode_on_device=False if args.cpu_decode else None,
         prepare_threads=args.prepare_threads,
-        cpu_decode_share=args.cpu_share,
     )
     result: dict[str, Any] = {
         "device": embedder.device.type,
@@ -217,8 +216,6 @@ def bench_model(model: str, jpegs: list[bytes], args: argparse.Namespace) -> dic
         "n": len(jpegs),
         "decode_on_device": embedder.decode_on_device,
         "prepare_threads": embedder._preparer.prepare_threads,
-        "cpu_decode_share": args.cpu_share,
-        "prepare_stream_priority": batch_preparer.PREPARE_STREAM_PRIORITY,
         "weights": "random_init" if args.random_init else str(args.pretrained),
     }
     try:
@@ -276,8 +273,6 @@ def main() -> None:
     parser.add_argument("--pretrained", default=None, help="open_clip tag or checkpoint path")
     parser.add_argument("--cpu-decode", action="store_true", help="PIL decode even on CUDA")
     parser.add_argument("--prepare-threads", type=int, default=None, help="default: 2 on CUDA")
-    parser.add_argument("--cpu-share", type=float, default=0.0, help="JPEGs decoded by PIL")
-    parser.add_argument("--prep-priority", type=int, default=None, help="prepare stream priority")
     parser.add_argument("--breakdown", action="store_true", help="time each stage too")
     parser.add_argument("--repeat", type=int, default=3, help="end-to-end runs (median)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed raw model calls")
@@ -291,8 +286,6 @@ def main() -> None:
         parser.error("pass --random-init (no downloads here) or --pretrained")
     if args.device == "cuda":
         torch.backends.cudnn.benchmark = True
-    if args.prep_priority is not None:
-        batch_preparer.PREPARE_STREAM_PRIORITY = args.prep_priority
 
     low, _, high = args.sides.partition(",")
     sides = (int(low), int(high or low))

@@ -29,9 +29,6 @@ from pipelines.embedding.gpu_decode import (
 )
 from pipelines.embedding.image_probe import ImageProbe, ImageRejected, probe_image
 
-# CUDA stream priority of the prepare streams (lower is more urgent; 0 is the default).
-PREPARE_STREAM_PRIORITY = 0
-
 
 @dataclass
 class PreparedBatch:
@@ -57,10 +54,7 @@ class BatchPreparer:
         max_pixels: int,
         decode_threads: int,
         prepare_threads: int,
-        cpu_decode_share: float = 0.0,
     ) -> None:
-        if not 0.0 <= cpu_decode_share <= 1.0:
-            raise ValueError(f"cpu_decode_share must be in [0, 1], got {cpu_decode_share}")
         self.device = device
         self._cuda = device.type == "cuda"
         self._preprocess = preprocess
@@ -71,7 +65,6 @@ class BatchPreparer:
         self._pixel_dtype = pixel_dtype
         self.max_pixels = max_pixels
         self.prepare_threads = prepare_threads
-        self.cpu_decode_share = cpu_decode_share
         self._decode_pool = ThreadPoolExecutor(decode_threads, thread_name_prefix="telltale-decode")
         self._prepare_pool = ThreadPoolExecutor(
             prepare_threads, thread_name_prefix="telltale-prepare"
@@ -125,11 +118,6 @@ class BatchPreparer:
                 (
                     device_rows if self.decode_on_device and probe.device_decodable else pil_rows
                 ).append(index)
-            if device_rows and self.cpu_decode_share > 0:
-                # Hand a share of the JPEGs to the PIL threads; they decode alongside nvJPEG.
-                keep = len(device_rows) - round(len(device_rows) * self.cpu_decode_share)
-                pil_rows += device_rows[keep:]
-                device_rows = device_rows[:keep]
             pil_futures = self._submit_pil(items, pil_rows, probes)
             parts: list[torch.Tensor] = []
             rows: list[int] = []
@@ -175,9 +163,7 @@ class BatchPreparer:
             return contextlib.nullcontext()
         stream = getattr(self._thread_state, "stream", None)
         if stream is None:
-            stream = self._thread_state.stream = torch.cuda.Stream(
-                self.device, priority=PREPARE_STREAM_PRIORITY
-            )
+            stream = self._thread_state.stream = torch.cuda.Stream(self.device)
         return torch.cuda.stream(stream)
 
     def _submit_pil(
