@@ -19,6 +19,7 @@ from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.neighbors import NearestNeighbors
 
 from detectors.records import DetectorResult, TraceRecord
+from detectors.significance import check_integers_at_least
 
 FAILURE_MODE = "FM-5"
 
@@ -142,14 +143,12 @@ class EvalOverfittingDetector:
         ):
             if not low < value < high:
                 raise ValueError(f"{name} must be in ({max(low, 0.0)}, {high}), got {value!r}")
-        for name, value, low in (
+        check_integers_at_least(
             ("min_traces", min_traces, 10),
             ("min_versions", min_versions, 3),
             ("n_folds", n_folds, 2),
             ("max_samples", max_samples, 50),
-        ):
-            if int(value) != value or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        )
         if not isinstance(fire_on_coverage, bool):
             raise ValueError(f"fire_on_coverage must be a bool, got {fire_on_coverage!r}")
         self.alpha = float(alpha)

@@ -15,6 +15,7 @@ import numpy as np
 from sklearn.isotonic import IsotonicRegression, isotonic_regression
 
 from detectors.records import DetectorResult, Score, TraceRecord
+from detectors.significance import check_integers_at_least
 
 try:  # the PAVA kernel behind IsotonicRegression, without its per-call validation (10x faster)
     from sklearn._isotonic import _inplace_contiguous_isotonic_regression
@@ -164,14 +165,12 @@ class GroundTruthAbsenceDetector:
             raise ValueError(f"min_drop must be in [0, 1), got {min_drop!r}")
         if not 0.0 <= min_coverage <= 1.0:
             raise ValueError(f"min_coverage must be in [0, 1], got {min_coverage!r}")
-        for name, value, low in (
+        check_integers_at_least(
             ("min_labeled", min_labeled, 2),
             ("min_current", min_current, 1),
             ("min_cohort_size", min_cohort_size, 1),
             ("n_bootstrap", n_bootstrap, 100),
-        ):
-            if int(value) != value or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        )
         self.alpha = float(alpha)
         self.min_drop = float(min_drop)
         self.min_coverage = float(min_coverage)

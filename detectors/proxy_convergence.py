@@ -15,6 +15,7 @@ import numpy as np
 from scipy import stats
 
 from detectors.records import DetectorResult, TraceRecord
+from detectors.significance import check_integers_at_least
 
 FAILURE_MODE = "FM-7"
 # Spearman's rho has a larger sampling variance than Pearson's r; Fieller, Hartley & Pearson
@@ -134,13 +135,11 @@ class ProxyConvergenceDetector:
         ):
             if not 0.0 <= value < 2.0 or value != value:
                 raise ValueError(f"{name} must be in [0, 2), got {value!r}")
-        for name, value, low in (
+        check_integers_at_least(
             ("min_traces", min_traces, 4),
             ("min_pairs", min_pairs, 5),
             ("n_permutations", n_permutations, 99),
-        ):
-            if int(value) != value or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        )
         self.alpha = float(alpha)
         self.min_effect = float(min_effect)
         self.min_correlation_drop = float(min_correlation_drop)

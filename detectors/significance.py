@@ -23,6 +23,20 @@ def check_window_test_params(*, alpha: float, sources: Sequence[str], n_permutat
         raise ValueError(f"n_permutations too small for alpha={alpha}: {n_permutations}")
 
 
+def check_integers_at_least(*checks: tuple[str, float, int]) -> None:
+    """ValueError naming the first ``(name, value, low)`` whose value is not a whole number
+    at least ``low``.
+
+    >>> check_integers_at_least(("min_traces", 30, 4), ("n_bootstrap", 50, 100))
+    Traceback (most recent call last):
+    ...
+    ValueError: n_bootstrap must be an integer >= 100, got 50
+    """
+    for name, value, low in checks:
+        if int(value) != value or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+
+
 def holm(p_values: Sequence[float]) -> np.ndarray:
     """Holm (1979) step-down adjusted p-values (monotone, capped at 1).
 
