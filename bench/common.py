@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -111,6 +112,54 @@ def server(
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+def drive(
+    url: str,
+    key: str,
+    path: str,
+    bodies: list[bytes],
+    clients: int,
+    content_type: str,
+    *,
+    success_is_empty: bool = False,
+) -> float:
+    """POST every body to ``path`` with ``clients`` threads; retry 429/503 after Retry-After.
+
+    Returns the seconds taken. Any answer but 200 fails the run, and so does a 200 with a
+    body when ``success_is_empty`` (OTLP: only a partial success has one).
+    """
+    queue = list(reversed(bodies))
+    lock = threading.Lock()
+    errors: list[str] = []
+
+    def worker() -> None:
+        headers = {"Authorization": f"Bearer {key}", "Content-Type": content_type}
+        with httpx.Client(base_url=url, timeout=120, headers=headers) as c:
+            while True:
+                with lock:
+                    if not queue:
+                        return
+                    body = queue.pop()
+                while True:
+                    r = c.post(path, content=body)
+                    if r.status_code in (429, 503):
+                        time.sleep(float(r.headers.get("retry-after", "1")))
+                        continue
+                    if r.status_code != 200 or (success_is_empty and r.content):
+                        errors.append(f"{r.status_code} {r.content[:200]!r}")
+                    break
+
+    threads = [threading.Thread(target=worker) for _ in range(clients)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - start
+    if errors:
+        raise RuntimeError(f"{len(errors)} failed requests, first: {errors[0]}")
+    return elapsed
 
 
 def count_rows(db_url: str, table: str) -> int:

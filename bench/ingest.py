@@ -15,16 +15,15 @@ import json
 import random
 import statistics
 import sys
-import threading
-import time
 from pathlib import Path
 
-import httpx
 import numpy as np
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.common import count_rows, fresh_db, server, telltale  # noqa: E402
+from bench.common import count_rows, drive, fresh_db, server, telltale  # noqa: E402
+
+JSON = "application/json"
 
 TOOLS = ["search", "db_query", "calculator", "http_fetch", "vector_lookup"]
 
@@ -75,44 +74,6 @@ def embedding_batch(run: str, b: int, size: int, dim: int, rng: np.random.Genera
     )
 
 
-def drive(url: str, key: str, path: str, bodies: list[bytes], clients: int) -> float:
-    """Send every body with ``clients`` threads; retry 429/503 after Retry-After. Seconds."""
-    queue = list(reversed(bodies))
-    lock = threading.Lock()
-    errors: list[str] = []
-
-    def worker() -> None:
-        with httpx.Client(
-            base_url=url,
-            timeout=120,
-            headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
-        ) as c:
-            while True:
-                with lock:
-                    if not queue:
-                        return
-                    body = queue.pop()
-                while True:
-                    r = c.post(path, content=body)
-                    if r.status_code in (429, 503):
-                        time.sleep(float(r.headers.get("retry-after", "1")))
-                        continue
-                    if r.status_code != 200:
-                        errors.append(f"{r.status_code} {r.text[:200]}")
-                    break
-
-    threads = [threading.Thread(target=worker) for _ in range(clients)]
-    start = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    elapsed = time.perf_counter() - start
-    if errors:
-        raise RuntimeError(f"{len(errors)} failed requests, first: {errors[0]}")
-    return elapsed
-
-
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--db", choices=["sqlite", "postgresql"], default="postgresql")
@@ -139,7 +100,7 @@ def main() -> None:
                     span_batch(run, b, args.batch, rng) for b in range(args.spans // args.batch)
                 ]
                 before = count_rows(db_url, "spans")
-                t_spans = drive(url, key, "/api/v1/ingest", spans, args.clients)
+                t_spans = drive(url, key, "/api/v1/ingest", spans, args.clients, JSON)
                 stored_spans = count_rows(db_url, "spans") - before
                 nrng = np.random.default_rng(rep)
                 embs = [
@@ -147,7 +108,7 @@ def main() -> None:
                     for b in range(args.embeddings // args.emb_batch)
                 ]
                 before = count_rows(db_url, "embeddings")
-                t_emb = drive(url, key, "/api/v1/embeddings", embs, args.clients)
+                t_emb = drive(url, key, "/api/v1/embeddings", embs, args.clients, JSON)
                 stored_emb = count_rows(db_url, "embeddings") - before
                 runs.append(
                     {

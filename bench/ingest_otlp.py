@@ -17,18 +17,15 @@ import os
 import random
 import statistics
 import sys
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import psycopg
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.common import PG_ADMIN, count_rows, fresh_db, server, telltale  # noqa: E402
+from bench.common import PG_ADMIN, count_rows, drive, fresh_db, server, telltale  # noqa: E402
 
 TOOLS = ["search", "db_query", "calculator", "http_fetch", "vector_lookup"]
 T0 = 1_795_000_000_000_000_000
@@ -122,41 +119,6 @@ def span_batch(run: int, b: int, size: int, rng: random.Random) -> bytes:
     return req.SerializeToString()
 
 
-def drive(url: str, key: str, bodies: list[bytes], clients: int) -> float:
-    """Send every body with ``clients`` threads; retry 429/503 after Retry-After. Seconds."""
-    queue = list(reversed(bodies))
-    lock = threading.Lock()
-    errors: list[str] = []
-
-    def worker() -> None:
-        headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/x-protobuf"}
-        with httpx.Client(base_url=url, timeout=120, headers=headers) as c:
-            while True:
-                with lock:
-                    if not queue:
-                        return
-                    body = queue.pop()
-                while True:
-                    r = c.post("/v1/traces", content=body)
-                    if r.status_code in (429, 503):
-                        time.sleep(float(r.headers.get("retry-after", "1")))
-                        continue
-                    if r.status_code != 200 or r.content:
-                        errors.append(f"{r.status_code} {r.content[:200]!r}")
-                    break
-
-    threads = [threading.Thread(target=worker) for _ in range(clients)]
-    start = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    elapsed = time.perf_counter() - start
-    if errors:
-        raise RuntimeError(f"{len(errors)} failed requests, first: {errors[0]}")
-    return elapsed
-
-
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -231,7 +193,15 @@ def main() -> None:
                 procs = server_pids(url.rsplit(":", 1)[1])
                 backends = pg_backend_pids(db_url) if args.db == "postgresql" else []
                 cpu0 = _cpu_seconds(procs), _cpu_seconds(backends)
-                elapsed = drive(url, key, bodies, args.clients)
+                elapsed = drive(
+                    url,
+                    key,
+                    "/v1/traces",
+                    bodies,
+                    args.clients,
+                    "application/x-protobuf",
+                    success_is_empty=True,
+                )
                 backends_after = pg_backend_pids(db_url) if args.db == "postgresql" else []
                 cpu1 = _cpu_seconds(procs), _cpu_seconds(backends_after)
                 spans = count_rows(db_url, "spans") - before[0]
