@@ -111,13 +111,13 @@ class BatchPreparer:
             probes: dict[int, ImageProbe] = {}
             for index in range(start, stop):
                 try:
-                    probes[index] = probe = probe_image(items[index], max_pixels=self.max_pixels)
+                    probes[index] = probe = probe_image(
+                        items[index], max_pixels=self.max_pixels, for_device=self.decode_on_device
+                    )
                 except ImageRejected as exc:
                     failures[index] = str(exc)
                     continue
-                (
-                    device_rows if self.decode_on_device and probe.device_decodable else pil_rows
-                ).append(index)
+                (device_rows if probe.device_decodable else pil_rows).append(index)
             pil_futures = self._submit_pil(items, pil_rows, probes)
             parts: list[torch.Tensor] = []
             rows: list[int] = []

@@ -77,10 +77,12 @@ class ImageProbe:
     device_decodable: bool
 
 
-def probe_image(item: object, *, max_pixels: int) -> ImageProbe:
+def probe_image(item: object, *, max_pixels: int, for_device: bool = True) -> ImageProbe:
     """Classify ``item`` (JPEG/PNG bytes or a PIL image) and enforce ``max_pixels``.
 
     Raises :class:`ImageRejected` with the reason for anything that cannot be embedded.
+    With ``for_device=False`` (everything goes to PIL) the scan of a JPEG is not vetted
+    for the device decoder and ``device_decodable`` is False.
     """
     if isinstance(item, Image.Image):
         width, height = item.size
@@ -95,7 +97,7 @@ def probe_image(item: object, *, max_pixels: int) -> ImageProbe:
     if len(item) == 0:
         raise ImageRejected("empty image data")
     if data[:3] == JPEG_MAGIC:
-        probe = _probe_jpeg(item)
+        probe = _probe_jpeg(item, for_device)
     elif data[:8] == PNG_MAGIC:
         probe = _probe_png(data)
     else:
@@ -135,7 +137,7 @@ def _probe_png(data: bytes | bytearray | memoryview) -> ImageProbe:
     return ImageProbe("png", width, height, device_decodable=False)
 
 
-def _probe_jpeg(data: bytes | bytearray | memoryview) -> ImageProbe:
+def _probe_jpeg(data: bytes | bytearray | memoryview, for_device: bool) -> ImageProbe:
     """Walk the marker segments to the frame header and on to the first scan (ITU-T T.81,
     B.1.1.3 and B.2), then check the scan's byte stuffing (see :func:`_scan_is_well_formed`).
 
@@ -186,7 +188,8 @@ def _probe_jpeg(data: bytes | bytearray | memoryview) -> ImageProbe:
     # whereas a hardware decoder may return a partly grey image without complaint.
     complete = bytes(view[size - 2 :]) == b"\xff\xd9"
     decodable = (
-        marker in _DEVICE_SOF_MARKERS
+        for_device
+        and marker in _DEVICE_SOF_MARKERS
         and precision == 8
         and components == 3
         and height > 0

@@ -135,6 +135,8 @@ def test_probe_sends_scrambled_scans_to_pil(jpegs: list[bytes]) -> None:
     assert probe_image(progressive, max_pixels=10**6).device_decodable
     restarts = encode(smooth_image(4, 40, 60), quality=90, restart_marker_blocks=1)
     assert b"\xff\xd0" in restarts and probe_image(restarts, max_pixels=10**6).device_decodable
+    # Where nothing goes to the device the scan is not vetted: PIL decodes every item.
+    assert not probe_image(jpegs[0], max_pixels=10**6, for_device=False).device_decodable
 
 
 def test_tensor_resize_matches_open_clip_preprocess(
