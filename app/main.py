@@ -29,7 +29,6 @@ def create_app(
     settings: Settings | None = None, *, start_background: bool | None = None
 ) -> FastAPI:
     settings = settings or get_settings()
-    settings.check_secrets()
     run_background = settings.scheduler_enabled if start_background is None else start_background
 
     @asynccontextmanager

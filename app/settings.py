@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from pydantic import Field
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+MIN_SECRET_CHARS = 32
 
 
 class Settings(BaseSettings):
@@ -41,20 +43,26 @@ class Settings(BaseSettings):
     embed_pretrained: str | None = None
     embed_device: str = "auto"
     embed_batch_size: int = Field(default=256, gt=0)
-    # Secret used to sign session cookies of the web UI. Refused at its default outside local.
-    secret_key: str = "change-me-local-only"
-    environment: str = "local"
+    # Signs the web UI's session cookies and CSRF tokens. Unset (the default), each
+    # installation generates a random one on first use and keeps it in its database, so
+    # there is no public default that works anywhere; set it only to choose your own.
+    secret_key: SecretStr | None = None
     public_url: str = "http://127.0.0.1:8000"
 
     @property
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
 
-    def check_secrets(self) -> None:
-        if self.environment != "local" and self.secret_key == "change-me-local-only":
+    @field_validator("secret_key")
+    @classmethod
+    def _strong_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value()) < MIN_SECRET_CHARS:
             raise ValueError(
-                "TELLTALE_SECRET_KEY must be set when TELLTALE_ENVIRONMENT is not 'local'"
+                f"TELLTALE_SECRET_KEY must be at least {MIN_SECRET_CHARS} characters "
+                "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(48))'`), "
+                "or unset so Telltale generates one"
             )
+        return value
 
 
 @lru_cache

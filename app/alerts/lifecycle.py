@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -22,6 +21,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.alerts import channels
+from app.alerts.patterns import compile_label_pattern
 from app.models import (
     Alert,
     AlertEvent,
@@ -72,10 +72,14 @@ def matches(matchers: Sequence[Mapping[str, str]], labels: Mapping[str, str]) ->
             return False
         if op == "!=" and value == m["value"]:
             return False
-        if op == "=~" and re.fullmatch(m["value"], value) is None:
-            return False
-        if op == "!~" and re.fullmatch(m["value"], value) is not None:
-            return False
+        if op in ("=~", "!~"):
+            try:
+                pattern = compile_label_pattern(m["value"])
+            except ValueError:
+                # Saved before patterns were checked with RE2: such a silence mutes nothing.
+                return False
+            if (pattern.fullmatch(value) is None) == (op == "=~"):
+                return False
     return True
 
 

@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from app.alerts.patterns import compile_label_pattern
 from app.monitors.schemas import FailureMode, Severity
 
 
@@ -46,9 +47,9 @@ class Matcher(BaseModel):
     def _regex(self) -> Matcher:
         if self.op in ("=~", "!~"):
             try:
-                re.compile(self.value)
-            except re.error as exc:
-                raise ValueError(f"value: not a valid regular expression: {exc}") from None
+                compile_label_pattern(self.value)
+            except ValueError as exc:
+                raise ValueError(f"value: {exc}") from None
         return self
 
 

@@ -9,7 +9,7 @@ from fastapi import Depends, HTTPException, Request
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from app.keys import Principal, authenticate, principal_for_key_id
+from app.keys import Principal, authenticate
 from app.settings import Settings
 
 
@@ -52,18 +52,20 @@ def _principal_from_cookie(request: Request) -> Principal | None:
     A cookie is sent by the browser on its own, so unsafe methods also need the session's
     CSRF token in ``X-CSRF-Token``.
     """
-    from app.web.session import COOKIE, csrf_ok, decode_session
+    from app.web.logins import current_login, session_secret
+    from app.web.session import COOKIE, csrf_ok
 
-    secret = request.app.state.settings.secret_key
-    web = decode_session(secret, request.cookies.get(COOKIE))
-    if web is None:
+    if not request.cookies.get(COOKIE):
         return None
+    login = current_login(request)
+    if login is None:
+        return None
+    web, principal = login
     if request.method not in _SAFE_METHODS and not csrf_ok(
-        secret, web.nonce, request.headers.get("x-csrf-token")
+        session_secret(request), web.nonce, request.headers.get("x-csrf-token")
     ):
         raise HTTPException(403, "missing or wrong X-CSRF-Token for a cookie-authenticated request")
-    with request.app.state.sessionmaker() as session:
-        return principal_for_key_id(session, key_id=web.key_id)
+    return principal
 
 
 def get_principal(request: Request) -> Principal:

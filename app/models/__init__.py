@@ -25,6 +25,7 @@ from app.models.engine import (  # noqa: F401
 )
 from app.models.labeling import Label, LabelQueue, QueueItem, RejectedLabel  # noqa: F401
 from app.models.media import MediaJob  # noqa: F401
+from app.models.web import InstallationSecret, WebSession  # noqa: F401
 
 __all__ = [
     "ApiKey",

@@ -10,7 +10,8 @@ from fastapi.responses import RedirectResponse
 
 from app.keys import authenticate
 from app.web.deps import templates
-from app.web.session import COOKIE, MAX_AGE_S, csrf_ok, decode_session, encode_session
+from app.web.logins import current_login, end_login, session_secret, start_login
+from app.web.session import COOKIE, MAX_AGE_S, csrf_ok, csrf_token
 
 router = APIRouter(include_in_schema=False)
 PRE_COOKIE = "tt_login"
@@ -26,9 +27,7 @@ def _safe_next(target: str | None) -> str:
 @router.get("/login")
 def login_form(request: Request, next: str = "/", error: str | None = None) -> Any:
     nonce = request.cookies.get(PRE_COOKIE) or secrets.token_urlsafe(16)
-    from app.web.session import csrf_token
-
-    token = csrf_token(request.app.state.settings.secret_key, nonce)
+    token = csrf_token(session_secret(request), nonce)
     response = templates.TemplateResponse(
         request,
         "login.html",
@@ -48,7 +47,7 @@ def login(
 ) -> Any:
     settings = request.app.state.settings
     nonce = request.cookies.get(PRE_COOKIE, "")
-    if not nonce or not csrf_ok(settings.secret_key, nonce, csrf):
+    if not nonce or not csrf_ok(session_secret(request), nonce, csrf):
         return login_form(request, next=next, error="The form expired; please try again.")
     with request.app.state.sessionmaker() as session:
         principal = authenticate(session, key=api_key.strip())
@@ -57,7 +56,7 @@ def login(
     response = RedirectResponse(_safe_next(next), status_code=303)
     response.set_cookie(
         COOKIE,
-        encode_session(settings.secret_key, principal.key_id),
+        start_login(request, key_id=principal.key_id),
         httponly=True,
         samesite="lax",
         secure=settings.public_url.startswith("https://"),
@@ -69,9 +68,9 @@ def login(
 
 @router.post("/logout")
 def logout(request: Request, csrf: str = Form("")) -> Any:
-    settings = request.app.state.settings
-    web = decode_session(settings.secret_key, request.cookies.get(COOKIE))
+    login = current_login(request)
     response = RedirectResponse("/login", status_code=303)
-    if web is not None and csrf_ok(settings.secret_key, web.nonce, csrf):
+    if login is not None and csrf_ok(session_secret(request), login[0].nonce, csrf):
+        end_login(request, login[0])
         response.delete_cookie(COOKIE)
     return response

@@ -9,8 +9,9 @@ from urllib.parse import quote
 from fastapi import Depends, Request
 from fastapi.templating import Jinja2Templates
 
-from app.keys import Principal, principal_for_key_id
-from app.web.session import COOKIE, csrf_token, decode_session
+from app.keys import Principal
+from app.web.logins import current_login, session_secret
+from app.web.session import csrf_token
 
 DASHBOARDS = Path(__file__).resolve().parent.parent.parent / "dashboards"
 templates = Jinja2Templates(directory=str(DASHBOARDS / "templates"))
@@ -28,7 +29,7 @@ class WebContext:
     def __init__(self, request: Request, principal: Principal, nonce: str) -> None:
         self.request = request
         self.principal = principal
-        self.csrf = csrf_token(request.app.state.settings.secret_key, nonce)
+        self.csrf = csrf_token(session_secret(request), nonce)
 
     def render(self, template: str, status_code: int = 200, **context: Any) -> Any:
         return templates.TemplateResponse(
@@ -40,15 +41,11 @@ class WebContext:
 
 
 def web_context(request: Request) -> WebContext:
-    settings = request.app.state.settings
-    web = decode_session(settings.secret_key, request.cookies.get(COOKIE))
-    principal = None
-    if web is not None:
-        with request.app.state.sessionmaker() as session:
-            principal = principal_for_key_id(session, key_id=web.key_id)
-    if web is None or principal is None:
+    login = current_login(request)
+    if login is None:
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         raise LoginRequired(quote(target, safe="/?=&"))
+    web, principal = login
     return WebContext(request, principal, web.nonce)
 
 

@@ -1,8 +1,10 @@
 """Signed session cookies and CSRF tokens for the web UI.
 
 The cookie holds only the key's id, an expiry and a random nonce, signed with
-HMAC-SHA256 under ``TELLTALE_SECRET_KEY``; the API key itself never leaves the login form.
-Each request re-reads the key row, so a revoked key ends its sessions at once. The CSRF
+HMAC-SHA256 under the installation's session secret (``TELLTALE_SECRET_KEY``, or one
+generated on first start: see ``app.web.logins``); the API key itself never leaves the login
+form. The signature alone is not enough: ``app.web.logins`` also requires the session's row,
+which logout deletes, and re-reads the key row, so a revoked key ends its sessions at once. The CSRF
 token is an HMAC of the session nonce (synchroniser token): forms carry it in a hidden
 field, the UI's fetch calls in an ``X-CSRF-Token`` header.
 """
@@ -32,9 +34,13 @@ def _sign(secret: str, payload: bytes) -> str:
     return hmac.new(secret.encode(), payload, hashlib.sha256).hexdigest()
 
 
-def encode_session(secret: str, key_id: int, *, now: float | None = None) -> str:
+def new_session(key_id: int, *, now: float | None = None) -> WebSession:
     now = time.time() if now is None else now
-    body = {"k": key_id, "n": secrets.token_urlsafe(16), "e": int(now + MAX_AGE_S)}
+    return WebSession(key_id=key_id, nonce=secrets.token_urlsafe(16), expires=int(now + MAX_AGE_S))
+
+
+def encode_session(secret: str, web: WebSession) -> str:
+    body = {"k": web.key_id, "n": web.nonce, "e": web.expires}
     raw = base64.urlsafe_b64encode(json.dumps(body, separators=(",", ":")).encode()).decode()
     return f"{raw}.{_sign(secret, raw.encode())}"
 
