@@ -19,8 +19,10 @@ from app.api.main import api_router
 from app.db import make_engine, make_sessionmaker
 from app.ingest.admission import Overloaded, WriteAdmission
 from app.metrics import REQUEST_LATENCY, WRITE_QUEUE_DEPTH
+from app.monitors.runner import DETECTOR_SLOTS
 from app.scheduler import service as _scheduler  # noqa: F401  (registers scheduler + outbox)
 from app.settings import Settings, get_settings
+from app.web.headers import SecurityHeaders
 
 log = logging.getLogger("telltale")
 
@@ -29,6 +31,7 @@ def create_app(
     settings: Settings | None = None, *, start_background: bool | None = None
 ) -> FastAPI:
     settings = settings or get_settings()
+    DETECTOR_SLOTS.capacity = settings.max_concurrent_detectors
     run_background = settings.scheduler_enabled if start_background is None else start_background
 
     @asynccontextmanager
@@ -60,6 +63,7 @@ def create_app(
     _install_latency_middleware(app, max_header_bytes=settings.max_header_bytes)
     app.include_router(api_router)
     _install_web(app)
+    app.add_middleware(SecurityHeaders)
     return app
 
 

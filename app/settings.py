@@ -30,6 +30,12 @@ class Settings(BaseSettings):
     db_pool_size: int = Field(default=8, gt=0)
     # Scheduler: runs in the API process by default; `telltale scheduler` runs it alone.
     scheduler_enabled: bool = True
+    # Detector computations at once in one process, those past their time limit included
+    # (a thread cannot be killed); beyond it a scheduled run fails fast, `run now` gets 429.
+    max_concurrent_detectors: int = Field(default=2, gt=0, le=64)
+    # `/metrics` names every project's monitors and queues: unset, it answers only to
+    # clients on the loopback interface; set, it wants `Authorization: Bearer <token>`.
+    metrics_token: SecretStr | None = None
     # Where uploaded media is kept for the labeling UI, and for how long.
     media_dir: str = "./media"
     media_retention_days: int = Field(default=30, gt=0)

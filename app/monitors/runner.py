@@ -27,6 +27,7 @@ from app.models import DetectorRun, Finding, Monitor
 from app.models.base import utcnow
 from app.monitors import windows
 from app.monitors.detection import Detector, build_detector, finite_or_none
+from app.monitors.slots import DetectorsBusy, DetectorSlots
 from app.monitors.store import as_utc, write_session
 from detectors.records import DetectorResult
 
@@ -37,6 +38,11 @@ DetectorFactory = Callable[[str, Mapping[str, Any]], Detector]
 
 class DetectorTimeout(Exception):
     pass
+
+
+# One per process: detector threads are the process's, whichever caller started them.
+# ``create_app`` sets its capacity from ``Settings.max_concurrent_detectors``.
+DETECTOR_SLOTS = DetectorSlots(capacity=2)
 
 
 @dataclass(frozen=True)
@@ -58,26 +64,40 @@ def window_bounds(selection: Mapping[str, Any], now: datetime) -> Windows:
     return Windows(now - cur, now, rs, re_)
 
 
-def call_with_time_limit(fn: Callable[[], DetectorResult], limit_s: float) -> DetectorResult:
+def call_with_time_limit(
+    fn: Callable[[], DetectorResult], limit_s: float, *, slots: DetectorSlots | None = None
+) -> DetectorResult:
     """Run ``fn`` in a daemon thread; raise DetectorTimeout after ``limit_s`` seconds.
 
     Python cannot kill a thread, so a timed-out detector keeps computing in the
-    background until it returns; the daemon flag keeps it from blocking shutdown, and the
-    scheduler's ``max_instances=1`` keeps a slow monitor from piling up threads.
+    background until it returns. It keeps the slot the caller took from ``slots`` until
+    then (see :mod:`app.monitors.slots`), which bounds how many such threads can exist.
     """
     box: dict[str, Any] = {}
+    lock = threading.Lock()
+    state = {"done": False, "overdue": False}
 
     def target() -> None:
         try:
             box["result"] = fn()
         except BaseException as exc:  # handed back to the caller below
             box["error"] = exc
+        finally:
+            with lock:
+                state["done"] = True
+                overdue = state["overdue"]
+            if slots is not None:
+                slots.release(was_overdue=overdue)
 
     thread = threading.Thread(target=target, name="detector", daemon=True)
     thread.start()
     thread.join(limit_s)
-    if thread.is_alive():
-        raise DetectorTimeout(f"detector exceeded its time limit of {limit_s:g} s")
+    with lock:
+        if not state["done"]:
+            state["overdue"] = True
+            if slots is not None:
+                slots.mark_overdue()
+            raise DetectorTimeout(f"detector exceeded its time limit of {limit_s:g} s")
     if "error" in box:
         raise box["error"]
     return box["result"]  # type: ignore[no-any-return]
@@ -152,8 +172,15 @@ def run_monitor(
     scheduled_for: datetime | None = None,
     detector_factory: DetectorFactory = build_detector,
     public_url: str = "",
+    slots: DetectorSlots = DETECTOR_SLOTS,
+    refuse_when_busy: bool = False,
 ) -> DetectorRun | None:
-    """Run the monitor as of ``now``; return the persisted run (None: monitor is gone)."""
+    """Run the monitor as of ``now``; return the persisted run (None: monitor is gone).
+
+    With every detector slot taken the run is persisted as ``failed`` (the scheduler tries
+    again next interval), or, with ``refuse_when_busy``, :class:`DetectorsBusy` is raised
+    and nothing is persisted (``run now`` answers 429).
+    """
     now = as_utc(now) if now is not None else utcnow()
     started = time.perf_counter()
     with Session(engine) as session:
@@ -165,17 +192,29 @@ def run_monitor(
         result: DetectorResult | None = None
         error: str | None = None
         n_ref = n_cur = 0
-        try:
-            detector = detector_factory(monitor.failure_mode, monitor.detector_params or {})
-            ref, cur = _load(session, monitor, detector, w)
-            n_ref, n_cur = _size(ref), _size(cur)
-            epoch = now.timestamp()
-            result = call_with_time_limit(
-                lambda: detector.run(ref, cur, now=epoch), float(monitor.time_limit_seconds)
-            )
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"[:2000]
-            log.warning("monitor %s (%s) failed: %s", monitor.id, monitor.name, error)
+        if not slots.try_acquire():
+            if refuse_when_busy:
+                raise DetectorsBusy(slots.busy_message())
+            error = f"DetectorsBusy: {slots.busy_message()}"
+        else:
+            handed_to_thread = False
+            try:
+                detector = detector_factory(monitor.failure_mode, monitor.detector_params or {})
+                ref, cur = _load(session, monitor, detector, w)
+                n_ref, n_cur = _size(ref), _size(cur)
+                epoch = now.timestamp()
+                handed_to_thread = True
+                result = call_with_time_limit(
+                    lambda: detector.run(ref, cur, now=epoch),
+                    float(monitor.time_limit_seconds),
+                    slots=slots,
+                )
+            except Exception as exc:
+                error = f"{type(exc).__name__}: {exc}"[:2000]
+                log.warning("monitor %s (%s) failed: %s", monitor.id, monitor.name, error)
+            finally:
+                if not handed_to_thread:
+                    slots.release()
     duration_ms = (time.perf_counter() - started) * 1000.0
     run = _persist(
         engine,

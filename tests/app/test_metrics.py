@@ -6,15 +6,29 @@ import json
 import re
 from pathlib import Path
 
+import httpx
+import pytest
+from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import auth
+from app.main import create_app
+from app.settings import Settings
+from tests.conftest import LiveServer, auth
 
 GRAFANA = Path(__file__).resolve().parents[2] / "dashboards" / "grafana" / "telltale.json"
 
 
+TOKEN = "scrape-token-" + "x" * 20
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """The suite's settings with a scrape token: TestClient's peer is not loopback."""
+    return settings.model_copy(update={"metrics_token": Settings(metrics_token=TOKEN).metrics_token})
+
+
 def scrape(client) -> dict[str, float]:
-    r = client.get("/metrics")
+    r = client.get("/metrics", headers=auth(TOKEN))
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
     values: dict[str, float] = {}
     for family in text_string_to_metric_families(r.text):
@@ -70,7 +84,7 @@ def test_every_metric_the_grafana_dashboard_queries_exists(client, make_key):
     used = {m for e in exprs for m in re.findall(r"\b(telltale_[a-z0-9_]+)", e)}
     assert len(used) >= 10
     # Exposed families (declared even before they have samples) by their sample names.
-    r = client.get("/metrics")
+    r = client.get("/metrics", headers=auth(TOKEN))
     exposed: set[str] = set()
     for family in text_string_to_metric_families(r.text):
         exposed.add(family.name)
@@ -81,3 +95,19 @@ def test_every_metric_the_grafana_dashboard_queries_exists(client, make_key):
             exposed.update(family.name + sfx for sfx in ("_bucket", "_count", "_sum"))
     missing = used - exposed
     assert not missing, f"the dashboard queries metrics that do not exist: {sorted(missing)}"
+
+
+def test_metrics_need_the_token_when_one_is_set(client, make_key):
+    assert client.get("/metrics").status_code == 401
+    assert client.get("/metrics", headers=auth("wrong")).status_code == 401
+    assert client.get("/metrics", headers=auth(make_key("admin"))).status_code == 401
+    assert client.get("/metrics", headers=auth(TOKEN)).status_code == 200
+
+
+def test_without_a_token_metrics_answer_only_loopback(settings):
+    open_settings = settings.model_copy(update={"metrics_token": None})
+    with TestClient(create_app(open_settings, start_background=False), client=("10.1.2.3", 4)) as c:
+        r = c.get("/metrics")
+        assert r.status_code == 403 and "TELLTALE_METRICS_TOKEN" in r.json()["detail"]
+    with LiveServer(create_app(open_settings, start_background=False)) as server:
+        assert httpx.get(f"{server.url}/metrics", timeout=10).status_code == 200

@@ -169,3 +169,34 @@ def test_login_rejects_a_bad_key_and_pages_need_a_session(world, browser):
     assert page.locator(".error").inner_text().startswith("That API key is not valid")
     r = httpx.get(f"{world['url']}/alerts", follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"].startswith("/login")
+
+
+def test_every_page_runs_under_the_content_security_policy(world, browser):
+    """The pages work with CSP on: no violation (inline script/style) and no console error."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    login(page, world["url"], world["admin"], "/")
+    page.evaluate(
+        "document.addEventListener('securitypolicyviolation',"
+        " e => console.error('CSP ' + e.violatedDirective))"
+    )
+    trace_id = httpx.get(
+        f"{world['url']}/api/v1/traces", headers=auth(world["admin"])
+    ).json()["traces"][0]["trace_id"]
+    paths = ["/", "/traces", f"/traces/{trace_id}", "/alerts", f"/monitors/{world['fm2']['id']}",
+             "/label", "/label/images"]  # fmt: skip
+    for path in paths:
+        response = page.goto(f"{world['url']}{path}")
+        assert response is not None and response.status == 200, path
+        assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
+        assert response.headers["x-frame-options"] == "DENY"
+        page.wait_for_load_state("networkidle")
+    assert problems == [], problems
+    # Indentation of the span tree survives without style attributes.
+    page.goto(f"{world['url']}/traces/{trace_id}")
+    margins = page.eval_on_selector_all(
+        "li.step", "els => els.map(e => parseFloat(getComputedStyle(e).marginLeft))"
+    )
+    assert max(margins) > 0, margins

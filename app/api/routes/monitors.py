@@ -16,6 +16,7 @@ from app.monitors import defaults
 from app.monitors.detection import DetectorConfigError
 from app.monitors.runner import run_monitor
 from app.monitors.schemas import MonitorCreate, MonitorPatch, RunRequest
+from app.monitors.slots import DetectorsBusy
 from app.monitors.store import (
     create_monitor,
     monitor_dict,
@@ -120,12 +121,16 @@ def run_now(
 ) -> dict[str, Any]:
     """Run the monitor now (or as of ``now``) and return the persisted run."""
     _get(session, principal.project_id, monitor_id)
-    run = run_monitor(
-        engine,
-        monitor_id=monitor_id,
-        now=body.now if body else None,
-        public_url=settings.public_url,
-    )
+    try:
+        run = run_monitor(
+            engine,
+            monitor_id=monitor_id,
+            now=body.now if body else None,
+            public_url=settings.public_url,
+            refuse_when_busy=True,
+        )
+    except DetectorsBusy as exc:
+        raise HTTPException(429, str(exc), headers={"Retry-After": "5"}) from None
     if run is None:
         raise HTTPException(404, f"monitor {monitor_id} not found in this project")
     return run_dict(run)

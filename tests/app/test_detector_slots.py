@@ -1,0 +1,79 @@
+"""Detector slots: a timed-out detector keeps its slot until it really ends, so runaway
+threads are bounded; a run with no free slot fails fast, and `run now` answers 429."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine
+
+from app.main import create_app
+from app.monitors.runner import DETECTOR_SLOTS, run_monitor
+from app.monitors.slots import DetectorSlots
+from app.settings import Settings
+from detectors.records import DetectorResult
+from tests.app.engine_helpers import add_monitor, setup_project
+from tests.conftest import auth
+
+
+class Blocking:
+    """Computes until released, like a detector stuck on a huge window."""
+
+    kind = "traces"
+
+    def __init__(self, gate: threading.Event) -> None:
+        self.gate = gate
+
+    def run(self, reference: Any, current: Any, *, now: float) -> DetectorResult:
+        self.gate.wait(30)
+        return DetectorResult("FM-2", 0.5, 1.0, 0.4, False, {})
+
+
+def test_timed_out_detectors_hold_their_slot_until_they_end(engine: Engine) -> None:
+    pid = setup_project(engine)
+    mid = add_monitor(engine, pid, "FM-2", time_limit_seconds=0.2)
+    gate = threading.Event()
+    slots = DetectorSlots(capacity=1)
+
+    def run() -> Any:
+        return run_monitor(engine, monitor_id=mid, detector_factory=lambda m, p: Blocking(gate),
+                           slots=slots)  # fmt: skip
+
+    first = run()
+    assert first.status == "failed" and "time limit" in first.error
+    second = run()  # the runaway detector still holds the only slot
+    assert second.status == "failed" and second.error.startswith("DetectorsBusy")
+    assert "1 by detectors still running past their time limit" in second.error
+    gate.set()
+    deadline = time.monotonic() + 10
+    while not slots.try_acquire():
+        assert time.monotonic() < deadline, "the slot never came back"
+        time.sleep(0.01)
+    slots.release()
+    third = run()
+    assert third.status == "ok", third.error
+
+
+def test_run_now_answers_429_while_every_slot_is_taken(
+    settings: Settings, make_key: Any
+) -> None:
+    key = make_key("admin")
+    app = create_app(
+        settings.model_copy(update={"max_concurrent_detectors": 1}), start_background=False
+    )
+    with TestClient(app) as c:
+        mid = c.post(
+            "/api/v1/monitors", json={"name": "m", "failure_mode": "FM-2"}, headers=auth(key)
+        ).json()["id"]
+        assert DETECTOR_SLOTS.try_acquire()
+        try:
+            r = c.post(f"/api/v1/monitors/{mid}/run", json={}, headers=auth(key))
+            assert r.status_code == 429 and r.headers["retry-after"]
+            assert "detector slots" in r.json()["detail"]
+        finally:
+            DETECTOR_SLOTS.release()
+        assert c.post(f"/api/v1/monitors/{mid}/run", json={}, headers=auth(key)).status_code == 200
+    DETECTOR_SLOTS.capacity = 2
