@@ -22,6 +22,7 @@ from app.metrics import REQUEST_LATENCY, WRITE_QUEUE_DEPTH
 from app.monitors.runner import DETECTOR_SLOTS
 from app.scheduler import service as _scheduler  # noqa: F401  (registers scheduler + outbox)
 from app.settings import Settings, get_settings
+from app.storage_health import StorageHealth, storage_failure
 from app.web.headers import SecurityHeaders
 
 log = logging.getLogger("telltale")
@@ -40,6 +41,7 @@ def create_app(
         app.state.settings = settings
         app.state.engine = engine
         app.state.sessionmaker = make_sessionmaker(engine)
+        app.state.storage_health = StorageHealth(engine)
         app.state.admission = WriteAdmission(
             max_concurrent=settings.max_concurrent_writes,
             max_pending=settings.max_pending_writes,
@@ -95,8 +97,16 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(OperationalError)
     @app.exception_handler(DBAPIError)
     async def db_unavailable(_req: Request, exc: Exception) -> JSONResponse:
-        # The database is down or refusing: a retryable condition, never a 500.
+        # The database is down or refusing: a retryable condition, never a 500. A full
+        # disk is an outage too, but one that lasts: say so, and ask for a longer wait.
         log.warning("database error: %s", str(exc).splitlines()[0][:300])
+        storage = storage_failure(exc)
+        if storage is not None:
+            return JSONResponse(
+                {"detail": f"database cannot store writes: {storage}; retry after space is freed"},
+                status_code=503,
+                headers={"Retry-After": "60"},
+            )
         return JSONResponse(
             {"detail": "database unavailable; retry later"},
             status_code=503,

@@ -21,7 +21,8 @@ def healthz() -> dict[str, str]:
 
 @router.get("/readyz")
 async def readyz(request: Request) -> Any:
-    """Ready when the database answers and its schema is at the migrations' head."""
+    """Ready when the database answers, its schema is at the migrations' head, and
+    writes are stored (a full disk leaves reads working: see ``app.storage_health``)."""
     state = request.app.state
 
     def check() -> tuple[bool, str]:
@@ -35,7 +36,8 @@ async def readyz(request: Request) -> Any:
                 False,
                 "database schema is not at the latest migration; run 'telltale db upgrade'",
             )
-        return True, "ok"
+        problem = state.storage_health.problem()
+        return (False, problem) if problem else (True, "ok")
 
     ok, reason = await run_in_threadpool(check)
     if ok:
