@@ -8,11 +8,17 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.alerts.outbound import OutboundPolicy
 from app.alerts.schemas import ChannelCreate, SilenceCreate
 from app.models import Alert, AlertEvent, Channel, Silence
 
 
-def create_channel(session: Session, *, project_id: int, body: ChannelCreate) -> Channel:
+def create_channel(
+    session: Session, *, project_id: int, body: ChannelCreate, outbound: OutboundPolicy
+) -> Channel:
+    """Raises ``OutboundRefused`` when ``outbound`` refuses the URL, ValueError otherwise."""
+    if body.url:
+        outbound.check_url(body.url)
     name = body.name or f"{body.type}-{body.url or body.routing_key}"[:128]
     if session.scalar(
         select(Channel.id).where(Channel.project_id == project_id, Channel.name == name)
