@@ -69,6 +69,8 @@ def parse_url(url: str) -> httpx.URL:
         raise OutboundRefused("must be an http(s) URL")
     if not parsed.host:
         raise OutboundRefused("must name a host")
+    if parsed.port is not None and not 0 < parsed.port < 65536:
+        raise OutboundRefused(f"port {parsed.port} is out of range")
     if parsed.userinfo:
         raise OutboundRefused("must not carry user:password@ (use the channel secret)")
     return parsed
@@ -170,7 +172,10 @@ class OutboundPolicy:
         if host in METADATA_HOSTS:
             raise OutboundRefused(f"{host} is a cloud metadata host")
         literal = literal_address(host)
-        found = [literal] if literal else [ip_address(a) for a in self.resolver(host, port)]
+        try:
+            found = [literal] if literal else [ip_address(a) for a in self.resolver(host, port)]
+        except UnicodeError:  # idna: an empty or over-long label
+            raise OutboundRefused(f"{host!r} is not a valid host name") from None
         if not found:
             raise OSError(f"{host} resolves to no address")
         by_name = self._host_allowed(host)

@@ -57,6 +57,8 @@ REFUSED_AT_CREATION = [
     "http://hooks.example/\x00",
     "http://user:pass@hooks.example/",
     "http://hooks.example\\@127.0.0.1/",
+    "http://hooks.example:99999/",
+    "http://" + "a" * 70 + ".example/",
     "gopher://hooks.example/",
     "file:///etc/passwd",
 ]
