@@ -99,20 +99,31 @@ def literal_address(host: str) -> Address | None:
         return None
 
 
+def _embedded_ipv4(addr: Address) -> IPv4Address | None:
+    """The IPv4 address an IPv6 one carries (mapped, 6to4, NAT64), if any."""
+    if not isinstance(addr, IPv6Address):
+        return None
+    if addr.ipv4_mapped or addr.sixtofour:
+        return addr.ipv4_mapped or addr.sixtofour
+    return IPv4Address(int(addr) & 0xFFFFFFFF) if addr in _NAT64 else None
+
+
+def is_metadata(addr: Address) -> bool:
+    embedded = _embedded_ipv4(addr)
+    return addr in METADATA_ADDRESSES or (embedded is not None and embedded in METADATA_ADDRESSES)
+
+
 def address_refusal(addr: Address) -> str | None:
     """Why ``addr`` is no public address, or None when it is one.
 
     >>> address_refusal(ip_address("100.64.0.1")), address_refusal(ip_address("8.8.8.8"))
     ('a shared (CGNAT) address', None)
     """
-    if addr in METADATA_ADDRESSES:
+    if is_metadata(addr):
         return "a cloud metadata address"
-    if isinstance(addr, IPv6Address):
-        embedded = addr.ipv4_mapped or addr.sixtofour
-        if embedded is None and addr in _NAT64:
-            embedded = IPv4Address(int(addr) & 0xFFFFFFFF)
-        if embedded is not None:
-            return address_refusal(embedded)
+    embedded = _embedded_ipv4(addr)
+    if embedded is not None:
+        return address_refusal(embedded)
     checks = (
         (addr.is_unspecified, "unspecified"),
         (addr.is_loopback, "a loopback address"),
@@ -173,29 +184,31 @@ class OutboundPolicy:
             raise OutboundRefused(f"{host} is a cloud metadata host")
         literal = literal_address(host)
         try:
-            found = [literal] if literal else [ip_address(a) for a in self.resolver(host, port)]
+            found = (
+                [literal]
+                if literal is not None
+                else [ip_address(a) for a in self.resolver(host, port)]
+            )
         except UnicodeError:  # idna: an empty or over-long label
             raise OutboundRefused(f"{host!r} is not a valid host name") from None
         if not found:
             raise OSError(f"{host} resolves to no address")
         by_name = self._host_allowed(host)
         for addr in found:
-            if addr in METADATA_ADDRESSES:
-                reason: str | None = "a cloud metadata address"
-            elif by_name or any(addr in n for n in self.networks):
+            metadata = is_metadata(addr)  # refused even where the allow-list covers it
+            if not metadata and (by_name or any(addr in n for n in self.networks)):
                 continue
+            reason = address_refusal(addr)
+            if reason is None:
+                continue
+            if literal is None:
+                what = f"{host} resolves to {addr}, {reason}"
             else:
-                reason = address_refusal(addr)
-            if reason:
-                if literal is None:
-                    what = f"{host} resolves to {addr}, {reason}"
-                else:
-                    what = (
-                        f"{host} is {reason}"
-                        if host == str(addr)
-                        else f"{host} ({addr}) is {reason}"
-                    )
-                raise OutboundRefused(f"{what}; TELLTALE_OUTBOUND_ALLOW can allow it")
+                what = (
+                    f"{host} is {reason}" if host == str(addr) else f"{host} ({addr}) is {reason}"
+                )
+            hint = "" if metadata else "; TELLTALE_OUTBOUND_ALLOW can allow it"
+            raise OutboundRefused(what + hint)
         return found
 
     def check_url(self, url: str) -> httpx.URL:

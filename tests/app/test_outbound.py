@@ -122,6 +122,8 @@ def test_every_resolved_address_is_checked_and_metadata_stays_refused() -> None:
         wide.check_url("http://169.254.169.254/")
     with pytest.raises(OutboundRefused, match="metadata"):
         wide.check_url("http://metadata.google.internal/")
+    with pytest.raises(OutboundRefused, match="metadata"):
+        wide.check_url("http://[::ffff:169.254.169.254]/")
     assert wide.check_url("http://10.1.2.3/").host == "10.1.2.3"
     for text in ("8.8.8.8", "2606:4700::1111"):
         assert address_refusal(ip_address(text)) is None
