@@ -5,10 +5,14 @@ Only ``app/`` reads settings; it passes plain values down to ``detectors/`` and 
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
+from typing import Annotated, Any
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from app.alerts.outbound import allow_entry
 
 MIN_SECRET_CHARS = 32
 
@@ -54,6 +58,26 @@ class Settings(BaseSettings):
     # there is no public default that works anywhere; set it only to choose your own.
     secret_key: SecretStr | None = None
     public_url: str = "http://127.0.0.1:8000"
+    # Outbound: channels post only to public addresses, plus these CIDRs and host names
+    # (``*.corp.example`` for subdomains). Env: comma-separated or a JSON list, e.g.
+    # TELLTALE_OUTBOUND_ALLOW=10.20.0.0/16,alerts.corp.example. See README: Outbound.
+    outbound_allow: Annotated[list[str], NoDecode] = Field(default_factory=list)
+
+    @field_validator("outbound_allow", mode="before")
+    @classmethod
+    def _split_allow(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            text = value.strip()
+            return json.loads(text) if text.startswith("[") else text.split(",")
+        return value
+
+    @field_validator("outbound_allow")
+    @classmethod
+    def _check_allow(cls, value: list[str]) -> list[str]:
+        entries = [e.strip() for e in value if e.strip()]
+        for entry in entries:
+            allow_entry(entry)  # raises ValueError naming the bad entry
+        return entries
 
     @property
     def is_sqlite(self) -> bool:

@@ -8,6 +8,12 @@ outside any transaction; a sender killed mid-post leaves the row to be retried w
 lease runs out. Failures back off exponentially with jitter ("equal jitter": the delay
 is drawn from [(1 - jitter) d, d] with d = base * 2^(attempt - 1), capped); 408, 429 and
 5xx are retried and ``Retry-After`` is honoured; any other 4xx is permanent (``dead``).
+
+Every post goes through :class:`~app.alerts.outbound.PinnedTransport`: the host is resolved
+and checked against the outbound policy right before the request, and the connection goes
+to the checked address. A refused URL or address is permanent (``dead``, ``last_error``
+says why). Redirects are never followed: a 3xx is a permanent failure too, since following
+one would post to a URL nobody checked.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from sqlalchemy import Engine, func, select, update
 
 from app import metrics
 from app.alerts.channels import target_url
+from app.alerts.outbound import OutboundPolicy, OutboundRefused, PinnedTransport, parse_url
 from app.alerts.signing import SIGNATURE_HEADER, sign
 from app.models import Channel, Notification
 from app.models.base import utcnow
@@ -88,9 +95,11 @@ class OutboxSender:
         clock: Callable[[], datetime] = utcnow,
         seed: int | None = None,
         poll_interval_s: float = 1.0,
+        outbound: OutboundPolicy | None = None,
     ) -> None:
         self.engine = engine
         self.policy = policy or DeliveryPolicy()
+        self.outbound = outbound or OutboundPolicy()
         self.clock = clock
         self.rng = random.Random(seed)
         self.poll_interval_s = poll_interval_s
@@ -148,13 +157,22 @@ class OutboxSender:
 
     def _http(self) -> httpx.Client:
         if self._client is None:
-            self._client = httpx.Client(timeout=self.policy.timeout_s, follow_redirects=False)
+            self._client = httpx.Client(
+                transport=PinnedTransport(self.outbound),
+                timeout=self.policy.timeout_s,
+                follow_redirects=False,
+                trust_env=False,  # no proxy or .netrc from the environment
+            )
         return self._client
 
     def _deliver(self, d: Delivery) -> None:
         retry_after: float | None = None
         try:
+            parse_url(d.url)  # channels stored before the URL syntax was checked
             response = self._http().post(d.url, content=d.body, headers=d.headers)
+        except OutboundRefused as exc:
+            self._failed(d, f"refused: {exc}"[:500], permanent=True, reason="refused")
+            return
         except httpx.HTTPError as exc:
             self._failed(d, f"{type(exc).__name__}: {exc}"[:500], permanent=False, reason="network")
             return
@@ -164,7 +182,10 @@ class OutboxSender:
             return
         retry_after = retry_after_seconds(response.headers.get("retry-after"), self.clock())
         permanent = not (code >= 500 or code in RETRYABLE_4XX)
-        detail = f"HTTP {code}: {response.text[:300]}"
+        if 300 <= code < 400:
+            detail = f"HTTP {code}: redirect not followed"
+        else:
+            detail = f"HTTP {code}: {response.text[:300]}"
         self._failed(d, detail, permanent=permanent, reason=str(code), retry_after=retry_after)
 
     def _sent(self, d: Delivery) -> None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from app.alerts.outbound import parse_url
 from app.alerts.patterns import compile_label_pattern
 from app.monitors.schemas import FailureMode, Severity
 
@@ -24,10 +24,17 @@ class ChannelCreate(BaseModel):
     failure_modes: list[FailureMode] = Field(default_factory=list)
     enabled: bool = True
 
+    @field_validator("url")
+    @classmethod
+    def _url_syntax(cls, v: str) -> str:
+        # Syntax only; where the host resolves is checked at creation and at each delivery
+        # (app.alerts.outbound), against the operator's allow-list.
+        if v:
+            parse_url(v)
+        return v
+
     @model_validator(mode="after")
     def _type_fields(self) -> ChannelCreate:
-        if self.url and not re.match(r"^https?://[^\s/]+", self.url):
-            raise ValueError("url: must be an http(s) URL")
         if self.type == "pagerduty":
             if not self.routing_key:
                 raise ValueError("routing_key: required for a pagerduty channel")

@@ -1,4 +1,9 @@
-"""Channel and silence CRUD helpers, and the row -> JSON shapes the routes return."""
+"""Channel and silence CRUD helpers, and the row -> JSON shapes the routes return.
+
+Channel secrets are write-only: URLs (a Slack or Teams webhook URL is its own credential),
+PagerDuty routing keys and HMAC signing secrets are shown masked to every role, admin
+included, and nothing Telltale generates needs showing once.
+"""
 
 from __future__ import annotations
 
@@ -8,15 +13,19 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.alerts.outbound import OutboundPolicy
 from app.alerts.schemas import ChannelCreate, SilenceCreate
 from app.models import Alert, AlertEvent, Channel, Silence
 
 
-def create_channel(session: Session, *, project_id: int, body: ChannelCreate) -> Channel:
-    name = body.name or f"{body.type}-{body.url or body.routing_key}"[:128]
-    if session.scalar(
-        select(Channel.id).where(Channel.project_id == project_id, Channel.name == name)
-    ):
+def create_channel(
+    session: Session, *, project_id: int, body: ChannelCreate, outbound: OutboundPolicy
+) -> Channel:
+    """Raises ``OutboundRefused`` when ``outbound`` refuses the URL, ValueError otherwise."""
+    if body.url:
+        outbound.check_url(body.url)
+    name = body.name or _default_name(session, project_id, body)
+    if _name_taken(session, project_id, name):
         raise ValueError(f"name: a channel named {name!r} already exists")
     config: dict[str, Any] = {
         "min_severity": body.min_severity,
@@ -36,6 +45,68 @@ def create_channel(session: Session, *, project_id: int, body: ChannelCreate) ->
     session.add(channel)
     session.flush()
     return channel
+
+
+def _name_taken(session: Session, project_id: int, name: str) -> bool:
+    found = session.scalar(
+        select(Channel.id).where(Channel.project_id == project_id, Channel.name == name)
+    )
+    return found is not None
+
+
+def _default_name(session: Session, project_id: int, body: ChannelCreate) -> str:
+    """``slack https://hooks.slack.com/…AbCd``: the masked target, never the secret."""
+    target = mask_url(body.url) if body.url else mask_secret(body.routing_key)
+    base = f"{body.type} {target}"[:120]
+    n = 1
+    name = base
+    while _name_taken(session, project_id, name):
+        n += 1
+        name = f"{base} ({n})"
+    return name
+
+
+def mask_secret(value: str | None) -> str:
+    """``…`` and the last four characters when the value is long enough to spare them.
+
+    >>> mask_secret("R0ut1ngKeyR0ut1ngKeyR0ut1ngKey12"), mask_secret("R123"), mask_secret(None)
+    ('…ey12', '…', '')
+    """
+    if not value:
+        return ""
+    return "…" + (value[-4:] if len(value) >= 16 else "")
+
+
+def mask_url(url: str) -> str:
+    """Scheme, host and port kept; path, query and fragment masked like a secret.
+
+    >>> mask_url("https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXXXXXXabcd")
+    'https://hooks.slack.com/…abcd'
+    >>> mask_url("http://127.0.0.1:9000"), mask_url("http://127.0.0.1:9000/hook")
+    ('http://127.0.0.1:9000', 'http://127.0.0.1:9000/…')
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return mask_secret(url)
+    cut = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    authority, tail = rest[:cut], rest[cut:]
+    if "@" in authority:  # user:password@ (refused today, possible in older rows)
+        authority = "…@" + authority.rsplit("@", 1)[1]
+    origin = f"{scheme}://{authority}"
+    if tail in ("", "/"):
+        return origin + tail
+    return f"{origin}/{mask_secret(tail)}"
+
+
+def _masked_name(c: Channel) -> str:
+    """Names defaulted from the URL or key before masking existed still carry them."""
+    name = c.name
+    for secret in (c.url, c.secret or "", str((c.config or {}).get("routing_key") or "")):
+        if len(secret) >= 6 and secret in name:  # shorter ones would mangle honest names
+            name = name.replace(
+                secret, mask_url(secret) if secret == c.url else mask_secret(secret)
+            )
+    return name
 
 
 def create_silence(
@@ -63,11 +134,11 @@ def channel_dict(c: Channel) -> dict[str, Any]:
     cfg = c.config or {}
     return {
         "id": c.id,
-        "name": c.name,
+        "name": _masked_name(c),
         "type": c.type,
-        "url": c.url,
+        "url": mask_url(c.url) if c.url else "",
         "has_secret": bool(c.secret),
-        "routing_key": cfg.get("routing_key"),
+        "routing_key": mask_secret(cfg.get("routing_key")) or None,
         "min_severity": cfg.get("min_severity", "info"),
         "failure_modes": cfg.get("failure_modes", []),
         "enabled": c.enabled,

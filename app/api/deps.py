@@ -1,4 +1,5 @@
-"""Dependencies declared once: the engine, a session, and the calling key's principal."""
+"""Dependencies declared once: the engine, a session, the calling key's principal, and the
+outbound policy channel URLs are checked against."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from fastapi import Depends, HTTPException, Request
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from app.alerts.outbound import OutboundPolicy
 from app.keys import Principal, authenticate
 from app.settings import Settings
 
@@ -29,6 +31,13 @@ def get_session(request: Request) -> Iterator[Session]:
 EngineDep = Annotated[Engine, Depends(get_engine)]
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 SessionDep = Annotated[Session, Depends(get_session)]
+
+
+def get_outbound(settings: SettingsDep) -> OutboundPolicy:
+    return OutboundPolicy.from_allow(settings.outbound_allow)
+
+
+OutboundDep = Annotated[OutboundPolicy, Depends(get_outbound)]
 
 
 def key_from_request(request: Request) -> str | None:

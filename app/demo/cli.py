@@ -79,7 +79,9 @@ def _quiet_logs() -> None:
 def _run(args: argparse.Namespace) -> int:
     _quiet_logs()
     from app import migrate
+    from app.alerts.outbound import OutboundPolicy
     from app.db import make_engine
+    from app.demo.receiver import HOST as RECEIVER_HOST
     from app.demo.receiver import WebhookReceiver
     from app.demo.setup import prepare, timeline_start
     from app.models.base import utcnow
@@ -100,9 +102,17 @@ def _run(args: argparse.Namespace) -> int:
     _quiet_logs()  # again: the migration's logging config turns them back on
     base_url = f"http://127.0.0.1:{args.port}"
     receiver = WebhookReceiver(secrets.token_urlsafe(24)).start()
+    # Loopback is refused by default (README: Outbound); the demo opens exactly its own
+    # receiver's address, so `make run` needs no configuration.
+    allow = [f"{RECEIVER_HOST}/32"]
     engine = make_engine(url)
     try:
-        project = prepare(engine, receiver_url=receiver.url, secret=receiver.secret)
+        project = prepare(
+            engine,
+            receiver_url=receiver.url,
+            secret=receiver.secret,
+            outbound=OutboundPolicy.from_allow(allow),
+        )
     finally:
         engine.dispose()
     schedule = Schedule(
@@ -111,7 +121,7 @@ def _run(args: argparse.Namespace) -> int:
         strength=args.strength,
         modes=modes,
     )
-    settings = Settings(database_url=url, public_url=base_url)
+    settings = Settings(database_url=url, public_url=base_url, outbound_allow=allow)
     server, thread = _start_server(settings, args.port)
     try:
         if not _wait_healthy(base_url, server, thread, stop):

@@ -17,6 +17,8 @@ from typing import Any
 
 from app.alerts.signing import SIGNATURE_HEADER, verify
 
+HOST = "127.0.0.1"  # the demo allow-lists exactly this address for its channel
+
 
 @dataclass(frozen=True)
 class Delivery:
@@ -41,13 +43,13 @@ class WebhookReceiver:
         self.deliveries: list[Delivery] = []
         self.rejected = 0
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
+        self._server = ThreadingHTTPServer((HOST, port), self._handler())
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/telltale"
+        return f"http://{HOST}:{self._server.server_address[1]}/telltale"
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         receiver = self

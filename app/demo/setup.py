@@ -2,7 +2,8 @@
 
 Everything is idempotent by name, so a second demo on the same database reuses the
 project, its seven default monitors, the labeling queue and the webhook channel (whose
-URL and secret are pointed at this run's receiver). Keys are new on every run: a key is
+URL and secret are pointed at this run's receiver, checked against the demo's outbound
+policy like any channel URL). Keys are new on every run: a key is
 stored hashed and can be shown only when it is created.
 """
 
@@ -14,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
+from app.alerts.outbound import OutboundPolicy
 from app.alerts.schemas import ChannelCreate
 from app.alerts.store import create_channel
 from app.keys import create_key, get_or_create_project
@@ -52,7 +54,9 @@ class DemoProject:
     earliest_data: datetime | None
 
 
-def prepare(engine: Engine, *, receiver_url: str, secret: str) -> DemoProject:
+def prepare(
+    engine: Engine, *, receiver_url: str, secret: str, outbound: OutboundPolicy
+) -> DemoProject:
     with Session(engine) as session:
         keys = {
             role: create_key(session, project_name=PROJECT, role=role, name=f"demo {role}")
@@ -74,13 +78,15 @@ def prepare(engine: Engine, *, receiver_url: str, secret: str) -> DemoProject:
             create_queue(
                 session, project_id=project_id, body=QueueCreate.model_validate(QUEUE_BODY)
             )
-        _point_channel(session, project_id, receiver_url, secret)
+        _point_channel(session, project_id, receiver_url, secret, outbound)
         session.commit()
         earliest = _earliest_data(session, project_id)
     return DemoProject(project_id, keys, pairs, QUEUE, earliest)
 
 
-def _point_channel(session: Session, project_id: int, url: str, secret: str) -> None:
+def _point_channel(
+    session: Session, project_id: int, url: str, secret: str, outbound: OutboundPolicy
+) -> None:
     channel = session.scalar(
         select(Channel).where(Channel.project_id == project_id, Channel.name == CHANNEL)
     )
@@ -88,8 +94,9 @@ def _point_channel(session: Session, project_id: int, url: str, secret: str) -> 
         body = ChannelCreate.model_validate(
             {"type": "webhook", "name": CHANNEL, "url": url, "secret": secret}
         )
-        create_channel(session, project_id=project_id, body=body)
+        create_channel(session, project_id=project_id, body=body, outbound=outbound)
     else:
+        outbound.check_url(url)
         channel.url, channel.secret, channel.enabled = url, secret, True
 
 

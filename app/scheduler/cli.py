@@ -39,6 +39,7 @@ def _run(args: argparse.Namespace) -> int:
     # reaper, media retention); the API process imports them through its routes.
     import app.labeling.jobs  # noqa: F401
     from app import migrate
+    from app.alerts.outbound import OutboundPolicy
     from app.alerts.outbox import DeliveryPolicy, OutboxSender
     from app.db import make_engine, make_sessionmaker
     from app.scheduler.service import SchedulerService
@@ -59,7 +60,10 @@ def _run(args: argparse.Namespace) -> int:
             backoff_max_s=args.backoff_max,
             claim_lease_s=args.claim_lease,
         )
-        services.append(OutboxSender(engine, policy=policy, poll_interval_s=args.outbox_poll))
+        outbound = OutboundPolicy.from_allow(settings.outbound_allow)
+        services.append(
+            OutboxSender(engine, policy=policy, poll_interval_s=args.outbox_poll, outbound=outbound)
+        )
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

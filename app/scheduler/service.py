@@ -23,6 +23,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy import Engine, func, select
 
 from app import background, metrics
+from app.alerts.outbound import OutboundPolicy
 from app.alerts.outbox import DeliveryPolicy, OutboxSender
 from app.models import Alert, DetectorRun
 from app.models.base import utcnow
@@ -156,4 +157,5 @@ def _scheduler_factory(settings: Settings, engine: Engine, sessionmaker: Any) ->
 
 @background.register
 def _outbox_factory(settings: Settings, engine: Engine, sessionmaker: Any) -> OutboxSender:
-    return OutboxSender(engine, policy=DeliveryPolicy())
+    outbound = OutboundPolicy.from_allow(settings.outbound_allow)
+    return OutboxSender(engine, policy=DeliveryPolicy(), outbound=outbound)

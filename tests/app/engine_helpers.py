@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import Engine, select
 
+from app.alerts.outbound import OutboundPolicy
 from app.alerts.outbox import DeliveryPolicy, OutboxSender
 from app.alerts.schemas import ChannelCreate
 from app.alerts.store import create_channel
@@ -18,6 +19,9 @@ from app.monitors.store import create_monitor, write_session
 from detectors.records import DetectorResult
 
 T0 = datetime(2025, 3, 3, 12, 0, tzinfo=UTC)
+# The receivers of these tests listen on loopback, which production refuses by default.
+LOCAL_ALLOW = ["127.0.0.1/32"]
+LOCAL = OutboundPolicy.from_allow(LOCAL_ALLOW)
 
 
 class Clock:
@@ -81,14 +85,25 @@ def add_monitor(engine: Engine, project_id: int, mode: str = "FM-2", **kw: Any) 
         return create_monitor(s, project_id=project_id, body=body).id
 
 
-def add_channel(engine: Engine, project_id: int, **kw: Any) -> int:
+def add_channel(
+    engine: Engine, project_id: int, *, outbound: OutboundPolicy = LOCAL, **kw: Any
+) -> int:
     with write_session(engine) as s:
-        return create_channel(s, project_id=project_id, body=ChannelCreate(**kw)).id
+        body = ChannelCreate(**kw)
+        return create_channel(s, project_id=project_id, body=body, outbound=outbound).id
 
 
-def sender(engine: Engine, clock: Clock, **policy: Any) -> OutboxSender:
+def sender(
+    engine: Engine, clock: Clock, *, outbound: OutboundPolicy = LOCAL, **policy: Any
+) -> OutboxSender:
     base = {"backoff_base_s": 10.0, "backoff_max_s": 600.0, "claim_lease_s": 60.0}
-    return OutboxSender(engine, policy=DeliveryPolicy(**{**base, **policy}), clock=clock, seed=0)
+    return OutboxSender(
+        engine,
+        policy=DeliveryPolicy(**{**base, **policy}),
+        clock=clock,
+        seed=0,
+        outbound=outbound,
+    )
 
 
 def notifications(engine: Engine) -> list[Notification]:

@@ -107,7 +107,11 @@ def scheduler_proc(db_url: str) -> Iterator[object]:
     procs: list[subprocess.Popen[bytes]] = []
 
     def start() -> subprocess.Popen[bytes]:
-        env = {**os.environ, "TELLTALE_DATABASE_URL": db_url}
+        env = {
+            **os.environ,
+            "TELLTALE_DATABASE_URL": db_url,
+            "TELLTALE_OUTBOUND_ALLOW": "127.0.0.1/32",
+        }
         cmd = [sys.executable, "-m", "app", "scheduler", "--no-monitors", "--outbox-poll", "0.1",
                "--backoff-base", "0.3", "--backoff-max", "0.3", "--claim-lease", "2"]  # fmt: skip
         p = subprocess.Popen(

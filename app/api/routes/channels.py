@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Response
+from fastapi.exceptions import RequestValidationError
 from sqlalchemy import select
 
+from app.alerts.outbound import OutboundRefused
 from app.alerts.schemas import ChannelCreate
 from app.alerts.store import channel_dict, create_channel
-from app.api.deps import AdminKey, EngineDep, ReadKey, SessionDep
+from app.api.deps import AdminKey, EngineDep, OutboundDep, ReadKey, SessionDep
 from app.models import Channel
 from app.monitors.store import write_session
 
@@ -25,12 +27,21 @@ def list_channels(principal: ReadKey, session: SessionDep) -> dict[str, Any]:
 
 
 @router.post("", status_code=201)
-def create(body: ChannelCreate, principal: AdminKey, engine: EngineDep) -> dict[str, Any]:
+def create(
+    body: ChannelCreate, principal: AdminKey, engine: EngineDep, outbound: OutboundDep
+) -> dict[str, Any]:
     """``{"type", "url", "secret"?, "routing_key"? (pagerduty), "min_severity"?,
-    "failure_modes"?}``; the secret is never returned."""
+    "failure_modes"?}``. The URL must reach a public address or one allowed by
+    ``TELLTALE_OUTBOUND_ALLOW`` (README: Outbound). URL, secret and routing key are
+    write-only: the answer, like every listing, shows them masked."""
     try:
         with write_session(engine) as session:
-            channel = create_channel(session, project_id=principal.project_id, body=body)
+            channel = create_channel(
+                session, project_id=principal.project_id, body=body, outbound=outbound
+            )
+    except OutboundRefused as exc:  # the same 422 shape as the URL's syntax errors
+        error = {"loc": ("body", "url"), "msg": f"Value error, {exc}", "type": "value_error"}
+        raise RequestValidationError([error]) from None
     except ValueError as exc:
         raise HTTPException(422, str(exc)) from None
     return channel_dict(channel)
