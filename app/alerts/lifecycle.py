@@ -48,7 +48,7 @@ def fingerprint(
     """sha256 over project, monitor, failure mode and the sorted labels.
 
     >>> fingerprint(project_id=1, monitor_id=2, failure_mode="FM-6", labels={"b": "1", "a": "2"})[:12]
-    '0b7d83b9d4ae'
+    '690a51cbdbd1'
     """
     key = json.dumps(
         [project_id, monitor_id, failure_mode, sorted((str(k), str(v)) for k, v in labels.items())],
