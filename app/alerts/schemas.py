@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from app.models.base import as_utc
 from app.monitors.schemas import FailureMode, Severity
 
 
@@ -64,9 +65,10 @@ class SilenceCreate(BaseModel):
     @field_validator("starts_at", "ends_at")
     @classmethod
     def _aware(cls, v: datetime | None) -> datetime | None:
+        # Stricter than UTCTime: a silence's end is read by people, so no guessing a zone.
         if v is not None and v.tzinfo is None:
             raise ValueError("must include a time zone (e.g. a trailing Z)")
-        return v
+        return None if v is None else as_utc(v)
 
     @model_validator(mode="after")
     def _expiry(self) -> SilenceCreate:

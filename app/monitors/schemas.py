@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from app.models.base import UTCTime
 
 FailureMode = Literal["FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-6", "FM-7"]
 Severity = Literal["info", "warning", "critical"]
@@ -27,8 +28,8 @@ class Selection(BaseModel):
     source: Source | None = None
     current_window_seconds: int = Field(3600, gt=0, le=366 * 86400)
     reference_window_seconds: int = Field(6 * 3600, gt=0, le=366 * 86400)
-    reference_start: datetime | None = None
-    reference_end: datetime | None = None
+    reference_start: UTCTime | None = None
+    reference_end: UTCTime | None = None
     max_traces: int = Field(20_000, gt=0, le=500_000)
 
     @model_validator(mode="after")
@@ -78,4 +79,4 @@ class MonitorPatch(BaseModel):
 class RunRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    now: datetime | None = Field(None, description="evaluate as of this time (default: now)")
+    now: UTCTime | None = Field(None, description="evaluate as of this time (default: now)")

@@ -8,7 +8,7 @@ from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, Field
 from sqlalchemy import select
 
-from app.api.deps import AdminKey, SessionDep
+from app.api.deps import AdminKey, Int4Id, SessionDep
 from app.keys import create_key
 from app.models import ApiKey
 from app.models.base import utcnow
@@ -49,7 +49,7 @@ def create(body: KeyCreate, principal: AdminKey, session: SessionDep) -> dict[st
 
 
 @router.delete("/{key_id}")
-def revoke(key_id: int, principal: AdminKey, session: SessionDep) -> dict[str, Any]:
+def revoke(key_id: Int4Id, principal: AdminKey, session: SessionDep) -> dict[str, Any]:
     key = session.get(ApiKey, key_id)
     if key is None or key.project_id != principal.project_id:
         raise HTTPException(404, f"key {key_id} not found in this project")
