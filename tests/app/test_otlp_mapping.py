@@ -81,7 +81,7 @@ def test_json_hex_and_base64_ids_decode_to_the_same_hex() -> None:
     hex_span = decode_json(_json_body([_span(parentSpanId=PARENT)]))[0]
     b64 = decode_json(_json_body([_span(traceId=b64_trace, spanId=b64_span)]))[0]
     assert (hex_span.trace_id, hex_span.span_id, hex_span.parent_span_id) == (TRACE, SPAN, PARENT)
-    assert (b64.trace_id, b64.span_id, b64.id_error) == (TRACE, SPAN, None)
+    assert (b64.trace_id, b64.span_id, b64.error) == (TRACE, SPAN, None)
 
 
 @pytest.mark.parametrize(
