@@ -11,7 +11,8 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app import background
@@ -90,9 +91,12 @@ def _install_error_handlers(app: FastAPI) -> None:
         )
 
     @app.exception_handler(OperationalError)
-    @app.exception_handler(DBAPIError)
+    @app.exception_handler(InterfaceError)
+    @app.exception_handler(PoolTimeout)
     async def db_unavailable(_req: Request, exc: Exception) -> JSONResponse:
-        # The database is down or refusing: a retryable condition, never a 500.
+        # The database is down, refusing or saturated: retryable, so 503 + Retry-After.
+        # Other driver errors (DataError, IntegrityError, ...) are our bug, not an outage:
+        # they stay 500, because a 503 makes exporters re-send a poisoned batch forever.
         log.warning("database error: %s", str(exc).splitlines()[0][:300])
         return JSONResponse(
             {"detail": "database unavailable; retry later"},
