@@ -145,6 +145,13 @@ def _install_latency_middleware(app: FastAPI, *, max_header_bytes: int) -> None:
             return JSONResponse(
                 {"detail": f"request headers exceed {max_header_bytes} bytes"}, status_code=431
             )
+        nul = _nul_in_url(request)
+        if nul is not None:
+            error = "contains a NUL character (U+0000)"
+            return JSONResponse(
+                {"detail": f"{nul}: {error}", "errors": [{"field": nul, "error": error}]},
+                status_code=422,
+            )
         response = await call_next(request)
         route = request.scope.get("route")
         template = getattr(route, "path", "unmatched")
@@ -152,3 +159,17 @@ def _install_latency_middleware(app: FastAPI, *, max_header_bytes: int) -> None:
             route=template, method=request.method, status=f"{response.status_code // 100}xx"
         ).observe(time.perf_counter() - start)
         return response
+
+
+def _nul_in_url(request: Request) -> str | None:
+    """Where a NUL sits in the path or query. No text column holds one (PostgreSQL refuses
+    it outright), so every route's string parameters are checked here, once."""
+    if "\x00" in request.scope["path"]:
+        return "path"
+    raw = request.scope["query_string"]
+    if b"%00" not in raw and b"\x00" not in raw:
+        return None
+    for key, value in request.query_params.multi_items():
+        if "\x00" in key or "\x00" in value:
+            return f"query.{key[:64]}"
+    return None

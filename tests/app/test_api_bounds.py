@@ -107,3 +107,18 @@ def test_web_pages_bound_their_ids(client, make_key):
         assert client.get(url).status_code == 422, url
     assert client.get("/traces", params={"since": EARLY}).status_code == 422
     assert client.get(f"/traces?cursor={HUGE}").status_code == 422
+
+
+@pytest.mark.parametrize(
+    ("url", "field"),
+    [
+        ("/api/v1/traces/a%00b", "path"),
+        ("/api/v1/traces?agent=a%00b", "query.agent"),
+        ("/api/v1/queues/a%00b", "path"),
+        ("/api/v1/media/a%00b/image", "path"),
+    ],
+)
+def test_nul_in_a_path_or_query_string_is_a_422_naming_it(client, make_key, url, field):
+    r = client.get(url, headers=auth(make_key("admin")))
+    assert r.status_code == 422, r.text
+    assert r.json()["errors"] == [{"field": field, "error": "contains a NUL character (U+0000)"}]
