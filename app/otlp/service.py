@@ -18,7 +18,8 @@ from app.ingest.admission import WriteAdmission
 from app.ingest.limits import IngestLimits
 from app.ingest.store import WriteResult, write_events
 from app.metrics import INGEST_BYTES, record_ingest
-from app.otlp.decode import MalformedBody, decode_json, decode_protobuf
+from app.otlp.decode import MalformedBody, decode_protobuf
+from app.otlp.decode_json import decode_json
 from app.otlp.mapping import MappedBatch, map_spans
 from app.otlp.traces import merge_traces
 

@@ -10,7 +10,8 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
-from app.otlp.decode import MalformedBody, decode_json, decode_protobuf
+from app.otlp.decode import MalformedBody, decode_protobuf
+from app.otlp.decode_json import decode_json
 from app.otlp.mapping import map_spans, span_kind
 
 TRACE = "5b8efff798038103d269b633813fc60c"
