@@ -53,6 +53,10 @@ def write_events(
 ) -> WriteResult:
     """Write validated events for one project; return counts and late rejections.
 
+    ``accepted`` counts events that wrote a row. ``duplicates`` counts those that wrote
+    nothing: an event id seen before (in this batch or stored), or a span whose
+    ``(trace_id, span_id)`` is already stored or earlier in the batch under another id.
+
     ``also(conn)`` runs last inside the same transaction (the OTLP receiver merges its
     trace rows there), so it commits or rolls back with the events.
     """
