@@ -11,7 +11,8 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DataError, IntegrityError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app import background
@@ -95,10 +96,13 @@ def _install_error_handlers(app: FastAPI) -> None:
         )
 
     @app.exception_handler(OperationalError)
-    @app.exception_handler(DBAPIError)
+    @app.exception_handler(InterfaceError)
+    @app.exception_handler(PoolTimeout)
     async def db_unavailable(_req: Request, exc: Exception) -> JSONResponse:
-        # The database is down or refusing: a retryable condition, never a 500. A full
-        # disk is an outage too, but one that lasts: say so, and ask for a longer wait.
+        # The database is down, refusing or saturated: retryable, so 503 + Retry-After.
+        # A full disk is an outage too, but one that lasts: say so, and ask for a longer wait.
+        # Other driver errors are not outages (see refused_value): a 503 would make
+        # exporters re-send a poisoned batch forever.
         log.warning("database error: %s", str(exc).splitlines()[0][:300])
         storage = storage_failure(exc)
         if storage is not None:
@@ -112,6 +116,18 @@ def _install_error_handlers(app: FastAPI) -> None:
             status_code=503,
             headers={"Retry-After": "5"},
         )
+
+    @app.exception_handler(DataError)
+    @app.exception_handler(IntegrityError)
+    async def refused_value(_req: Request, exc: Exception) -> JSONResponse:
+        # The database refused a value the request carried (SQLSTATE class 22: a NUL in a
+        # string, a number out of range; class 23: a constraint). Validation at the door
+        # should have caught it, so it is logged as our gap, but it is the client's data
+        # that cannot be stored: a 4xx with the database's reason, never a 500 or a 503.
+        reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0][:300]
+        log.warning("database refused a value: %s", reason)
+        status = 409 if isinstance(exc, IntegrityError) else 422
+        return JSONResponse({"detail": f"the database refused a value: {reason}"}, status)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_req: Request, exc: RequestValidationError) -> JSONResponse:
@@ -154,6 +170,13 @@ def _install_latency_middleware(app: FastAPI, *, max_header_bytes: int) -> None:
             return JSONResponse(
                 {"detail": f"request headers exceed {max_header_bytes} bytes"}, status_code=431
             )
+        nul = _nul_in_url(request)
+        if nul is not None:
+            error = "contains a NUL character (U+0000)"
+            return JSONResponse(
+                {"detail": f"{nul}: {error}", "errors": [{"field": nul, "error": error}]},
+                status_code=422,
+            )
         response = await call_next(request)
         route = request.scope.get("route")
         template = getattr(route, "path", "unmatched")
@@ -161,3 +184,17 @@ def _install_latency_middleware(app: FastAPI, *, max_header_bytes: int) -> None:
             route=template, method=request.method, status=f"{response.status_code // 100}xx"
         ).observe(time.perf_counter() - start)
         return response
+
+
+def _nul_in_url(request: Request) -> str | None:
+    """Where a NUL sits in the path or query. No text column holds one (PostgreSQL refuses
+    it outright), so every route's string parameters are checked here, once."""
+    if "\x00" in request.scope["path"]:
+        return "path"
+    raw = request.scope["query_string"]
+    if b"%00" not in raw and b"\x00" not in raw:
+        return None
+    for key, value in request.query_params.multi_items():
+        if "\x00" in key or "\x00" in value:
+            return f"query.{key[:64]}"
+    return None

@@ -13,8 +13,10 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from app.alerts.outbound import allow_entry
+from app.ingest.limits import IngestLimits
 
 MIN_SECRET_CHARS = 32
+_LIMITS = IngestLimits()
 
 
 class Settings(BaseSettings):
@@ -26,6 +28,11 @@ class Settings(BaseSettings):
     max_request_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
     max_events_per_batch: int = Field(default=5000, gt=0)
     max_header_bytes: int = Field(default=32 * 1024, gt=0)
+    # Per-event limits (app/ingest/limits.py says why these defaults): an event past one is
+    # refused by name in the 200 answer, the rest of its batch still lands.
+    max_attribute_depth: int = Field(default=_LIMITS.max_attribute_depth, gt=0, le=128)
+    max_attributes_bytes: int = Field(default=_LIMITS.max_attributes_bytes, gt=0)
+    max_embedding_dim: int = Field(default=_LIMITS.max_embedding_dim, gt=0)
     # Backpressure: at most this many write transactions run at once, and at most
     # max_pending_writes batches wait; beyond that the answer is 429 + Retry-After.
     max_concurrent_writes: int = Field(default=4, gt=0)

@@ -9,10 +9,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from app.alerts.outbound import parse_url
 from app.alerts.patterns import compile_label_pattern
+from app.models.base import as_utc
 from app.monitors.schemas import FailureMode, Severity
+from app.request_model import RequestModel
 
 
-class ChannelCreate(BaseModel):
+class ChannelCreate(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
     type: Literal["webhook", "slack", "pagerduty", "alertmanager"]
@@ -60,7 +62,7 @@ class Matcher(BaseModel):
         return self
 
 
-class SilenceCreate(BaseModel):
+class SilenceCreate(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
     matchers: list[Matcher] = Field(min_length=1, max_length=32)
@@ -72,9 +74,10 @@ class SilenceCreate(BaseModel):
     @field_validator("starts_at", "ends_at")
     @classmethod
     def _aware(cls, v: datetime | None) -> datetime | None:
+        # Stricter than UTCTime: a silence's end is read by people, so no guessing a zone.
         if v is not None and v.tzinfo is None:
             raise ValueError("must include a time zone (e.g. a trailing Z)")
-        return v
+        return None if v is None else as_utc(v)
 
     @model_validator(mode="after")
     def _expiry(self) -> SilenceCreate:

@@ -55,7 +55,10 @@ def parse_json(body: bytes) -> Any:
     except orjson.JSONDecodeError as exc:
         # Python's json module writes NaN/Infinity literals; accept them here so the
         # validator can name the offending field instead of calling the body malformed.
+        # It also keeps lone surrogate escapes ("\\ud800"), which the field checkers refuse.
         try:
             return json.loads(body)
         except (ValueError, UnicodeDecodeError):
             raise HTTPException(400, f"body is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise HTTPException(400, "body nests arrays/objects too deeply to parse") from None

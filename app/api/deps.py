@@ -1,11 +1,13 @@
 """Dependencies declared once: the engine, a session, the calling key's principal, and the
-outbound policy channel URLs are checked against."""
+outbound policy channel URLs are checked against, and the bounded id types every route's
+path and query ids use."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from typing import Annotated
 
+from annotated_types import Interval
 from fastapi import Depends, HTTPException, Request
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
@@ -27,6 +29,13 @@ def get_session(request: Request) -> Iterator[Session]:
     with request.app.state.sessionmaker() as session:
         yield session
 
+
+# Row ids as their columns hold them: INTEGER is int4 on PostgreSQL (projects, keys,
+# monitors, channels, silences, label queues), BIGINT int8 (traces, runs, findings, alerts,
+# queue items, media jobs). Past the column an id would overflow the driver (a 500 on
+# SQLite, a DataError on PostgreSQL); bounded here it is a 422 naming the parameter.
+Int4Id = Annotated[int, Interval(ge=1, le=2**31 - 1)]
+Int8Id = Annotated[int, Interval(ge=1, le=2**63 - 1)]
 
 EngineDep = Annotated[Engine, Depends(get_engine)]
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]

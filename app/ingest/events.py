@@ -10,11 +10,11 @@ from typing import Any
 
 import numpy as np
 
+from app.ingest.attributes import opt_attributes
 from app.ingest.fields import (
     FieldError,
     choice,
     decode_vector,
-    opt_dict,
     opt_float,
     opt_int,
     opt_str,
@@ -22,6 +22,7 @@ from app.ingest.fields import (
     req_float,
     req_str,
 )
+from app.ingest.limits import IngestLimits
 
 EVENT_TYPES = ("trace", "span", "score", "embedding")
 TRACE_STATUS = ("ok", "error")
@@ -62,7 +63,7 @@ class Rejection:
 
 
 def validate_events(
-    events: list[Any], *, max_dim: int = 16384
+    events: list[Any], *, limits: IngestLimits = IngestLimits()
 ) -> tuple[list[ValidEvent], list[Rejection]]:
     valid: list[ValidEvent] = []
     rejected: list[Rejection] = []
@@ -81,13 +82,13 @@ def validate_events(
             body = event.get("body")
             if not isinstance(body, dict):
                 raise FieldError(f"{prefix}.body", "must be an object")
-            valid.append(_PARSERS[etype](i, event_id, body, f"{prefix}.body", max_dim))
+            valid.append(_PARSERS[etype](i, event_id, body, f"{prefix}.body", limits))
         except FieldError as exc:
             rejected.append(Rejection(i, event_id, str(exc)))
     return valid, rejected
 
 
-def _trace(i: int, eid: str, body: dict[str, Any], p: str, _dim: int) -> ValidEvent:
+def _trace(i: int, eid: str, body: dict[str, Any], p: str, limits: IngestLimits) -> ValidEvent:
     row = {
         "trace_id": req_str(body, "trace_id", p, 64),
         "agent": opt_str(body, "agent", p) or "",
@@ -99,12 +100,12 @@ def _trace(i: int, eid: str, body: dict[str, Any], p: str, _dim: int) -> ValidEv
         "entry_point": opt_str(body, "entry_point", p),
         "source": choice(body, "source", p, SOURCES, "production"),
         "counterfactual_of": opt_str(body, "counterfactual_of", p, 64),
-        "attributes": opt_dict(body, "attributes", p),
+        "attributes": opt_attributes(body, "attributes", p, limits),
     }
     return ValidEvent(i, eid, "trace", row)
 
 
-def _span(i: int, eid: str, body: dict[str, Any], p: str, _dim: int) -> ValidEvent:
+def _span(i: int, eid: str, body: dict[str, Any], p: str, limits: IngestLimits) -> ValidEvent:
     status = choice(body, "status", p, SPAN_STATUS, "ok")
     row = {
         "trace_id": req_str(body, "trace_id", p, 64),
@@ -119,12 +120,12 @@ def _span(i: int, eid: str, body: dict[str, Any], p: str, _dim: int) -> ValidEve
         "ended_at": opt_time(body, "ended_at", p),
         "step_index": opt_int(body, "step_index", p),
         "confidence": opt_float(body, "confidence", p, 0.0, 1.0),
-        "attributes": opt_dict(body, "attributes", p),
+        "attributes": opt_attributes(body, "attributes", p, limits),
     }
     return ValidEvent(i, eid, "span", row)
 
 
-def _score(i: int, eid: str, body: dict[str, Any], p: str, _dim: int) -> ValidEvent:
+def _score(i: int, eid: str, body: dict[str, Any], p: str, _limits: IngestLimits) -> ValidEvent:
     row: dict[str, Any] = {
         "trace_id": req_str(body, "trace_id", p, 64),
         "name": req_str(body, "name", p),
@@ -138,8 +139,8 @@ def _score(i: int, eid: str, body: dict[str, Any], p: str, _dim: int) -> ValidEv
     return ValidEvent(i, eid, "score", row)
 
 
-def _embedding(i: int, eid: str, body: dict[str, Any], p: str, max_dim: int) -> ValidEvent:
-    vec = decode_vector(body, p, max_dim)
+def _embedding(i: int, eid: str, body: dict[str, Any], p: str, limits: IngestLimits) -> ValidEvent:
+    vec = decode_vector(body, p, limits.max_embedding_dim)
     row: dict[str, Any] = {
         "stream": req_str(body, "stream", p),
         "model": opt_str(body, "model", p) or "",

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from app.models.base import as_utc
+
 
 class FieldError(ValueError):
     def __init__(self, field: str, message: str) -> None:
@@ -29,20 +31,22 @@ def req_str(body: dict[str, Any], key: str, prefix: str, max_len: int = 128) -> 
     value = body.get(key, _MISSING)
     if value is _MISSING or value is None or value == "":
         raise FieldError(f"{prefix}.{key}", "is required")
-    return _as_str(value, f"{prefix}.{key}", max_len)
+    return as_str(value, f"{prefix}.{key}", max_len)
 
 
 def opt_str(body: dict[str, Any], key: str, prefix: str, max_len: int = 128) -> str | None:
     value = body.get(key)
     if value is None:
         return None
-    return _as_str(value, f"{prefix}.{key}", max_len)
+    return as_str(value, f"{prefix}.{key}", max_len)
 
 
-def _as_str(value: Any, field: str, max_len: int) -> str:
+def as_str(value: Any, field: str, max_len: int) -> str:
+    """A string (or an integer, as its text) of at most ``max_len`` characters."""
     if type(value) is str:  # the common case, checked first: this runs for every field
         if len(value) > max_len:
             raise FieldError(field, f"must be at most {max_len} characters")
+        check_text(value, field)
         return value
     if isinstance(value, bool) or not isinstance(value, int):
         raise FieldError(field, f"must be a string, not {type(value).__name__}")
@@ -50,6 +54,20 @@ def _as_str(value: Any, field: str, max_len: int) -> str:
     if len(text) > max_len:
         raise FieldError(field, f"must be at most {max_len} characters")
     return text
+
+
+def check_text(text: str, field: str) -> None:
+    """Refuse what no store can hold: NUL (PostgreSQL text and JSONB refuse it) and lone
+    UTF-16 surrogates such as ``"\\ud800"`` (valid JSON escapes, but not encodable as UTF-8)."""
+    if "\x00" in text:
+        raise FieldError(field, "contains a NUL character (U+0000)")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise FieldError(
+                field, "contains a lone UTF-16 surrogate (not valid Unicode)"
+            ) from None
 
 
 def choice(
@@ -119,25 +137,19 @@ def opt_time(body: dict[str, Any], key: str, prefix: str) -> datetime | None:
             parsed = datetime.fromisoformat(value)
         except ValueError:
             raise FieldError(field, f"is not an ISO-8601 time: {value[:40]!r}") from None
-        return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+        try:
+            return as_utc(parsed)
+        except ValueError as exc:
+            raise FieldError(field, str(exc)) from None
     raise FieldError(
         field, f"must be an ISO-8601 time or epoch seconds, not {type(value).__name__}"
     )
 
 
-def opt_dict(body: dict[str, Any], key: str, prefix: str) -> dict[str, Any]:
-    value = body.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise FieldError(f"{prefix}.{key}", f"must be an object, not {type(value).__name__}")
-    return value
-
-
 _DTYPES: dict[str, np.dtype[Any]] = {"float32": np.dtype("<f4"), "float16": np.dtype("<f2")}
 
 
-def decode_vector(body: dict[str, Any], prefix: str, max_dim: int = 16384) -> np.ndarray:
+def decode_vector(body: dict[str, Any], prefix: str, max_dim: int) -> np.ndarray:
     """A finite float32 vector from ``vector`` (JSON list) or ``vector_b64`` + ``dtype``."""
     if body.get("vector") is not None:
         raw = body["vector"]

@@ -6,6 +6,10 @@ RETURNING``), and writes rows only for ids it claimed, so a re-sent event writes
 even when two copies race: on PostgreSQL the second insert waits on the unique index and
 then sees the conflict; on SQLite ``BEGIN IMMEDIATE`` serialises writers. Rows go in with
 multi-row executemany, never one ORM add per row.
+
+A span is one ``(trace_id, span_id)``: a span event under a new event id for a span already
+stored (or earlier in the same batch) writes nothing and is counted in ``duplicates``, not
+``accepted``, so the answer says what was stored.
 """
 
 from __future__ import annotations
@@ -49,6 +53,10 @@ def write_events(
 ) -> WriteResult:
     """Write validated events for one project; return counts and late rejections.
 
+    ``accepted`` counts events that wrote a row. ``duplicates`` counts those that wrote
+    nothing: an event id seen before (in this batch or stored), or a span whose
+    ``(trace_id, span_id)`` is already stored or earlier in the batch under another id.
+
     ``also(conn)`` runs last inside the same transaction (the OTLP receiver merges its
     trace rows there), so it commits or rolls back with the events.
     """
@@ -68,10 +76,15 @@ def write_events(
         claimed = _claim_event_ids(conn, project_id, unique)
         result.duplicates += len(unique) - len(claimed)
         fresh = [ev for ev in unique if ev.event_id in claimed]
-        _write_rows(conn, project_id, fresh)
-        result.accepted = len(fresh)
+        skipped_spans = _write_rows(conn, project_id, fresh)
+        result.duplicates += skipped_spans
+        result.accepted = len(fresh) - skipped_spans
         for ev in fresh:
             result.accepted_by_type[ev.type] = result.accepted_by_type.get(ev.type, 0) + 1
+        if skipped_spans:
+            result.accepted_by_type["span"] -= skipped_spans
+            if not result.accepted_by_type["span"]:
+                del result.accepted_by_type["span"]
         _count_minute(conn, project_id, result.accepted_by_type)
         if also is not None:
             also(conn)
@@ -147,7 +160,8 @@ def _claim_event_ids(conn: Connection, project_id: int, events: list[ValidEvent]
     return set(conn.execute(stmt, rows).scalars().all())
 
 
-def _write_rows(conn: Connection, project_id: int, events: list[ValidEvent]) -> None:
+def _write_rows(conn: Connection, project_id: int, events: list[ValidEvent]) -> int:
+    """Write the rows; return how many span rows were skipped as already stored."""
     now = utcnow()
     by_type: dict[str, list[dict[str, Any]]] = {}
     for ev in events:
@@ -159,23 +173,38 @@ def _write_rows(conn: Connection, project_id: int, events: list[ValidEvent]) -> 
         by_type.setdefault(ev.type, []).append(row)
     if "trace" in by_type:
         upsert_traces(conn, by_type.pop("trace"))
+    skipped = 0
+    if "span" in by_type:
+        span_rows = by_type.pop("span")
+        skipped = len(span_rows) - _insert_spans(conn, _first_per_span_key(span_rows))
     for etype, rows in by_type.items():
-        if conn.dialect.name == "postgresql" and _copy_rows(conn, etype, rows):
-            continue
-        stmt = _insert(conn, _TABLES[etype])
-        if etype == "span":
-            stmt = stmt.on_conflict_do_nothing()
-        conn.execute(stmt, rows)
+        if conn.dialect.name == "postgresql":
+            _copy_rows(conn, etype, rows)
+        else:
+            conn.execute(_insert(conn, _TABLES[etype]), rows)
+    return skipped
 
 
-def _copy_rows(conn: Connection, etype: str, rows: list[dict[str, Any]]) -> bool:
-    if etype == "span":
-        return pg_copy.copy_spans(conn, rows)
+def _first_per_span_key(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    keyed: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in rows:
+        keyed.setdefault((row["trace_id"], row["span_id"]), row)
+    return list(keyed.values())
+
+
+def _insert_spans(conn: Connection, rows: list[dict[str, Any]]) -> int:
+    """Insert span rows, skipping keys already stored; return how many were inserted."""
+    if conn.dialect.name == "postgresql" and pg_copy.copy_spans(conn, rows):
+        return len(rows)
+    stmt = _insert(conn, Span).on_conflict_do_nothing().returning(Span.id)
+    return len(conn.execute(stmt, rows).all())
+
+
+def _copy_rows(conn: Connection, etype: str, rows: list[dict[str, Any]]) -> None:
     if etype == "score":
         pg_copy.copy_scores(conn, rows)
     else:
         pg_copy.copy_embeddings(conn, rows)
-    return True
 
 
 def upsert_traces(conn: Connection, rows: list[dict[str, Any]]) -> None:

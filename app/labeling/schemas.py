@@ -5,13 +5,15 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from app.request_model import RequestModel
 
 QUEUE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 SOURCES = Literal["production", "eval", "shadow"]
 
 
-class _Strict(BaseModel):
+class _Strict(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import AfterValidator
 from sqlalchemy import JSON, BigInteger, DateTime, Integer, MetaData, TypeDecorator
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase
@@ -45,6 +46,25 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value is None:
             return None
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def as_utc(value: datetime) -> datetime:
+    """``value`` in UTC, naive taken as UTC (as :class:`UTCDateTime` stores it).
+
+    An offset can push a time past ``datetime``'s years 1-9999 (``0001-01-01T00:00+01:00``);
+    that is a ``ValueError`` here, at the door, rather than an ``OverflowError`` when the
+    value is bound to a query.
+    """
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("is outside the years 1-9999 once converted to UTC") from None
+
+
+# The one datetime type of request bodies and query parameters: validated, then UTC.
+UTCTime = Annotated[datetime, AfterValidator(as_utc)]
 
 
 def utcnow() -> datetime:

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
+
+from app.models.base import UTCTime
+from app.request_model import RequestModel
 
 FailureMode = Literal["FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-6", "FM-7"]
 Severity = Literal["info", "warning", "critical"]
 Source = Literal["production", "eval", "shadow"]
 
 
-class Selection(BaseModel):
+class Selection(RequestModel):
     """Which data a run reads: windows are relative to the run's ``now``.
 
     The current window is ``[now - current_window_seconds, now)``; the reference window is
@@ -27,8 +29,8 @@ class Selection(BaseModel):
     source: Source | None = None
     current_window_seconds: int = Field(3600, gt=0, le=366 * 86400)
     reference_window_seconds: int = Field(6 * 3600, gt=0, le=366 * 86400)
-    reference_start: datetime | None = None
-    reference_end: datetime | None = None
+    reference_start: UTCTime | None = None
+    reference_end: UTCTime | None = None
     max_traces: int = Field(20_000, gt=0, le=500_000)
 
     @model_validator(mode="after")
@@ -44,7 +46,7 @@ class Selection(BaseModel):
         return self
 
 
-class MonitorCreate(BaseModel):
+class MonitorCreate(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=128)
@@ -60,7 +62,7 @@ class MonitorCreate(BaseModel):
     time_limit_seconds: float = Field(60.0, gt=0, le=3600)
 
 
-class MonitorPatch(BaseModel):
+class MonitorPatch(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str | None = Field(None, min_length=1, max_length=128)
@@ -75,7 +77,7 @@ class MonitorPatch(BaseModel):
     time_limit_seconds: float | None = Field(None, gt=0, le=3600)
 
 
-class RunRequest(BaseModel):
+class RunRequest(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
-    now: datetime | None = Field(None, description="evaluate as of this time (default: now)")
+    now: UTCTime | None = Field(None, description="evaluate as of this time (default: now)")

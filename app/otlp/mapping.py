@@ -11,7 +11,8 @@ Conventions read, first match wins:
   columns and scores. A bad ``telltale.*`` value does not cost the span: the value is left
   in the attributes and a warning goes back in ``partial_success.error_message``.
 
-Every attribute is kept on the span, unknown ones included.
+Every attribute is kept on the span, unknown ones included; a span whose attributes map
+(with its events) is over ``max_attributes_bytes`` as JSON is refused alone.
 """
 
 from __future__ import annotations
@@ -21,7 +22,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import orjson
+
 from app.ingest.events import SCORE_KINDS, SCORE_SOURCES, SOURCES, ValidEvent
+from app.ingest.limits import IngestLimits
 from app.otlp.decode import STATUS_ERROR, DecodedSpan
 
 _GENAI_KIND = {
@@ -141,13 +145,16 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def map_spans(spans: list[DecodedSpan]) -> MappedBatch:
+def map_spans(
+    spans: list[DecodedSpan], *, max_attributes_bytes: int = IngestLimits.max_attributes_bytes
+) -> MappedBatch:
     out = MappedBatch()
     traces: dict[str, _TraceAcc] = {}
     for index, sp in enumerate(spans):
-        if sp.id_error is not None:
+        error = sp.error or _oversize(sp, max_attributes_bytes)
+        if error is not None:
             out.rejected += 1
-            out.note(f"span {index} ({sp.name[:60]!r}): {sp.id_error}")
+            out.note(f"span {index} ({sp.name[:60]!r}): {error}")
             continue
         attrs = sp.attributes
         where = f"span {sp.span_id}"
@@ -178,6 +185,12 @@ def map_spans(spans: list[DecodedSpan]) -> MappedBatch:
         acc.add(sp, kind, failed, started, ended, out)
     out.traces = [acc.row() for acc in traces.values()]
     return out
+
+
+def _oversize(sp: DecodedSpan, limit: int) -> str | None:
+    # Measured as stored: the attributes plus the events that _normalise adds to them.
+    size = len(orjson.dumps(sp.attributes)) + (len(orjson.dumps(sp.events)) if sp.events else 0)
+    return f"attributes: {size} bytes as JSON exceed the limit of {limit}" if size > limit else None
 
 
 def _step_index(attrs: dict[str, Any], where: str, out: MappedBatch) -> int | None:

@@ -15,9 +15,11 @@ from sqlalchemy.engine import Connection
 from starlette.concurrency import run_in_threadpool
 
 from app.ingest.admission import WriteAdmission
+from app.ingest.limits import IngestLimits
 from app.ingest.store import WriteResult, write_events
 from app.metrics import INGEST_BYTES, record_ingest
-from app.otlp.decode import MalformedBody, decode_json, decode_protobuf
+from app.otlp.decode import MalformedBody, decode_protobuf
+from app.otlp.decode_json import decode_json
 from app.otlp.mapping import MappedBatch, map_spans
 from app.otlp.traces import merge_traces
 
@@ -33,24 +35,35 @@ class ExportResult:
     error_message: str
 
 
-def decode_and_map(body: bytes, *, wire: str, max_spans: int) -> MappedBatch:
+def decode_and_map(
+    body: bytes, *, wire: str, max_spans: int, limits: IngestLimits = IngestLimits()
+) -> MappedBatch:
     """Raise 400 for a body that is not an ExportTraceServiceRequest, 413 for too many spans."""
     if not body:
         raise HTTPException(400, "request body is empty; expected an ExportTraceServiceRequest")
+    decode = decode_protobuf if wire == PROTOBUF else decode_json
     try:
-        spans = decode_protobuf(body) if wire == PROTOBUF else decode_json(body)
+        spans = decode(body, max_depth=limits.max_attribute_depth)
     except MalformedBody as exc:
         raise HTTPException(400, str(exc)) from None
     if len(spans) > max_spans:
         raise HTTPException(413, f"{len(spans)} spans exceed the limit of {max_spans} per request")
-    return map_spans(spans)
+    return map_spans(spans, max_attributes_bytes=limits.max_attributes_bytes)
 
 
 async def export_traces(
-    *, app_state: Any, project_id: int, body: bytes, wire: str, max_spans: int
+    *,
+    app_state: Any,
+    project_id: int,
+    body: bytes,
+    wire: str,
+    max_spans: int,
+    limits: IngestLimits,
 ) -> ExportResult:
     INGEST_BYTES.labels(route="/v1/traces").inc(len(body))
-    mapped = await run_in_threadpool(decode_and_map, body, wire=wire, max_spans=max_spans)
+    mapped = await run_in_threadpool(
+        decode_and_map, body, wire=wire, max_spans=max_spans, limits=limits
+    )
     result = WriteResult()
     if mapped.events:
         # Event-id order is lock order: concurrent exports sharing spans cannot deadlock.

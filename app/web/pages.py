@@ -8,15 +8,16 @@ the UI can do nothing the API would not let the same key do.
 from __future__ import annotations
 
 import math
-from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Query
 from sqlalchemy import select
 
+from app.api.deps import Int4Id, Int8Id
 from app.api.routes.traces import get_trace
 from app.api.routes.traces import list_traces as api_list_traces
 from app.models import Alert, AlertEvent, Monitor
+from app.models.base import UTCTime
 from app.models.labeling import LabelQueue
 from app.web import queries
 from app.web.deps import WebDep
@@ -36,7 +37,7 @@ def overview(web: WebDep) -> Any:
 
 
 @router.get("/monitors/{monitor_id}")
-def monitor_page(monitor_id: int, web: WebDep) -> Any:
+def monitor_page(monitor_id: Int4Id, web: WebDep) -> Any:
     with web.request.app.state.sessionmaker() as session:
         monitor = session.get(Monitor, monitor_id)
         if monitor is None or monitor.project_id != web.principal.project_id:
@@ -85,7 +86,7 @@ def alerts_page(
 
 
 @router.get("/alerts/{alert_id}")
-def alert_page(alert_id: int, web: WebDep) -> Any:
+def alert_page(alert_id: Int8Id, web: WebDep) -> Any:
     """One alert with its evidence and every transition (the link notifications carry)."""
     with web.request.app.state.sessionmaker() as session:
         alert = session.get(Alert, alert_id)
@@ -104,8 +105,8 @@ def traces_page(
     agent: str | None = None,
     status: str | None = Query(None, pattern="^(ok|error)?$"),
     source: str | None = Query(None, pattern="^(production|eval|shadow)?$"),
-    since: datetime | None = None,
-    cursor: str | None = Query(None, pattern=r"^\d*$"),
+    since: UTCTime | None = None,
+    cursor: Int8Id | None = None,
 ) -> Any:
     with web.request.app.state.sessionmaker() as session:
         page = api_list_traces(
@@ -117,7 +118,7 @@ def traces_page(
             since=since,
             until=None,
             limit=50,
-            cursor=cursor or None,
+            cursor=cursor,
         )
     filters = {"agent": agent or "", "status": status or "", "source": source or ""}
     return web.render("traces.html", page=page, filters=filters)

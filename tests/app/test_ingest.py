@@ -369,11 +369,20 @@ def test_overload_gets_429_with_retry_after(db_url, tmp_path, make_key):
     assert asyncio.run(scenario()) == ["refused 2", "done", "done", "ran"]
 
 
-def test_same_span_under_a_new_event_id_is_not_doubled(client, make_key, engine):
+def test_same_span_under_a_new_event_id_is_a_duplicate(client, make_key, engine):
     key = make_key("ingest")
     first = trace_batch()[1:3]
     client.post("/api/v1/ingest", json={"events": first}, headers=auth(key))
     again = [dict(ev, id=ev["id"] + "-retry") for ev in trace_batch()[1:4]]
     r = client.post("/api/v1/ingest", json={"events": again}, headers=auth(key))
-    assert r.status_code == 200 and r.json()["accepted"] == 3
+    assert r.status_code == 200
+    assert r.json() == {"accepted": 1, "duplicates": 2, "rejected": []}
     assert count(engine, Span) == 3
+
+
+def test_same_span_twice_in_one_batch_is_one_accepted_one_duplicate(client, make_key, engine):
+    span = trace_batch()[1]
+    twin = dict(span, id="another-event-id")
+    r = client.post("/api/v1/ingest", json={"events": [span, twin]}, headers=auth(make_key()))
+    assert r.json() == {"accepted": 1, "duplicates": 1, "rejected": []}
+    assert count(engine, Span) == 1

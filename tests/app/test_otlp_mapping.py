@@ -10,7 +10,8 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
-from app.otlp.decode import MalformedBody, decode_json, decode_protobuf
+from app.otlp.decode import MalformedBody, decode_protobuf
+from app.otlp.decode_json import decode_json
 from app.otlp.mapping import map_spans, span_kind
 
 TRACE = "5b8efff798038103d269b633813fc60c"
@@ -81,7 +82,7 @@ def test_json_hex_and_base64_ids_decode_to_the_same_hex() -> None:
     hex_span = decode_json(_json_body([_span(parentSpanId=PARENT)]))[0]
     b64 = decode_json(_json_body([_span(traceId=b64_trace, spanId=b64_span)]))[0]
     assert (hex_span.trace_id, hex_span.span_id, hex_span.parent_span_id) == (TRACE, SPAN, PARENT)
-    assert (b64.trace_id, b64.span_id, b64.id_error) == (TRACE, SPAN, None)
+    assert (b64.trace_id, b64.span_id, b64.error) == (TRACE, SPAN, None)
 
 
 @pytest.mark.parametrize(

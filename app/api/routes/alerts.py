@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from app.alerts import lifecycle
 from app.alerts.store import alert_dict, event_dict
-from app.api.deps import AnnotateKey, EngineDep, ReadKey, SessionDep, SettingsDep
+from app.api.deps import AnnotateKey, EngineDep, Int4Id, Int8Id, ReadKey, SessionDep, SettingsDep
 from app.keys import Principal
 from app.models import Alert, AlertEvent
 from app.models.base import utcnow
@@ -38,7 +38,7 @@ def list_alerts(
     state: Literal["firing", "acknowledged", "resolved"] | None = None,
     severity: Severity | None = None,
     failure_mode: FailureMode | None = None,
-    monitor_id: int | None = None,
+    monitor_id: Int4Id | None = None,
     limit: int = Query(100, ge=1, le=1000),
 ) -> dict[str, Any]:
     q = select(Alert).where(Alert.project_id == principal.project_id)
@@ -55,7 +55,7 @@ def list_alerts(
 
 
 @router.get("/{alert_id}")
-def get_alert(alert_id: int, principal: ReadKey, session: SessionDep) -> dict[str, Any]:
+def get_alert(alert_id: Int8Id, principal: ReadKey, session: SessionDep) -> dict[str, Any]:
     """The alert with every transition (``events``: kind, from/to state, actor, time)."""
     alert = _get(session, principal.project_id, alert_id)
     events = session.scalars(
@@ -79,7 +79,7 @@ def _transition(
 
 @router.post("/{alert_id}/ack")
 def acknowledge(
-    alert_id: int, principal: AnnotateKey, engine: EngineDep, settings: SettingsDep
+    alert_id: Int8Id, principal: AnnotateKey, engine: EngineDep, settings: SettingsDep
 ) -> dict[str, Any]:
     """firing -> acknowledged: stops re-notification; PagerDuty gets ``acknowledge``."""
     return _transition(alert_id, principal, engine, settings.public_url, "ack")
@@ -87,7 +87,7 @@ def acknowledge(
 
 @router.post("/{alert_id}/resolve")
 def resolve(
-    alert_id: int, principal: AnnotateKey, engine: EngineDep, settings: SettingsDep
+    alert_id: Int8Id, principal: AnnotateKey, engine: EngineDep, settings: SettingsDep
 ) -> dict[str, Any]:
     """firing/acknowledged -> resolved; channels that were notified get ``resolve``."""
     return _transition(alert_id, principal, engine, settings.public_url, "resolve")

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from app.alerts.outbound import OutboundRefused
 from app.alerts.schemas import ChannelCreate
 from app.alerts.store import channel_dict, create_channel
-from app.api.deps import AdminKey, EngineDep, OutboundDep, ReadKey, SessionDep
+from app.api.deps import AdminKey, EngineDep, Int4Id, OutboundDep, ReadKey, SessionDep
 from app.models import Channel
 from app.monitors.store import write_session
 
@@ -48,7 +48,7 @@ def create(
 
 
 @router.delete("/{channel_id}", status_code=204)
-def delete(channel_id: int, principal: AdminKey, engine: EngineDep) -> Response:
+def delete(channel_id: Int4Id, principal: AdminKey, engine: EngineDep) -> Response:
     """Delete the channel and its undelivered notifications."""
     with write_session(engine) as session:
         channel = session.get(Channel, channel_id)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, Query
 from sqlalchemy import select
 
-from app.api.deps import ReadKey, SessionDep
+from app.api.deps import Int4Id, Int8Id, ReadKey, SessionDep
 from app.models import Finding
+from app.models.base import UTCTime
 from app.monitors.schemas import FailureMode
 from app.monitors.store import finding_dict
 
@@ -21,11 +21,11 @@ def list_findings(
     principal: ReadKey,
     session: SessionDep,
     failure_mode: FailureMode | None = None,
-    monitor_id: int | None = None,
-    since: datetime | None = Query(None, description="at >= since (ISO-8601)"),
-    until: datetime | None = Query(None, description="at < until (ISO-8601)"),
+    monitor_id: Int4Id | None = None,
+    since: UTCTime | None = Query(None, description="at >= since (ISO-8601)"),
+    until: UTCTime | None = Query(None, description="at < until (ISO-8601)"),
     limit: int = Query(100, ge=1, le=1000),
-    cursor: str | None = Query(None, description="next_cursor of the previous page"),
+    cursor: Int8Id | None = Query(None, description="next_cursor of the previous page"),
 ) -> dict[str, Any]:
     q = select(Finding).where(Finding.project_id == principal.project_id)
     if failure_mode is not None:
@@ -37,9 +37,7 @@ def list_findings(
     if until is not None:
         q = q.where(Finding.at < until)
     if cursor is not None:
-        if not cursor.isdigit():
-            raise HTTPException(422, "cursor: not a cursor returned by this endpoint")
-        q = q.where(Finding.id < int(cursor))
+        q = q.where(Finding.id < cursor)
     rows = list(session.scalars(q.order_by(Finding.id.desc()).limit(limit + 1)))
     page = rows[:limit]
     return {

@@ -9,7 +9,8 @@ from fastapi import APIRouter, HTTPException, Request
 from app.api.body import parse_json, read_body
 from app.api.deps import IngestKey, SettingsDep
 from app.ingest.events import ValidEvent, validate_events
-from app.ingest.fields import FieldError, decode_b64, opt_str, req_str
+from app.ingest.fields import FieldError, as_str, decode_b64, opt_str, req_str
+from app.ingest.limits import IngestLimits
 from app.ingest.service import ingest_batch
 from app.metrics import INGEST_BYTES
 
@@ -29,7 +30,7 @@ async def ingest(request: Request, principal: IngestKey, settings: SettingsDep) 
         raise HTTPException(
             413, f"events: {len(events)} events exceed the limit of {settings.max_events_per_batch}"
         )
-    valid, rejected = validate_events(events)
+    valid, rejected = validate_events(events, limits=IngestLimits.from_settings(settings))
     return await ingest_batch(
         app_state=request.app.state,
         project_id=principal.project_id,
@@ -52,7 +53,9 @@ async def ingest_embeddings(
     if not isinstance(payload, dict):
         raise HTTPException(422, "body: must be a JSON object")
     try:
-        events = _bulk_to_events(payload, settings.max_events_per_batch)
+        events = _bulk_to_events(
+            payload, max_rows=settings.max_events_per_batch, max_dim=settings.max_embedding_dim
+        )
     except FieldError as exc:
         raise HTTPException(422, str(exc)) from None
     valid = [
@@ -68,7 +71,9 @@ async def ingest_embeddings(
     )
 
 
-def _bulk_to_events(payload: dict[str, Any], max_rows: int) -> list[dict[str, Any]]:
+def _bulk_to_events(
+    payload: dict[str, Any], *, max_rows: int, max_dim: int
+) -> list[dict[str, Any]]:
     import numpy as np
 
     stream = req_str(payload, "stream", "body")
@@ -77,6 +82,8 @@ def _bulk_to_events(payload: dict[str, Any], max_rows: int) -> list[dict[str, An
         dim = payload.get("dim")
         if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
             raise FieldError("body.dim", "is required with vectors_b64 (a positive integer)")
+        if dim > max_dim:
+            raise FieldError("body.dim", f"dimension {dim} exceeds the maximum {max_dim}")
         flat = decode_b64(
             payload["vectors_b64"],
             payload.get("dtype", "float32"),
@@ -98,6 +105,12 @@ def _bulk_to_events(payload: dict[str, Any], max_rows: int) -> list[dict[str, An
             matrix = np.asarray(raw, dtype=np.float64).astype(np.float32)
         except (TypeError, ValueError):
             raise FieldError("body.vectors", "must contain only numbers") from None
+        if matrix.ndim != 2:
+            raise FieldError("body.vectors", "must be an array of arrays of numbers")
+        if matrix.shape[1] > max_dim:
+            raise FieldError(
+                "body.vectors", f"dimension {matrix.shape[1]} exceeds the maximum {max_dim}"
+            )
     else:
         raise FieldError("body.vectors", "is required (or vectors_b64 with dim and dtype)")
     n = matrix.shape[0]
@@ -106,19 +119,15 @@ def _bulk_to_events(payload: dict[str, Any], max_rows: int) -> list[dict[str, An
     bad = ~np.isfinite(matrix).all(axis=1)
     if bad.any():
         raise FieldError(f"body.vectors[{int(np.argmax(bad))}]", "contains NaN or infinite values")
-    sample_ids = payload.get("sample_ids")
-    if sample_ids is not None and (not isinstance(sample_ids, list) or len(sample_ids) != n):
-        raise FieldError("body.sample_ids", f"must be an array of {n} strings")
-    ids = payload.get("ids")
-    if ids is not None and (not isinstance(ids, list) or len(ids) != n):
-        raise FieldError("body.ids", f"must be an array of {n} event ids")
+    sample_ids = _per_vector(payload, "sample_ids", n, max_len=128)
+    ids = _per_vector(payload, "ids", n, max_len=200)
     if ids is None and sample_ids is None:
         raise FieldError("body.ids", "ids or sample_ids is required so re-sends are idempotent")
-    trace_ids = payload.get("trace_ids")
+    trace_ids = _per_vector(payload, "trace_ids", n, max_len=64, nullable=True)
     out = []
     for i in range(n):
-        sid = None if sample_ids is None else str(sample_ids[i])
-        eid = str(ids[i]) if ids is not None else f"{stream}:{sid}"
+        sid = None if sample_ids is None else sample_ids[i]
+        eid = ids[i] if ids is not None else as_str(f"{stream}:{sid}", "body.sample_ids", 200)
         out.append(
             {
                 "id": eid,
@@ -128,9 +137,24 @@ def _bulk_to_events(payload: dict[str, Any], max_rows: int) -> list[dict[str, An
                     "model": model,
                     "dim": int(matrix.shape[1]),
                     "vector": matrix[i].tobytes(),
-                    "trace_id": None if not trace_ids else str(trace_ids[i]),
+                    "trace_id": None if trace_ids is None else trace_ids[i],
                     "sample_id": sid,
                 },
             }
         )
     return out
+
+
+def _per_vector(
+    payload: dict[str, Any], key: str, n: int, *, max_len: int, nullable: bool = False
+) -> list[str | None] | None:
+    """``payload[key]``: one string (or integer) per vector, or absent."""
+    values = payload.get(key)
+    if values is None:
+        return None
+    if not isinstance(values, list) or len(values) != n:
+        raise FieldError(f"body.{key}", f"must be an array of {n} strings, one per vector")
+    return [
+        None if v is None and nullable else as_str(v, f"body.{key}[{i}]", max_len)
+        for i, v in enumerate(values)
+    ]

@@ -5,18 +5,19 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from fastapi import APIRouter, HTTPException
-from pydantic import BaseModel, Field
+from pydantic import Field
 from sqlalchemy import select
 
-from app.api.deps import AdminKey, SessionDep
+from app.api.deps import AdminKey, Int4Id, SessionDep
 from app.keys import create_key
 from app.models import ApiKey
 from app.models.base import utcnow
+from app.request_model import RequestModel
 
 router = APIRouter(prefix="/api/v1/keys", tags=["keys"])
 
 
-class KeyCreate(BaseModel):
+class KeyCreate(RequestModel):
     role: Literal["ingest", "read", "annotate", "admin"]
     name: str = Field(default="", max_length=128)
 
@@ -49,7 +50,7 @@ def create(body: KeyCreate, principal: AdminKey, session: SessionDep) -> dict[st
 
 
 @router.delete("/{key_id}")
-def revoke(key_id: int, principal: AdminKey, session: SessionDep) -> dict[str, Any]:
+def revoke(key_id: Int4Id, principal: AdminKey, session: SessionDep) -> dict[str, Any]:
     key = session.get(ApiKey, key_id)
     if key is None or key.project_id != principal.project_id:
         raise HTTPException(404, f"key {key_id} not found in this project")

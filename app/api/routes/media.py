@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, HTTPException, Path, Request
+from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import FileResponse
 from sqlalchemy import select
 from starlette.datastructures import UploadFile
 
 from app.api.body import parse_json, read_body
-from app.api.deps import EngineDep, IngestKey, ReadKey, SessionDep, SettingsDep
+from app.api.deps import EngineDep, IngestKey, Int8Id, ReadKey, SessionDep, SettingsDep
 from app.media import intake
 from app.media.store import MediaRejected, image_path
 from app.models.media import MediaJob
@@ -78,9 +78,7 @@ async def _image_specs(request: Request, settings: Any) -> list[intake.ImageUplo
 
 
 @router.get("/{job_id}")
-def get_job(
-    job_id: Annotated[int, Path(ge=1, le=2**63 - 1)], principal: ReadKey, session: SessionDep
-) -> dict[str, Any]:
+def get_job(job_id: Int8Id, principal: ReadKey, session: SessionDep) -> dict[str, Any]:
     job = session.scalar(
         select(MediaJob).where(MediaJob.id == job_id, MediaJob.project_id == principal.project_id)
     )

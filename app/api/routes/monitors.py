@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Query, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.api.deps import AdminKey, EngineDep, ReadKey, SessionDep, SettingsDep
+from app.api.deps import AdminKey, EngineDep, Int4Id, ReadKey, SessionDep, SettingsDep
 from app.models import DetectorRun, Monitor
+from app.models.base import UTCTime
 from app.monitors import defaults
 from app.monitors.detection import DetectorConfigError
 from app.monitors.runner import run_monitor
@@ -24,11 +24,12 @@ from app.monitors.store import (
     update_monitor,
     write_session,
 )
+from app.request_model import RequestModel
 
 router = APIRouter(prefix="/api/v1/monitors", tags=["monitors"])
 
 
-class DefaultsRequest(BaseModel):
+class DefaultsRequest(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
     interval_seconds: int = Field(900, ge=1, le=7 * 86400)
@@ -85,13 +86,13 @@ def create_defaults(
 
 
 @router.get("/{monitor_id}")
-def get_monitor(monitor_id: int, principal: ReadKey, session: SessionDep) -> dict[str, Any]:
+def get_monitor(monitor_id: Int4Id, principal: ReadKey, session: SessionDep) -> dict[str, Any]:
     return monitor_dict(_get(session, principal.project_id, monitor_id))
 
 
 @router.patch("/{monitor_id}")
 def patch_monitor(
-    monitor_id: int, body: MonitorPatch, principal: AdminKey, engine: EngineDep
+    monitor_id: Int4Id, body: MonitorPatch, principal: AdminKey, engine: EngineDep
 ) -> dict[str, Any]:
     try:
         with write_session(engine) as session:
@@ -104,7 +105,7 @@ def patch_monitor(
 
 
 @router.delete("/{monitor_id}", status_code=204)
-def delete_monitor(monitor_id: int, principal: AdminKey, engine: EngineDep) -> Response:
+def delete_monitor(monitor_id: Int4Id, principal: AdminKey, engine: EngineDep) -> Response:
     with write_session(engine) as session:
         session.delete(_get(session, principal.project_id, monitor_id))
     return Response(status_code=204)
@@ -112,7 +113,7 @@ def delete_monitor(monitor_id: int, principal: AdminKey, engine: EngineDep) -> R
 
 @router.post("/{monitor_id}/run")
 def run_now(
-    monitor_id: int,
+    monitor_id: Int4Id,
     principal: AdminKey,
     engine: EngineDep,
     session: SessionDep,
@@ -138,11 +139,11 @@ def run_now(
 
 @router.get("/{monitor_id}/runs")
 def list_runs(
-    monitor_id: int,
+    monitor_id: Int4Id,
     principal: ReadKey,
     session: SessionDep,
-    since: datetime | None = Query(None, description="at >= since (ISO-8601)"),
-    until: datetime | None = Query(None, description="at < until (ISO-8601)"),
+    since: UTCTime | None = Query(None, description="at >= since (ISO-8601)"),
+    until: UTCTime | None = Query(None, description="at < until (ISO-8601)"),
     status: str | None = Query(None, pattern="^(ok|insufficient_data|failed)$"),
     limit: int = Query(500, ge=1, le=5000),
 ) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from starlette.responses import Response
 from app.api.body import read_body
 from app.api.deps import IngestKey, SettingsDep
 from app.ingest.admission import Overloaded
+from app.ingest.limits import IngestLimits
 from app.otlp.responses import export_response, status_response, wire_format
 from app.otlp.service import export_traces
 
@@ -37,6 +38,7 @@ async def otlp_traces(request: Request, principal: IngestKey, settings: Settings
             body=body,
             wire=wire,
             max_spans=settings.max_events_per_batch,
+            limits=IngestLimits.from_settings(settings),
         )
     except HTTPException as exc:
         return status_response(

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from sqlalchemy import select
 
-from app.api.deps import AdminKey, AnnotateKey, EngineDep, ReadKey, SessionDep
+from app.api.deps import AdminKey, AnnotateKey, EngineDep, Int8Id, ReadKey, SessionDep
 from app.labeling import claims, queues
 from app.labeling import jobs as _jobs  # noqa: F401  (registers the periodic jobs)
 from app.labeling.errors import LeaseConflict
@@ -93,7 +93,7 @@ def claim(
 
 
 @router.post("/queue-items/{item_id}/label", responses=LEASE_CONFLICT)
-def label(item_id: int, body: LabelRequest, principal: AnnotateKey, engine: EngineDep) -> Any:
+def label(item_id: Int8Id, body: LabelRequest, principal: AnnotateKey, engine: EngineDep) -> Any:
     try:
         return claims.label_item(
             engine,
@@ -123,12 +123,12 @@ def _end(item_id: int, body: LeaseRequest, principal: Any, engine: Any, action: 
 
 
 @router.post("/queue-items/{item_id}/skip", responses=LEASE_CONFLICT)
-def skip(item_id: int, body: LeaseRequest, principal: AnnotateKey, engine: EngineDep) -> Any:
+def skip(item_id: Int8Id, body: LeaseRequest, principal: AnnotateKey, engine: EngineDep) -> Any:
     return _end(item_id, body, principal, engine, "skip")
 
 
 @router.post("/queue-items/{item_id}/release", responses=LEASE_CONFLICT)
-def release(item_id: int, body: LeaseRequest, principal: AnnotateKey, engine: EngineDep) -> Any:
+def release(item_id: Int8Id, body: LeaseRequest, principal: AnnotateKey, engine: EngineDep) -> Any:
     return _end(item_id, body, principal, engine, "release")
 
 

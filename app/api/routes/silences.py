@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from app.alerts.schemas import SilenceCreate
 from app.alerts.store import create_silence, silence_dict
-from app.api.deps import AnnotateKey, EngineDep, ReadKey, SessionDep
+from app.api.deps import AnnotateKey, EngineDep, Int4Id, ReadKey, SessionDep
 from app.api.routes.alerts import actor
 from app.models import Silence
 from app.models.base import utcnow
@@ -51,7 +51,7 @@ def create(body: SilenceCreate, principal: AnnotateKey, engine: EngineDep) -> di
 
 
 @router.delete("/{silence_id}", status_code=204)
-def expire(silence_id: int, principal: AnnotateKey, engine: EngineDep) -> Response:
+def expire(silence_id: Int4Id, principal: AnnotateKey, engine: EngineDep) -> Response:
     """Expire the silence now (it stays listed with ``include_expired``)."""
     with write_session(engine) as session:
         silence = session.get(Silence, silence_id)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query
 from sqlalchemy import select
 
-from app.api.deps import ReadKey, SessionDep
+from app.api.deps import Int8Id, ReadKey, SessionDep
 from app.models import Score, Span, Trace
+from app.models.base import UTCTime
 
 router = APIRouter(prefix="/api/v1/traces", tags=["traces"])
 
@@ -37,10 +37,10 @@ def list_traces(
     agent: str | None = None,
     status: Literal["ok", "error"] | None = None,
     source: Literal["production", "eval", "shadow"] | None = None,
-    since: datetime | None = Query(None, description="started_at >= since (ISO-8601)"),
-    until: datetime | None = Query(None, description="started_at < until (ISO-8601)"),
+    since: UTCTime | None = Query(None, description="started_at >= since (ISO-8601)"),
+    until: UTCTime | None = Query(None, description="started_at < until (ISO-8601)"),
     limit: int = Query(50, ge=1, le=500),
-    cursor: str | None = Query(None, description="next_cursor of the previous page"),
+    cursor: Int8Id | None = Query(None, description="next_cursor of the previous page"),
 ) -> dict[str, Any]:
     """Newest first. Pass ``next_cursor`` back as ``cursor`` for the next page."""
     q = select(Trace).where(Trace.project_id == principal.project_id)
@@ -55,9 +55,7 @@ def list_traces(
     if until is not None:
         q = q.where(Trace.started_at < until)
     if cursor is not None:
-        if not cursor.isdigit():
-            raise HTTPException(422, "cursor: not a cursor returned by this endpoint")
-        q = q.where(Trace.id < int(cursor))
+        q = q.where(Trace.id < cursor)
     rows = session.scalars(q.order_by(Trace.id.desc()).limit(limit + 1)).all()
     page = rows[:limit]
     next_cursor = str(page[-1].id) if len(rows) > limit else None

@@ -1,0 +1,83 @@
+"""Attribute maps vetted before they are stored, so one bad value cannot poison storage.
+
+Attributes are free-form JSON, kept as JSON text (SQLite) or JSONB (PostgreSQL) and merged
+and serialised again on every later write and read of their trace. A value either store
+refuses, or that breaks reading it back, would fail every batch touching that trace; so it
+is refused here, with its event, naming the key path:
+
+- NUL and lone surrogates in keys and strings (:func:`app.ingest.fields.check_text`);
+- NaN and infinities: JSON has none (SQLite then calls the stored text malformed);
+- integers past 64 bits (JSONB and orjson refuse them);
+- values nested deeper than ``max_depth`` arrays/maps;
+- a map over ``max_bytes`` once written as JSON.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import orjson
+
+from app.ingest.fields import FieldError, check_text
+from app.ingest.limits import IngestLimits
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+class _TooDeep(Exception):
+    def __init__(self, field: str) -> None:
+        self.field = field
+
+
+def opt_attributes(
+    body: dict[str, Any], key: str, prefix: str, limits: IngestLimits
+) -> dict[str, Any]:
+    """``body[key]`` as a vetted attributes map (``{}`` when absent)."""
+    value = body.get(key)
+    field = f"{prefix}.{key}"
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise FieldError(field, f"must be an object, not {type(value).__name__}")
+    depth = limits.max_attribute_depth
+    try:
+        _check_map(value, field, depth)
+    except _TooDeep as exc:
+        raise FieldError(exc.field, f"nests arrays/maps more than {depth} deep") from None
+    size = len(orjson.dumps(value))
+    if size > limits.max_attributes_bytes:
+        raise FieldError(
+            field, f"is {size} bytes as JSON; the limit is {limits.max_attributes_bytes}"
+        )
+    return value
+
+
+def _check_map(value: dict[Any, Any], field: str, depth: int) -> None:
+    for k, v in value.items():
+        if "\x00" in k or not k.isascii():
+            check_text(k, f"{field}: key {k[:40]!r}")
+        _check_value(v, f"{field}.{k[:64]}", depth)
+
+
+def _check_value(value: Any, field: str, depth: int) -> None:
+    # ``depth`` is how many more arrays/maps may open below this point.
+    kind = type(value)
+    if kind is str:
+        check_text(value, field)
+    elif kind is int:
+        if not _INT64[0] <= value <= _INT64[1]:
+            raise FieldError(field, "integer does not fit in 64 bits")
+    elif kind is float:
+        if not math.isfinite(value):
+            raise FieldError(field, "must be finite (no NaN or infinity)")
+    elif kind is dict or kind is list:
+        if depth <= 0:
+            raise _TooDeep(field)
+        if kind is dict:
+            _check_map(value, field, depth - 1)
+        else:
+            for n, item in enumerate(value):
+                _check_value(item, f"{field}[{n}]", depth - 1)
+    elif value is not None and kind is not bool:
+        raise FieldError(field, f"must be a JSON value, not {kind.__name__}")
