@@ -177,9 +177,10 @@ def run_monitor(
 ) -> DetectorRun | None:
     """Run the monitor as of ``now``; return the persisted run (None: monitor is gone).
 
-    With every detector slot taken the run is persisted as ``failed`` (the scheduler tries
-    again next interval), or, with ``refuse_when_busy``, :class:`DetectorsBusy` is raised
-    and nothing is persisted (``run now`` answers 429).
+    With every detector slot taken the run waits for one up to the monitor's time limit,
+    then is persisted as ``failed`` (the scheduler tries again next interval); with
+    ``refuse_when_busy`` it does not wait: :class:`DetectorsBusy` is raised and nothing is
+    persisted (``run now`` answers 429).
     """
     now = as_utc(now) if now is not None else utcnow()
     started = time.perf_counter()
@@ -192,7 +193,8 @@ def run_monitor(
         result: DetectorResult | None = None
         error: str | None = None
         n_ref = n_cur = 0
-        if not slots.try_acquire():
+        wait_s = 0.0 if refuse_when_busy else float(monitor.time_limit_seconds)
+        if not slots.try_acquire(wait_s):
             if refuse_when_busy:
                 raise DetectorsBusy(slots.busy_message())
             error = f"DetectorsBusy: {slots.busy_message()}"

@@ -4,8 +4,8 @@ Python cannot kill a thread, so a detector past its time limit goes on computing
 returns. Without a bound, a slow monitor re-run every interval (or ``run now`` clicked
 repeatedly) piles up threads that each hold their windows in memory. A slot is taken
 before a run loads its windows and given back only when its detector thread really ends,
-so at most ``capacity`` computations (runaway ones counted) ever share the CPU; a run that
-finds no free slot is refused at once instead of queueing behind them.
+so at most ``capacity`` computations (runaway ones counted) ever share the CPU. A scheduled
+run waits for a slot up to its own time limit, then fails; ``run now`` is refused at once.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class DetectorSlots:
     """
 
     def __init__(self, capacity: int) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._in_use = 0
         self._overdue = 0
         self.capacity = capacity
@@ -43,9 +43,10 @@ class DetectorSlots:
             raise ValueError(f"capacity must be >= 1, not {value}")
         self._capacity = value
 
-    def try_acquire(self) -> bool:
+    def try_acquire(self, timeout_s: float = 0.0) -> bool:
+        """Take a slot, waiting up to ``timeout_s`` for one to come back."""
         with self._lock:
-            if self._in_use >= self._capacity:
+            if not self._lock.wait_for(lambda: self._in_use < self._capacity, timeout_s):
                 return False
             self._in_use += 1
             return True
@@ -55,6 +56,7 @@ class DetectorSlots:
             self._in_use -= 1
             if was_overdue:
                 self._overdue -= 1
+            self._lock.notify()
 
     def mark_overdue(self) -> None:
         """A held slot's detector passed its time limit and is still running."""

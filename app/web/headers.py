@@ -36,8 +36,9 @@ class SecurityHeaders:
 
         async def with_headers(message: Any) -> None:
             if message["type"] == "http.response.start":
-                message.setdefault("headers", [])
-                message["headers"] = list(message["headers"]) + HEADERS
+                headers = list(message.get("headers", []))
+                present = {name.lower() for name, _ in headers}
+                message["headers"] = headers + [h for h in HEADERS if h[0] not in present]
             await send(message)
 
         await self.app(scope, receive, with_headers)
