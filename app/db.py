@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
@@ -74,3 +75,23 @@ def write_transaction(engine: Engine) -> Iterator[Any]:
                 yield conn
         finally:
             conn.info.pop("sqlite_begin", None)
+
+
+@contextmanager
+def write_session(engine: Engine) -> Iterator[Session]:
+    """An ORM session inside one write transaction (``BEGIN IMMEDIATE`` on SQLite).
+
+    Read-then-write logic (alert dedup, outbox claims) needs the write lock up front on
+    SQLite; on PostgreSQL it is a plain transaction. Commits when the block ends.
+    """
+    with write_transaction(engine) as conn:
+        session = Session(bind=conn, expire_on_commit=False, autoflush=True)
+        try:
+            yield session
+            session.flush()
+        finally:
+            session.close()
+
+
+def as_utc(dt: datetime) -> datetime:
+    return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)

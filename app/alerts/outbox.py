@@ -35,9 +35,9 @@ from app import metrics
 from app.alerts.channels import target_url
 from app.alerts.outbound import OutboundPolicy, OutboundRefused, PinnedTransport, parse_url
 from app.alerts.signing import SIGNATURE_HEADER, sign
+from app.db import as_utc, write_session
 from app.models import Channel, Notification
 from app.models.base import utcnow
-from app.monitors.store import as_utc, write_session
 
 log = logging.getLogger("telltale.outbox")
 RETRYABLE_4XX = frozenset({408, 429})

@@ -14,9 +14,8 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, func, select
 
-from app.db import make_engine, make_sessionmaker
+from app.db import make_engine, make_sessionmaker, write_session
 from app.models import DetectorRun
-from app.monitors.store import write_session
 from app.scheduler import jobs, leader
 from app.scheduler.service import SchedulerService
 from app.settings import Settings

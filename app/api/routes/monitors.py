@@ -11,6 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.api.deps import AdminKey, EngineDep, ReadKey, SessionDep, SettingsDep
+from app.db import write_session
 from app.models import DetectorRun, Monitor
 from app.monitors import defaults
 from app.monitors.detection import DetectorConfigError
@@ -22,7 +23,6 @@ from app.monitors.store import (
     monitor_dict,
     run_dict,
     update_monitor,
-    write_session,
 )
 
 router = APIRouter(prefix="/api/v1/monitors", tags=["monitors"])
