@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from app.alerts.outbound import parse_url
 from app.alerts.patterns import compile_label_pattern
-from app.monitors.schemas import FailureMode, Severity
+from app.domain import FailureMode, Severity
 
 
 class ChannelCreate(BaseModel):

@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-FailureMode = Literal["FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-6", "FM-7"]
-Severity = Literal["info", "warning", "critical"]
+from app.domain import FailureMode, Severity
+
 Source = Literal["production", "eval", "shadow"]
 
 

@@ -12,10 +12,10 @@ from app.alerts import lifecycle
 from app.alerts.store import alert_dict, event_dict
 from app.api.deps import AnnotateKey, EngineDep, ReadKey, SessionDep, SettingsDep
 from app.db import write_session
+from app.domain import FailureMode, Severity
 from app.keys import Principal
 from app.models import Alert, AlertEvent
 from app.models.base import utcnow
-from app.monitors.schemas import FailureMode, Severity
 
 router = APIRouter(prefix="/api/v1/alerts", tags=["alerts"])
 

@@ -9,8 +9,8 @@ from fastapi import APIRouter, HTTPException, Query
 from sqlalchemy import select
 
 from app.api.deps import ReadKey, SessionDep
+from app.domain import FailureMode
 from app.models import Finding
-from app.monitors.schemas import FailureMode
 from app.monitors.store import finding_dict
 
 router = APIRouter(prefix="/api/v1/findings", tags=["findings"])
