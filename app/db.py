@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, Row, Select, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
 
@@ -91,6 +91,24 @@ def write_session(engine: Engine) -> Iterator[Session]:
             session.flush()
         finally:
             session.close()
+
+
+def claim_rows(bind: Connection | Session, pick: Select[Any], *, of: Any = None) -> list[Row[Any]]:
+    """The rows ``pick`` selects, held by this lease claim until its transaction ends.
+
+    A lease claim (media jobs, labeling queue items, the outbox) picks due rows, then
+    leases them in the same write transaction. On PostgreSQL the pick is ``FOR UPDATE SKIP
+    LOCKED``: concurrent claimers lock disjoint rows and never wait on each other. On SQLite
+    the ``BEGIN IMMEDIATE`` of :func:`write_transaction` (or :func:`write_session`) took the
+    single writer lock before the read, so claims serialise. Either way a row has one live
+    lease. ``of`` restricts the lock to one table when ``pick`` joins others.
+    """
+    conn = bind.connection() if isinstance(bind, Session) else bind
+    if conn.dialect.name == "postgresql":
+        pick = pick.with_for_update(skip_locked=True, of=of)
+    elif conn.info.get("sqlite_begin") != "BEGIN IMMEDIATE":
+        raise RuntimeError("claim_rows must run inside write_transaction or write_session")
+    return list(bind.execute(pick).all())
 
 
 def as_utc(dt: datetime) -> datetime:
