@@ -79,22 +79,19 @@ def test_periodic_jobs_run_once_per_interval(engine: Engine, settings: Settings)
         assert eng is engine and st is settings
         calls.append("x")
 
-    periodic = jobs.register_periodic("test.job", job, interval_seconds=30)
-    try:
-        clock = Clock()
-        a = SchedulerService(settings, engine, make_sessionmaker(engine), clock=clock)
-        b = SchedulerService(settings, engine, make_sessionmaker(engine), clock=clock)
-        a.run_periodic(periodic)
-        b.run_periodic(periodic)
-        assert calls == ["x"]
-        clock.advance(30)
-        b.run_periodic(periodic)
-        a.run_periodic(periodic)
-        assert calls == ["x", "x"]
-    finally:
-        jobs.unregister_periodic("test.job")
+    periodic = jobs.PeriodicJob("test.job", job, interval_seconds=30)
+    clock = Clock()
+    a = SchedulerService(settings, engine, make_sessionmaker(engine), clock=clock)
+    b = SchedulerService(settings, engine, make_sessionmaker(engine), clock=clock)
+    a.run_periodic(periodic)
+    b.run_periodic(periodic)
+    assert calls == ["x"]
+    clock.advance(30)
+    b.run_periodic(periodic)
+    a.run_periodic(periodic)
+    assert calls == ["x", "x"]
     with pytest.raises(ValueError, match="interval_seconds"):
-        jobs.register_periodic("bad", job, interval_seconds=0)
+        jobs.PeriodicJob("bad", job, interval_seconds=0)
 
 
 def test_service_starts_and_stops_cleanly(engine: Engine, settings: Settings) -> None:
