@@ -12,7 +12,7 @@ from app.labeling import jobs
 from app.labeling.fill import fill_queue
 from app.models.labeling import LabelQueue, QueueItem
 from app.scheduler.jobs import periodic_jobs
-from tests.app.test_queues import _blobs, project_id, queue_body
+from tests.app.labeling.test_queues import _blobs, project_id, queue_body
 from tests.conftest import auth
 
 

@@ -22,7 +22,7 @@ from app.settings import Settings
 from tests.app.engine_helpers import Clock, add_monitor, scripted_factory, setup_project
 from tests.conftest import fresh_database
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _runs(engine: Engine) -> list[DetectorRun]:
