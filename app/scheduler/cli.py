@@ -11,7 +11,6 @@ import argparse
 import logging
 import signal
 import threading
-from typing import Any
 
 log = logging.getLogger("telltale.scheduler")
 
@@ -39,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from app import migrate
     from app.alerts.outbound import OutboundPolicy
     from app.alerts.outbox import DeliveryPolicy, OutboxSender
+    from app.background import Service
     from app.db import make_engine, make_sessionmaker
     from app.scheduler.jobs import periodic_jobs
     from app.scheduler.service import SchedulerService
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     if settings.is_sqlite or args.migrate:
         migrate.upgrade(settings.database_url)
     engine = make_engine(settings.database_url, pool_size=settings.db_pool_size)
-    services: list[Any] = []
+    services: list[Service] = []
     if not args.no_monitors:
         services.append(
             SchedulerService(
