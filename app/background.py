@@ -1,19 +1,15 @@
-"""Background services that live and die with the app (scheduler, outbox sender, reapers).
+"""Background services that live and die with the app (scheduler, outbox sender, retention).
 
 Each service is a small object with ``start()`` and ``stop()``; failures inside a service
-are its own to log and survive. The lifespan starts them after the database is ready and
-stops them in reverse order.
+are its own to log and survive. The app's lifespan (:mod:`app.main`) lists the services it
+runs, starts them after the database is ready and stops them in reverse order.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any, Protocol
-
-from sqlalchemy import Engine, orm
-
-from app.settings import Settings
+from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 log = logging.getLogger("telltale.background")
 
@@ -26,33 +22,19 @@ class Service(Protocol):
     def stop(self) -> None: ...
 
 
-# Factories registered by feature modules: (settings, engine, sessionmaker) -> Service | None.
-ServiceFactory = Callable[[Settings, Engine, "orm.sessionmaker[orm.Session]"], Any]
-_FACTORIES: list[ServiceFactory] = []
-
-
-def register(factory: ServiceFactory) -> ServiceFactory:
-    _FACTORIES.append(factory)
-    return factory
-
-
-def start_services(
-    settings: Settings, engine: Engine, sessionmaker: orm.sessionmaker[orm.Session]
-) -> list[Service]:
+def start_services(services: Iterable[Service]) -> list[Service]:
+    """Start each service; one that fails to start is logged and left out."""
     started: list[Service] = []
-    for factory in _FACTORIES:
-        service = factory(settings, engine, sessionmaker)
-        if service is None:
-            continue
+    for service in services:
         try:
             service.start()
             started.append(service)
         except Exception:
-            log.exception("background service %s failed to start", getattr(service, "name", "?"))
+            log.exception("background service %s failed to start", service.name)
     return started
 
 
-def stop_services(services: list[Service]) -> None:
+def stop_services(services: Sequence[Service]) -> None:
     for service in reversed(services):
         try:
             service.stop()

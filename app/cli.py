@@ -5,14 +5,29 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections.abc import Callable
+from typing import Protocol
 
+from app.demo import cli as demo_cli
+from app.media import cli as media_cli
+from app.scheduler import cli as scheduler_cli
 from app.settings import get_settings
 
-# Subcommands added by feature modules: name -> (help, add_arguments, run).
-EXTRA_COMMANDS: dict[
-    str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
-] = {}
+
+class Role(Protocol):
+    """A subcommand module: its help line, its arguments and what it runs."""
+
+    HELP: str
+
+    def add_arguments(self, p: argparse.ArgumentParser) -> None: ...
+
+    def run(self, args: argparse.Namespace) -> int: ...
+
+
+ROLES: dict[str, Role] = {
+    "scheduler": scheduler_cli,
+    "embed-worker": media_cli,
+    "demo": demo_cli,
+}
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -101,24 +116,11 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--name", default="")
     create.set_defaults(func=_keys_create)
 
-    _load_extra_commands()
-    for name, (help_text, add_args, run) in EXTRA_COMMANDS.items():
-        p = sub.add_parser(name, help=help_text)
-        add_args(p)
-        p.set_defaults(func=run)
+    for name, role in ROLES.items():
+        p = sub.add_parser(name, help=role.HELP)
+        role.add_arguments(p)
+        p.set_defaults(func=role.run)
     return parser
-
-
-def _load_extra_commands() -> None:
-    """Import the modules that register subcommands (scheduler, embed-worker, demo)."""
-    import importlib
-
-    for module in ("app.scheduler.cli", "app.media.cli", "app.demo.cli"):
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name is None or not module.startswith(exc.name):
-                raise
 
 
 def main(argv: list[str] | None = None) -> int:

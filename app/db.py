@@ -5,9 +5,10 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, Row, Select, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
 
@@ -74,3 +75,52 @@ def write_transaction(engine: Engine) -> Iterator[Any]:
                 yield conn
         finally:
             conn.info.pop("sqlite_begin", None)
+
+
+@contextmanager
+def write_session(engine: Engine) -> Iterator[Session]:
+    """An ORM session inside one write transaction (``BEGIN IMMEDIATE`` on SQLite).
+
+    Read-then-write logic (alert dedup, outbox claims) needs the write lock up front on
+    SQLite; on PostgreSQL it is a plain transaction. Commits when the block ends.
+    """
+    with write_transaction(engine) as conn:
+        session = Session(bind=conn, expire_on_commit=False, autoflush=True)
+        try:
+            yield session
+            session.flush()
+        finally:
+            session.close()
+
+
+def claim_rows(bind: Connection | Session, pick: Select[Any], *, of: Any = None) -> list[Row[Any]]:
+    """The rows ``pick`` selects, held by this lease claim until its transaction ends.
+
+    A lease claim (media jobs, labeling queue items, the outbox) picks due rows, then
+    leases them in the same write transaction. On PostgreSQL the pick is ``FOR UPDATE SKIP
+    LOCKED``: concurrent claimers lock disjoint rows and never wait on each other. On SQLite
+    the ``BEGIN IMMEDIATE`` of :func:`write_transaction` (or :func:`write_session`) took the
+    single writer lock before the read, so claims serialise. Either way a row has one live
+    lease. ``of`` restricts the lock to one table when ``pick`` joins others.
+    """
+    conn = bind.connection() if isinstance(bind, Session) else bind
+    if conn.dialect.name == "postgresql":
+        pick = pick.with_for_update(skip_locked=True, of=of)
+    elif conn.info.get("sqlite_begin") != "BEGIN IMMEDIATE":
+        raise RuntimeError("claim_rows must run inside write_transaction or write_session")
+    return list(bind.execute(pick).all())
+
+
+def as_utc(value: datetime) -> datetime:
+    """``value`` in UTC, naive taken as UTC (as :class:`UTCDateTime` stores it).
+
+    An offset can push a time past ``datetime``'s years 1-9999 (``0001-01-01T00:00+01:00``);
+    that is a ``ValueError`` here, at the door, rather than an ``OverflowError`` when the
+    value is bound to a query.
+    """
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("is outside the years 1-9999 once converted to UTC") from None

@@ -11,17 +11,22 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy import Engine, orm
 from sqlalchemy.exc import DataError, IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app import background
+from app.alerts.outbound import OutboundPolicy
+from app.alerts.outbox import DeliveryPolicy, OutboxSender
 from app.api.main import api_router
+from app.background import Service, start_services, stop_services
 from app.db import make_engine, make_sessionmaker
 from app.ingest.admission import Overloaded, WriteAdmission
+from app.media.retention import RetentionService
 from app.metrics import REQUEST_LATENCY, WRITE_QUEUE_DEPTH
 from app.monitors.runner import DETECTOR_SLOTS
-from app.scheduler import service as _scheduler  # noqa: F401  (registers scheduler + outbox)
+from app.scheduler.jobs import periodic_jobs
+from app.scheduler.service import SchedulerService
 from app.settings import Settings, get_settings
 from app.storage_health import StorageHealth, storage_failure
 from app.web.headers import SecurityHeaders
@@ -50,7 +55,7 @@ def create_app(
         )
         WRITE_QUEUE_DEPTH.set_function(lambda: app.state.admission.depth)
         services = (
-            background.start_services(settings, engine, app.state.sessionmaker)
+            start_services(background_services(settings, engine, app.state.sessionmaker))
             if run_background
             else []
         )
@@ -58,7 +63,7 @@ def create_app(
         try:
             yield
         finally:
-            background.stop_services(services)
+            stop_services(services)
             engine.dispose()
 
     app = FastAPI(title="Telltale", version="0.1.0", lifespan=lifespan)
@@ -68,6 +73,21 @@ def create_app(
     _install_web(app)
     app.add_middleware(SecurityHeaders)
     return app
+
+
+def background_services(
+    settings: Settings, engine: Engine, sessionmaker: orm.sessionmaker[orm.Session]
+) -> list[Service]:
+    """Everything the API process runs beside its requests, in start order."""
+    return [
+        SchedulerService(settings, engine, sessionmaker, jobs=periodic_jobs()),
+        OutboxSender(
+            engine,
+            policy=DeliveryPolicy(),
+            outbound=OutboundPolicy.from_allow(settings.outbound_allow),
+        ),
+        RetentionService(settings, engine),
+    ]
 
 
 def _install_web(app: FastAPI) -> None:

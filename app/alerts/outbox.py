@@ -2,12 +2,12 @@
 
 A row stays ``pending`` until a receiver answers 2xx, so delivery is at-least-once across
 crashes and restarts (receivers dedupe on ``X-Telltale-Delivery``). A sender claims due
-rows by pushing their ``next_attempt_at`` one lease ahead inside a short transaction
-(``FOR UPDATE SKIP LOCKED`` on PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite), then posts
-outside any transaction; a sender killed mid-post leaves the row to be retried when the
-lease runs out. Failures back off exponentially with jitter ("equal jitter": the delay
-is drawn from [(1 - jitter) d, d] with d = base * 2^(attempt - 1), capped); 408, 429 and
-5xx are retried and ``Retry-After`` is honoured; any other 4xx is permanent (``dead``).
+rows (:func:`app.db.claim_rows`) by pushing their ``next_attempt_at`` one lease ahead
+inside a short transaction, then posts outside any transaction; a sender killed mid-post
+leaves the row to be retried when the lease runs out. Failures back off exponentially
+with jitter ("equal jitter": the delay is drawn from [(1 - jitter) d, d] with
+d = base * 2^(attempt - 1), capped); 408, 429 and 5xx are retried and ``Retry-After`` is
+honoured; any other 4xx is permanent (``dead``).
 
 Every post goes through :class:`~app.alerts.outbound.PinnedTransport`: the host is resolved
 and checked against the outbound policy right before the request, and the connection goes
@@ -35,9 +35,9 @@ from app import metrics
 from app.alerts.channels import target_url
 from app.alerts.outbound import OutboundPolicy, OutboundRefused, PinnedTransport, parse_url
 from app.alerts.signing import SIGNATURE_HEADER, sign
+from app.db import as_utc, claim_rows, write_session
 from app.models import Channel, Notification
 from app.models.base import utcnow
-from app.monitors.store import as_utc, write_session
 
 log = logging.getLogger("telltale.outbox")
 RETRYABLE_4XX = frozenset({408, 429})
@@ -125,9 +125,7 @@ class OutboxSender:
                 .order_by(Notification.next_attempt_at, Notification.id)
                 .limit(self.policy.batch_size)
             )
-            if self.engine.dialect.name == "postgresql":
-                q = q.with_for_update(skip_locked=True)
-            ids = list(s.scalars(q))
+            ids = [row.id for row in claim_rows(s, q)]
             if not ids:
                 return []
             s.execute(

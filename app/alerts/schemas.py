@@ -9,8 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from app.alerts.outbound import parse_url
 from app.alerts.patterns import compile_label_pattern
-from app.models.base import as_utc
-from app.monitors.schemas import FailureMode, Severity
+from app.db import as_utc
+from app.domain import FailureMode, Severity
 from app.request_model import RequestModel
 
 

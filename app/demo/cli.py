@@ -30,14 +30,16 @@ from typing import Any
 
 import httpx
 
-from app.cli import EXTRA_COMMANDS
 from app.demo.replay import Replay, Schedule, Workload
 from app.demo.summary import Outcome, banner, schedule_lines, summary_lines
 
 DEFAULT_DB = "sqlite:///./telltale-demo.db"
 
 
-def _add_arguments(p: argparse.ArgumentParser) -> None:
+HELP = "serve the app and replay a workload with every failure mode (see README: Demo)"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, default=8000, help="serve on 127.0.0.1:PORT")
     p.add_argument(
         "--speed", type=float, default=900.0, help="simulated seconds per real second (at most)"
@@ -76,7 +78,7 @@ def _quiet_logs() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
-def _run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     _quiet_logs()
     from app import migrate
     from app.alerts.outbound import OutboundPolicy
@@ -227,10 +229,3 @@ def _outcome(
         delivered_by_event=dict(Counter(d.event for d in deliveries)),
         rejected_deliveries=receiver.rejected,
     )
-
-
-EXTRA_COMMANDS["demo"] = (
-    "serve the app and replay a workload with every failure mode (see README: Demo)",
-    _add_arguments,
-    _run,
-)

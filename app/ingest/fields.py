@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from app.models.base import as_utc
+from app.db import as_utc
 
 
 class FieldError(ValueError):

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.models.engine import DetectorRun, Monitor
+from app.models.monitors import DetectorRun, Monitor
 
 BOOST_MODES = ("FM-6", "FM-4")
 BOOST_WEIGHT = 2.0

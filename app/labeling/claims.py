@@ -1,11 +1,9 @@
 """Annotator work on queue items: claim with a lease, label, skip, release; reap expired leases.
 
-Claiming is a read-then-write: pick the highest-priority claimable rows, then lease them.
-On PostgreSQL the pick is ``SELECT .. FOR UPDATE SKIP LOCKED``, so concurrent claimers lock
-disjoint rows without waiting on each other; on SQLite ``BEGIN IMMEDIATE`` (via
-``write_transaction``) takes the single writer lock before the read, so claims serialise.
-Either way no row is handed to two live leases. A lease past ``lease_expires_at`` is
-claimable again; the reaper also puts such rows back to ``pending`` for the stats.
+Claiming picks the highest-priority claimable rows, then leases them, through
+:func:`app.db.claim_rows` (``SKIP LOCKED`` on PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite),
+so no row is handed to two live leases. A lease past ``lease_expires_at`` is claimable
+again; the reaper also puts such rows back to ``pending`` for the stats.
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ from typing import Any
 from sqlalchemy import Engine, and_, bindparam, insert, or_, select, update
 from sqlalchemy.engine import Connection
 
-from app.db import write_transaction
+from app.db import claim_rows, write_transaction
 from app.labeling.errors import Invalid, LeaseConflict, NotFound
 from app.labeling.schemas import LabelOutsideSchema, check_label
 from app.labeling.writeback import write_label_score
@@ -33,12 +31,12 @@ def _claimable(now: datetime) -> Any:
     return or_(QI.status == "pending", and_(QI.status == "leased", QI.lease_expires_at < now))
 
 
-def _for_update(q: Any, conn: Connection, *, skip_locked: bool = False) -> Any:
+def _for_update(q: Any, conn: Connection) -> Any:
     # Lock only the item rows (``OF``): locking the joined queue row would serialise
     # every annotator of the queue.
     if conn.dialect.name != "postgresql":
         return q
-    return q.with_for_update(skip_locked=skip_locked, of=QI.__table__)
+    return q.with_for_update(of=QI.__table__)
 
 
 def claim_items(
@@ -61,7 +59,7 @@ def claim_items(
             .order_by(QI.priority.desc(), QI.id)
             .limit(n)
         )
-        ids = list(conn.scalars(_for_update(pick, conn, skip_locked=True)))
+        ids = [row.id for row in claim_rows(conn, pick, of=QI.__table__)]
         if ids:
             conn.execute(
                 update(QI)

@@ -1,7 +1,7 @@
 """Periodic jobs of the labeling feature: fill due queues, reap expired leases.
 
-Registered with the scheduler (``app.scheduler.jobs.register_periodic``) when that module
-exists; each job logs failures with context and carries on, and exports a last-run metric.
+The scheduler runs them (listed in :func:`app.scheduler.jobs.periodic_jobs`); each job logs
+failures with context and carries on, and exports a last-run metric.
 """
 
 from __future__ import annotations
@@ -65,18 +65,3 @@ def reap_leases(engine: Engine, sessionmaker: Any = None, settings: Any = None) 
         log.exception("labeling: retrying label score write-backs failed")
     JOB_LAST_SUCCESS.labels(job="labeling_reaper").set(time.time())
     return reaped
-
-
-def register() -> bool:
-    """Register both jobs with the scheduler; False when the scheduler is not installed."""
-    try:
-        from app.scheduler.jobs import register_periodic
-    except ImportError:
-        log.info("app.scheduler.jobs not available: labeling jobs not scheduled")
-        return False
-    register_periodic("labeling_fill", fill_due_queues, FILL_EVERY_SECONDS)
-    register_periodic("labeling_reaper", reap_leases, REAP_EVERY_SECONDS)
-    return True
-
-
-REGISTERED = register()

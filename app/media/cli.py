@@ -11,12 +11,13 @@ import logging
 import signal
 import threading
 
-from app.cli import EXTRA_COMMANDS
-
 log = logging.getLogger("telltale.media")
 
 
-def _add_arguments(p: argparse.ArgumentParser) -> None:
+HELP = "embed uploaded images and texts from the media job queue"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     from app.settings import get_settings
 
     s = get_settings()
@@ -40,7 +41,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from app import migrate
     from app.db import make_engine
     from app.media.jobs import RetryPolicy
@@ -86,10 +87,3 @@ def _run(args: argparse.Namespace) -> int:
         engine.dispose()
     log.info("embed worker stopped")
     return 0
-
-
-EXTRA_COMMANDS["embed-worker"] = (
-    "embed uploaded images and texts from the media job queue",
-    _add_arguments,
-    _run,
-)

@@ -1,12 +1,10 @@
 """The media job queue in the database: submit, claim with a lease, finish, retry, dead-letter.
 
-Claiming is a read-then-write. On PostgreSQL the read is ``SELECT .. FOR UPDATE SKIP
-LOCKED``, so concurrent workers lock disjoint rows without waiting on each other; on SQLite
-``BEGIN IMMEDIATE`` (``write_transaction``) takes the writer lock before the read, so claims
-serialise. Either way a job has one live lease. Every later write names the lease token, so
-a worker whose lease expired (and whose job was claimed again) changes nothing. Embeddings
-are written with the event id ``media:<job id>``, so even a job embedded twice after a lost
-lease stores one vector.
+Claims go through :func:`app.db.claim_rows` (``SKIP LOCKED`` on PostgreSQL, ``BEGIN
+IMMEDIATE`` on SQLite), so a job has one live lease. Every later write names the lease
+token, so a worker whose lease expired (and whose job was claimed again) changes nothing.
+Embeddings are written with the event id ``media:<job id>``, so even a job embedded twice
+after a lost lease stores one vector.
 """
 
 from __future__ import annotations
@@ -21,7 +19,7 @@ from sqlalchemy import Engine, and_, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
-from app.db import write_transaction
+from app.db import claim_rows, write_transaction
 from app.models import Embedding
 from app.models.base import utcnow
 from app.models.media import MediaJob
@@ -175,9 +173,7 @@ def claim_jobs(
             .order_by(MJ.next_attempt_at, MJ.id)
             .limit(limit)
         )
-        if conn.dialect.name == "postgresql":
-            pick = pick.with_for_update(skip_locked=True)
-        rows = conn.execute(pick).all()
+        rows = claim_rows(conn, pick)
         spent = [r.id for r in rows if r.attempts >= policy.max_attempts]
         if spent:
             conn.execute(

@@ -1,5 +1,12 @@
 """All models, imported here so ``Base.metadata`` knows every table (Alembic reads it)."""
 
+from app.models.alerts import (  # noqa: F401
+    Alert,
+    AlertEvent,
+    Channel,
+    Notification,
+    Silence,
+)
 from app.models.base import Base
 from app.models.core import (
     ApiKey,
@@ -12,19 +19,10 @@ from app.models.core import (
     Span,
     Trace,
 )
-from app.models.engine import (  # noqa: F401
-    Alert,
-    AlertEvent,
-    Channel,
-    DetectorRun,
-    Finding,
-    Monitor,
-    Notification,
-    SchedulerLease,
-    Silence,
-)
 from app.models.labeling import Label, LabelQueue, QueueItem, RejectedLabel  # noqa: F401
 from app.models.media import MediaJob  # noqa: F401
+from app.models.monitors import DetectorRun, Finding, Monitor  # noqa: F401
+from app.models.scheduling import SchedulerLease  # noqa: F401
 from app.models.web import InstallationSecret, WebSession  # noqa: F401
 
 __all__ = [

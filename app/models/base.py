@@ -10,6 +10,8 @@ from sqlalchemy import JSON, BigInteger, DateTime, Integer, MetaData, TypeDecora
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase
 
+from app.db import as_utc
+
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
     "uq": "uq_%(table_name)s_%(column_0_N_name)s",
@@ -46,21 +48,6 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value is None:
             return None
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-def as_utc(value: datetime) -> datetime:
-    """``value`` in UTC, naive taken as UTC (as :class:`UTCDateTime` stores it).
-
-    An offset can push a time past ``datetime``'s years 1-9999 (``0001-01-01T00:00+01:00``);
-    that is a ``ValueError`` here, at the door, rather than an ``OverflowError`` when the
-    value is bound to a query.
-    """
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    try:
-        return value.astimezone(UTC)
-    except OverflowError:
-        raise ValueError("is outside the years 1-9999 once converted to UTC") from None
 
 
 # The one datetime type of request bodies and query parameters: validated, then UTC.

@@ -23,12 +23,12 @@ from sqlalchemy.orm import Session
 
 from app import metrics
 from app.alerts import lifecycle
+from app.db import as_utc, write_session
 from app.models import DetectorRun, Finding, Monitor
 from app.models.base import utcnow
 from app.monitors import windows
 from app.monitors.detection import Detector, build_detector, finite_or_none
 from app.monitors.slots import DetectorsBusy, DetectorSlots
-from app.monitors.store import as_utc, write_session
 from detectors.records import DetectorResult
 
 log = logging.getLogger("telltale.monitors")

@@ -6,11 +6,10 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
+from app.domain import FailureMode, Severity
 from app.models.base import UTCTime
 from app.request_model import RequestModel
 
-FailureMode = Literal["FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-6", "FM-7"]
-Severity = Literal["info", "warning", "critical"]
 Source = Literal["production", "eval", "shadow"]
 
 

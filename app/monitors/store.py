@@ -2,39 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.db import write_transaction
+from app.db import as_utc
 from app.models import DetectorRun, Finding, Monitor
 from app.models.base import utcnow
 from app.monitors.detection import DetectorConfigError, build_detector
 from app.monitors.schemas import MonitorCreate, MonitorPatch
-
-
-@contextmanager
-def write_session(engine: Engine) -> Iterator[Session]:
-    """An ORM session inside one write transaction (``BEGIN IMMEDIATE`` on SQLite).
-
-    Read-then-write logic (alert dedup, outbox claims) needs the write lock up front on
-    SQLite; on PostgreSQL it is a plain transaction. Commits when the block ends.
-    """
-    with write_transaction(engine) as conn:
-        session = Session(bind=conn, expire_on_commit=False, autoflush=True)
-        try:
-            yield session
-            session.flush()
-        finally:
-            session.close()
-
-
-def as_utc(dt: datetime) -> datetime:
-    return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
 
 
 def _selection_json(data: dict[str, Any]) -> dict[str, Any]:

@@ -11,14 +11,14 @@ import argparse
 import logging
 import signal
 import threading
-from typing import Any
-
-from app.cli import EXTRA_COMMANDS
 
 log = logging.getLogger("telltale.scheduler")
 
 
-def _add_arguments(p: argparse.ArgumentParser) -> None:
+HELP = "run the monitor scheduler and the notification sender (no API)"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tick", type=float, default=5.0, help="seconds between due-monitor checks")
     p.add_argument("--outbox-poll", type=float, default=1.0, help="seconds between outbox passes")
     p.add_argument("--backoff-base", type=float, default=2.0, help="first retry delay, seconds")
@@ -34,14 +34,13 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--migrate", action="store_true", help="upgrade the database first")
 
 
-def _run(args: argparse.Namespace) -> int:
-    # Feature modules register their periodic jobs at import (labeling fill and lease
-    # reaper, media retention); the API process imports them through its routes.
-    import app.labeling.jobs  # noqa: F401
+def run(args: argparse.Namespace) -> int:
     from app import migrate
     from app.alerts.outbound import OutboundPolicy
     from app.alerts.outbox import DeliveryPolicy, OutboxSender
+    from app.background import Service
     from app.db import make_engine, make_sessionmaker
+    from app.scheduler.jobs import periodic_jobs
     from app.scheduler.service import SchedulerService
     from app.settings import get_settings
 
@@ -49,10 +48,16 @@ def _run(args: argparse.Namespace) -> int:
     if settings.is_sqlite or args.migrate:
         migrate.upgrade(settings.database_url)
     engine = make_engine(settings.database_url, pool_size=settings.db_pool_size)
-    services: list[Any] = []
+    services: list[Service] = []
     if not args.no_monitors:
         services.append(
-            SchedulerService(settings, engine, make_sessionmaker(engine), tick_seconds=args.tick)
+            SchedulerService(
+                settings,
+                engine,
+                make_sessionmaker(engine),
+                jobs=periodic_jobs(),
+                tick_seconds=args.tick,
+            )
         )
     if not args.no_outbox:
         policy = DeliveryPolicy(
@@ -79,10 +84,3 @@ def _run(args: argparse.Namespace) -> int:
         engine.dispose()
     log.info("telltale scheduler stopped")
     return 0
-
-
-EXTRA_COMMANDS["scheduler"] = (
-    "run the monitor scheduler and the notification sender (no API)",
-    _add_arguments,
-    _run,
-)

@@ -1,16 +1,12 @@
-"""Periodic jobs other features add to the scheduler (queue fillers, lease reapers...).
+"""The periodic jobs the scheduler runs beside the monitors: queue fillers, lease reapers.
 
-    from app.scheduler.jobs import register_periodic
-
-    def reap_expired_leases(engine, sessionmaker, settings) -> None: ...
-
-    register_periodic("labeling.reap", reap_expired_leases, interval_seconds=30)
-
-Register at import time of a module the app imports (a routes module will do). Jobs start
-with the scheduler (in the API process, or ``telltale scheduler``); a failing job is
-logged and runs again at its next interval. ``exclusive=True`` (the default) runs a job
-once per interval across all scheduler processes (a DB lease); ``exclusive=False`` runs
+A job is ``func(engine, sessionmaker, settings)``, run every ``interval_seconds``; a failing
+job is logged and runs again at its next interval. ``exclusive=True`` (the default) runs a
+job once per interval across all scheduler processes (a DB lease); ``exclusive=False`` runs
 it in every scheduler process (for work that is already safe to run concurrently).
+
+:func:`periodic_jobs` lists every job, once: the app's lifespan and ``telltale scheduler``
+both hand it to :class:`~app.scheduler.service.SchedulerService`.
 """
 
 from __future__ import annotations
@@ -21,6 +17,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from app.labeling import jobs as labeling
 from app.settings import Settings
 
 PeriodicFunc = Callable[[Engine, Any, Settings], Any]
@@ -33,24 +30,14 @@ class PeriodicJob:
     interval_seconds: float
     exclusive: bool = True
 
-
-_JOBS: dict[str, PeriodicJob] = {}
-
-
-def register_periodic(
-    name: str, func: PeriodicFunc, interval_seconds: float, *, exclusive: bool = True
-) -> PeriodicJob:
-    """Add (or replace) the job ``name``: ``func(engine, sessionmaker, settings)``."""
-    if interval_seconds <= 0:
-        raise ValueError(f"interval_seconds must be > 0, got {interval_seconds!r}")
-    job = PeriodicJob(name, func, float(interval_seconds), exclusive)
-    _JOBS[name] = job
-    return job
+    def __post_init__(self) -> None:
+        if self.interval_seconds <= 0:
+            raise ValueError(f"interval_seconds must be > 0, got {self.interval_seconds!r}")
 
 
-def unregister_periodic(name: str) -> None:
-    _JOBS.pop(name, None)
-
-
-def registered_jobs() -> list[PeriodicJob]:
-    return list(_JOBS.values())
+def periodic_jobs() -> list[PeriodicJob]:
+    """Every periodic job of every feature."""
+    return [
+        PeriodicJob("labeling_fill", labeling.fill_due_queues, labeling.FILL_EVERY_SECONDS),
+        PeriodicJob("labeling_reaper", labeling.reap_leases, labeling.REAP_EVERY_SECONDS),
+    ]

@@ -1,12 +1,12 @@
-"""The scheduler service: APScheduler runs due monitors and the registered periodic jobs.
+"""The scheduler service: APScheduler runs due monitors and the periodic jobs it is given.
 
 One ``monitors`` job ticks every few seconds, finds the monitors whose ``next_run_at`` has
 come, claims each with the database lease (:mod:`app.scheduler.leader`) and runs the ones
 it won, so any number of scheduler processes run each monitor once per interval. Job
 defaults: ``coalesce=True`` (missed ticks run once), ``max_instances=1`` (a slow tick
 never overlaps itself) and a ``misfire_grace_time``. A monitor that fails is recorded as a
-failed run and the tick carries on. Registered with :mod:`app.background` (with the
-outbox sender) so both start in the app lifespan; ``telltale scheduler`` runs them alone.
+failed run and the tick carries on. The app's lifespan starts it with the outbox sender;
+``telltale scheduler`` runs the two alone.
 """
 
 from __future__ import annotations
@@ -16,21 +16,20 @@ import logging
 import os
 import socket
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy import Engine, func, select
 
-from app import background, metrics
-from app.alerts.outbound import OutboundPolicy
-from app.alerts.outbox import DeliveryPolicy, OutboxSender
+from app import metrics
 from app.models import Alert, DetectorRun
 from app.models.base import utcnow
 from app.monitors.detection import build_detector
 from app.monitors.runner import DetectorFactory, run_monitor
 from app.scheduler import leader
-from app.scheduler.jobs import PeriodicJob, registered_jobs
+from app.scheduler.jobs import PeriodicJob
 from app.settings import Settings
 
 log = logging.getLogger("telltale.scheduler")
@@ -45,6 +44,7 @@ class SchedulerService:
         engine: Engine,
         sessionmaker: Any,
         *,
+        jobs: Sequence[PeriodicJob] = (),
         tick_seconds: float = 5.0,
         misfire_grace_s: int = 30,
         clock: Any = utcnow,
@@ -53,6 +53,7 @@ class SchedulerService:
         self.settings = settings
         self.engine = engine
         self.sessionmaker = sessionmaker
+        self.jobs = list(jobs)
         self.tick_seconds = tick_seconds
         self.misfire_grace_s = misfire_grace_s
         self.clock = clock
@@ -127,7 +128,7 @@ class SchedulerService:
         sched.add_job(
             self.tick, "interval", seconds=self.tick_seconds, id="monitors", next_run_time=first
         )
-        for job in registered_jobs():
+        for job in self.jobs:
             sched.add_job(
                 functools.partial(self.run_periodic, job),
                 "interval",
@@ -140,7 +141,7 @@ class SchedulerService:
         log.info(
             "scheduler started (tick %.1fs, %d periodic jobs)",
             self.tick_seconds,
-            len(registered_jobs()),
+            len(self.jobs),
         )
 
     def stop(self) -> None:
@@ -148,14 +149,3 @@ class SchedulerService:
             # wait=True lets a running tick finish its monitor and persist the run.
             self._scheduler.shutdown(wait=True)
             self._scheduler = None
-
-
-@background.register
-def _scheduler_factory(settings: Settings, engine: Engine, sessionmaker: Any) -> SchedulerService:
-    return SchedulerService(settings, engine, sessionmaker)
-
-
-@background.register
-def _outbox_factory(settings: Settings, engine: Engine, sessionmaker: Any) -> OutboxSender:
-    outbound = OutboundPolicy.from_allow(settings.outbound_allow)
-    return OutboxSender(engine, policy=DeliveryPolicy(), outbound=outbound)

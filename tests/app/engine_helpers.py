@@ -12,10 +12,11 @@ from app.alerts.outbound import OutboundPolicy
 from app.alerts.outbox import DeliveryPolicy, OutboxSender
 from app.alerts.schemas import ChannelCreate
 from app.alerts.store import create_channel
+from app.db import write_session
 from app.keys import get_or_create_project
 from app.models import Notification
 from app.monitors.schemas import MonitorCreate
-from app.monitors.store import create_monitor, write_session
+from app.monitors.store import create_monitor
 from detectors.records import DetectorResult
 
 T0 = datetime(2025, 3, 3, 12, 0, tzinfo=UTC)

@@ -1,46 +1,35 @@
-"""The app's error handlers: only a database outage is a retryable 503; a value the
-database refuses is the client's 4xx, never a 500."""
+"""The composition root: what the API process runs beside its requests, listed in one place."""
 
 from __future__ import annotations
 
-import pytest
-from fastapi.testclient import TestClient
-from sqlalchemy.exc import DataError, IntegrityError, OperationalError
+from pathlib import Path
 
-from app.main import create_app
+from fastapi.testclient import TestClient
+
+from app.db import make_engine, make_sessionmaker
+from app.main import background_services, create_app
+from app.scheduler.service import SchedulerService
 from app.settings import Settings
 
-ERRORS = {
-    "operational": OperationalError("SELECT 1", {}, Exception("server closed the connection")),
-    "data": DataError("INSERT ..", {}, Exception("text fields cannot contain NUL")),
-    "integrity": IntegrityError("INSERT ..", {}, Exception("duplicate key")),
-}
+
+def test_background_services_are_the_scheduler_with_every_job_the_outbox_and_retention(
+    tmp_path: Path,
+) -> None:
+    settings = Settings(database_url="sqlite://", media_dir=str(tmp_path / "media"))
+    engine = make_engine(settings.database_url)
+    try:
+        services = background_services(settings, engine, make_sessionmaker(engine))
+    finally:
+        engine.dispose()
+    assert [s.name for s in services] == ["scheduler", "outbox-sender", "media-retention"]
+    scheduler = services[0]
+    assert isinstance(scheduler, SchedulerService)
+    # The lease reaper runs whatever routes the app mounts.
+    assert {j.name for j in scheduler.jobs} == {"labeling_fill", "labeling_reaper"}
 
 
-@pytest.mark.parametrize(
-    ("kind", "status"), [("operational", 503), ("data", 422), ("integrity", 409)]
-)
-def test_only_an_outage_is_a_503(tmp_path, kind, status):
-    app = create_app(
-        Settings(database_url=f"sqlite:///{tmp_path / 'x.db'}", scheduler_enabled=False),
-        start_background=False,
-    )
-
-    @app.get("/boom")
-    def boom() -> None:
-        raise ERRORS[kind]
-
-    with TestClient(app, raise_server_exceptions=False) as client:
-        r = client.get("/boom")
-    assert r.status_code == status
-    assert ("retry-after" in r.headers) == (status == 503)
-
-
-def test_a_nul_in_a_json_body_string_is_a_4xx_on_both_databases(client, make_key):
-    from tests.conftest import auth
-
-    key = make_key("admin")
-    r = client.post("/api/v1/monitors", json={"name": "bad\u0000name", "failure_mode": "FM-2"},
-                    headers=auth(key))  # fmt: skip
-    assert 400 <= r.status_code < 500, r.text
-    assert r.json()["detail"]
+def test_the_lifespan_starts_and_stops_the_background_services(settings: Settings) -> None:
+    with TestClient(create_app(settings, start_background=True)) as client:
+        services = client.app.state.services  # type: ignore[attr-defined]
+        assert [s.name for s in services] == ["scheduler", "outbox-sender", "media-retention"]
+        assert client.get("/healthz").status_code == 200

@@ -18,7 +18,7 @@ from app.models import Embedding, IngestEvent
 from app.models.media import MediaJob
 from app.settings import Settings
 from pipelines.embedding import ClipEmbedder
-from tests.app.test_media import image_bytes, upload
+from tests.app.media.test_media import image_bytes, upload
 from tests.conftest import KeyMaker, auth
 
 T0 = datetime(2020, 1, 1, 12, 0, tzinfo=UTC)

@@ -126,8 +126,8 @@ def test_overview_shows_the_ingestion_rate(client, make_key):
 def test_alert_page_from_a_notification_link(client, make_key, engine):
     from datetime import UTC, datetime
 
+    from app.db import write_session
     from app.models import Alert, Project
-    from app.monitors.store import write_session
 
     key = make_key("admin")
     with write_session(engine) as session:

@@ -11,11 +11,11 @@ from sqlalchemy.orm import Session
 from app.alerts import lifecycle
 from app.alerts.store import alert_dict, event_dict
 from app.api.deps import AnnotateKey, EngineDep, Int4Id, Int8Id, ReadKey, SessionDep, SettingsDep
+from app.db import write_session
+from app.domain import FailureMode, Severity
 from app.keys import Principal
 from app.models import Alert, AlertEvent
 from app.models.base import utcnow
-from app.monitors.schemas import FailureMode, Severity
-from app.monitors.store import write_session
 
 router = APIRouter(prefix="/api/v1/alerts", tags=["alerts"])
 

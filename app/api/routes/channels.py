@@ -12,8 +12,8 @@ from app.alerts.outbound import OutboundRefused
 from app.alerts.schemas import ChannelCreate
 from app.alerts.store import channel_dict, create_channel
 from app.api.deps import AdminKey, EngineDep, Int4Id, OutboundDep, ReadKey, SessionDep
+from app.db import write_session
 from app.models import Channel
-from app.monitors.store import write_session
 
 router = APIRouter(prefix="/api/v1/channels", tags=["channels"])
 

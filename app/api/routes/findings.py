@@ -8,9 +8,9 @@ from fastapi import APIRouter, Query
 from sqlalchemy import select
 
 from app.api.deps import Int4Id, Int8Id, ReadKey, SessionDep
+from app.domain import FailureMode
 from app.models import Finding
 from app.models.base import UTCTime
-from app.monitors.schemas import FailureMode
 from app.monitors.store import finding_dict
 
 router = APIRouter(prefix="/api/v1/findings", tags=["findings"])

@@ -10,6 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.api.deps import AdminKey, EngineDep, Int4Id, ReadKey, SessionDep, SettingsDep
+from app.db import write_session
 from app.models import DetectorRun, Monitor
 from app.models.base import UTCTime
 from app.monitors import defaults
@@ -22,7 +23,6 @@ from app.monitors.store import (
     monitor_dict,
     run_dict,
     update_monitor,
-    write_session,
 )
 from app.request_model import RequestModel
 

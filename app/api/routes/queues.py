@@ -10,7 +10,6 @@ from sqlalchemy import select
 
 from app.api.deps import AdminKey, AnnotateKey, EngineDep, Int8Id, ReadKey, SessionDep
 from app.labeling import claims, queues
-from app.labeling import jobs as _jobs  # noqa: F401  (registers the periodic jobs)
 from app.labeling.errors import LeaseConflict
 from app.labeling.export import label_lines
 from app.labeling.fill import fill_queue

@@ -11,9 +11,9 @@ from app.alerts.schemas import SilenceCreate
 from app.alerts.store import create_silence, silence_dict
 from app.api.deps import AnnotateKey, EngineDep, Int4Id, ReadKey, SessionDep
 from app.api.routes.alerts import actor
+from app.db import write_session
 from app.models import Silence
 from app.models.base import utcnow
-from app.monitors.store import write_session
 
 router = APIRouter(prefix="/api/v1/silences", tags=["silences"])
 

@@ -9,10 +9,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, select
 
 from app.alerts.lifecycle import matches
+from app.db import write_session
 from app.models import Alert
 from app.models.base import utcnow
 from app.monitors.runner import run_monitor
-from app.monitors.store import write_session
 from tests.app.engine_helpers import add_monitor, scripted_factory, setup_project
 from tests.conftest import auth
 

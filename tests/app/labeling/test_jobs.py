@@ -1,4 +1,4 @@
-"""The periodic labeling jobs: registered with the scheduler, fill due queues, reap leases."""
+"""The periodic labeling jobs: listed for the scheduler, fill due queues, reap leases."""
 
 from __future__ import annotations
 
@@ -11,14 +11,13 @@ from sqlalchemy.orm import Session
 from app.labeling import jobs
 from app.labeling.fill import fill_queue
 from app.models.labeling import LabelQueue, QueueItem
-from app.scheduler.jobs import registered_jobs
-from tests.app.test_queues import _blobs, project_id, queue_body
+from app.scheduler.jobs import periodic_jobs
+from tests.app.labeling.test_queues import _blobs, project_id, queue_body
 from tests.conftest import auth
 
 
-def test_jobs_are_registered_with_the_scheduler():
-    assert jobs.REGISTERED
-    names = {j.name: j.interval_seconds for j in registered_jobs()}
+def test_jobs_are_listed_for_the_scheduler():
+    names = {j.name: j.interval_seconds for j in periodic_jobs()}
     assert names["labeling_fill"] == jobs.FILL_EVERY_SECONDS
     assert names["labeling_reaper"] == jobs.REAP_EVERY_SECONDS
 

@@ -15,7 +15,7 @@ from PIL import Image
 from sqlalchemy import Engine, func, select, update
 
 from app.main import create_app
-from app.media.store import purge_expired
+from app.media.retention import purge_expired
 from app.models.base import utcnow
 from app.models.media import MediaJob
 from app.settings import Settings

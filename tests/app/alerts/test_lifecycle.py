@@ -10,9 +10,9 @@ from sqlalchemy import Engine, select
 
 from app.alerts.lifecycle import fingerprint, matches
 from app.alerts.signing import verify
+from app.db import write_session
 from app.models import Alert, AlertEvent
 from app.monitors.runner import run_monitor
-from app.monitors.store import write_session
 from tests.app.engine_helpers import (
     Clock,
     add_channel,

@@ -1,111 +1,14 @@
-"""The monitoring engine's tables: monitors, their runs and findings, alerts, silences,
-notification channels and the notification outbox."""
+"""Alerts and their history, silences, notification channels and the outbox."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import (
-    Boolean,
-    Float,
-    ForeignKey,
-    Index,
-    Integer,
-    String,
-    Text,
-    UniqueConstraint,
-)
+from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, BigIntPK, JSONType, UTCDateTime, utcnow
-
-
-class Monitor(Base):
-    """A failure mode, a detector configuration, a data selection and a schedule."""
-
-    __tablename__ = "monitors"
-    __table_args__ = (
-        UniqueConstraint("project_id", "name"),
-        Index("ix_monitors_due", "enabled", "next_run_at"),
-    )
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
-    name: Mapped[str] = mapped_column(String(128))
-    failure_mode: Mapped[str] = mapped_column(String(8))
-    detector_params: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
-    # agent, stream, source, current_window_seconds, reference_window_seconds,
-    # reference_start, reference_end (a frozen reference), max_traces.
-    selection: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
-    interval_seconds: Mapped[int] = mapped_column(Integer, default=300)
-    severity: Mapped[str] = mapped_column(String(16), default="warning")
-    labels: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
-    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
-    auto_resolve_after: Mapped[int] = mapped_column(Integer, default=3)
-    repeat_interval_seconds: Mapped[int] = mapped_column(Integer, default=3600)
-    time_limit_seconds: Mapped[float] = mapped_column(Float, default=60.0)
-    # The scheduler's lease: a process runs the monitor only after moving this forward
-    # with a compare-and-set (see app.scheduler.leader).
-    next_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
-    last_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-
-
-class DetectorRun(Base):
-    """One run of a monitor, persisted whether it fired or not."""
-
-    __tablename__ = "detector_runs"
-    __table_args__ = (
-        Index("ix_detector_runs_monitor_at", "monitor_id", "at"),
-        # At most one scheduled run per monitor and slot, whatever the number of schedulers.
-        UniqueConstraint("monitor_id", "scheduled_for"),
-    )
-
-    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
-    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
-    monitor_id: Mapped[int] = mapped_column(ForeignKey("monitors.id", ondelete="CASCADE"))
-    failure_mode: Mapped[str] = mapped_column(String(8))
-    at: Mapped[datetime] = mapped_column(UTCDateTime)
-    scheduled_for: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
-    window_start: Mapped[datetime] = mapped_column(UTCDateTime)
-    window_end: Mapped[datetime] = mapped_column(UTCDateTime)
-    reference_start: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
-    reference_end: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
-    status: Mapped[str] = mapped_column(String(24))  # ok | insufficient_data | failed
-    statistic: Mapped[float | None] = mapped_column(Float, nullable=True)
-    threshold: Mapped[float | None] = mapped_column(Float, nullable=True)
-    p_value: Mapped[float | None] = mapped_column(Float, nullable=True)
-    fired: Mapped[bool] = mapped_column(Boolean, default=False)
-    evidence: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
-    n_current: Mapped[int] = mapped_column(Integer, default=0)
-    n_reference: Mapped[int] = mapped_column(Integer, default=0)
-    duration_ms: Mapped[float] = mapped_column(Float, default=0.0)
-    error: Mapped[str | None] = mapped_column(Text, nullable=True)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-
-
-class Finding(Base):
-    """A run that fired: what was found, and the alert it raised or refreshed."""
-
-    __tablename__ = "findings"
-    __table_args__ = (Index("ix_findings_project_mode_at", "project_id", "failure_mode", "at"),)
-
-    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
-    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
-    monitor_id: Mapped[int] = mapped_column(ForeignKey("monitors.id", ondelete="CASCADE"))
-    run_id: Mapped[int] = mapped_column(ForeignKey("detector_runs.id", ondelete="CASCADE"))
-    alert_id: Mapped[int | None] = mapped_column(
-        ForeignKey("alerts.id", ondelete="SET NULL"), nullable=True
-    )
-    failure_mode: Mapped[str] = mapped_column(String(8))
-    severity: Mapped[str] = mapped_column(String(16))
-    at: Mapped[datetime] = mapped_column(UTCDateTime)
-    statistic: Mapped[float | None] = mapped_column(Float, nullable=True)
-    threshold: Mapped[float | None] = mapped_column(Float, nullable=True)
-    p_value: Mapped[float | None] = mapped_column(Float, nullable=True)
-    evidence: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
 
 
 class Alert(Base):
@@ -213,13 +116,3 @@ class Notification(Base):
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
-
-
-class SchedulerLease(Base):
-    """Named periodic jobs run once per interval across scheduler processes."""
-
-    __tablename__ = "scheduler_leases"
-
-    name: Mapped[str] = mapped_column(String(128), primary_key=True)
-    next_run_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    holder: Mapped[str] = mapped_column(String(128), default="")

@@ -14,16 +14,15 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, func, select
 
-from app.db import make_engine, make_sessionmaker
+from app.db import make_engine, make_sessionmaker, write_session
 from app.models import DetectorRun
-from app.monitors.store import write_session
 from app.scheduler import jobs, leader
 from app.scheduler.service import SchedulerService
 from app.settings import Settings
 from tests.app.engine_helpers import Clock, add_monitor, scripted_factory, setup_project
 from tests.conftest import fresh_database
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _runs(engine: Engine) -> list[DetectorRun]:
@@ -80,22 +79,19 @@ def test_periodic_jobs_run_once_per_interval(engine: Engine, settings: Settings)
         assert eng is engine and st is settings
         calls.append("x")
 
-    periodic = jobs.register_periodic("test.job", job, interval_seconds=30)
-    try:
-        clock = Clock()
-        a = SchedulerService(settings, engine, make_sessionmaker(engine), clock=clock)
-        b = SchedulerService(settings, engine, make_sessionmaker(engine), clock=clock)
-        a.run_periodic(periodic)
-        b.run_periodic(periodic)
-        assert calls == ["x"]
-        clock.advance(30)
-        b.run_periodic(periodic)
-        a.run_periodic(periodic)
-        assert calls == ["x", "x"]
-    finally:
-        jobs.unregister_periodic("test.job")
+    periodic = jobs.PeriodicJob("test.job", job, interval_seconds=30)
+    clock = Clock()
+    a = SchedulerService(settings, engine, make_sessionmaker(engine), clock=clock)
+    b = SchedulerService(settings, engine, make_sessionmaker(engine), clock=clock)
+    a.run_periodic(periodic)
+    b.run_periodic(periodic)
+    assert calls == ["x"]
+    clock.advance(30)
+    b.run_periodic(periodic)
+    a.run_periodic(periodic)
+    assert calls == ["x", "x"]
     with pytest.raises(ValueError, match="interval_seconds"):
-        jobs.register_periodic("bad", job, interval_seconds=0)
+        jobs.PeriodicJob("bad", job, interval_seconds=0)
 
 
 def test_service_starts_and_stops_cleanly(engine: Engine, settings: Settings) -> None:

@@ -27,7 +27,7 @@ from tests.app.engine_helpers import (
 from tests.app.receivers import Receiver
 from tests.conftest import free_port
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _fire(engine: Engine, url: str, clock: Clock, secret: str | None = "k") -> None:

@@ -20,7 +20,7 @@ from app.models.labeling import Label, LabelQueue, QueueItem, RejectedLabel
 from detectors.ground_truth import label_coverage
 from detectors.records import Score as ScoreRecord
 from detectors.records import TraceRecord
-from tests.app.test_queues import T0, add_items, project_id, queue_body, seed, trace_event
+from tests.app.labeling.test_queues import T0, add_items, project_id, queue_body, seed, trace_event
 from tests.conftest import auth
 
 

@@ -10,8 +10,8 @@ from sqlalchemy import Engine
 
 from app.alerts.outbound import OutboundPolicy
 from app.api.deps import get_outbound
+from app.db import write_session
 from app.models import Channel
-from app.monitors.store import write_session
 from tests.app.engine_helpers import LOCAL_ALLOW, setup_project
 from tests.conftest import auth
 

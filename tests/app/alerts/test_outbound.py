@@ -13,10 +13,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, update
 
 from app.alerts.outbound import OutboundPolicy, OutboundRefused, PinnedTransport, address_refusal
+from app.db import write_session
 from app.main import create_app
 from app.models import Channel, Notification
 from app.monitors.runner import run_monitor
-from app.monitors.store import write_session
 from app.settings import Settings
 from tests.app.engine_helpers import (
     LOCAL_ALLOW,

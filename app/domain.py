@@ -1,0 +1,12 @@
+"""The vocabulary every part of Telltale shares: failure modes and alert severities.
+
+Monitors detect failure modes and alerts carry severities; channels route on both. The
+names live here, apart from either package, so neither has to import the other for them.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+FailureMode = Literal["FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-6", "FM-7"]
+Severity = Literal["info", "warning", "critical"]
