@@ -9,7 +9,7 @@ from __future__ import annotations
 import warnings
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy import stats
@@ -19,20 +19,9 @@ from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.neighbors import NearestNeighbors
 
 from detectors.records import DetectorResult, TraceRecord
-from detectors.significance import check_integers_at_least
+from detectors.significance import check_integers_at_least, holm_verdict
 
 FAILURE_MODE = "FM-5"
-
-
-def holm(p_values: Sequence[float]) -> np.ndarray:
-    """Holm (1979) step-down adjusted p-values."""
-    p = np.asarray(p_values, float)
-    adjusted = np.empty_like(p)
-    running = 0.0
-    for rank, i in enumerate(np.argsort(p)):
-        running = max(running, min(1.0, (p.size - rank) * p[i]))
-        adjusted[i] = running
-    return adjusted
 
 
 def success_counts(traces: Sequence[TraceRecord], source: str) -> tuple[int, int]:
@@ -119,6 +108,8 @@ class EvalOverfittingDetector:
     (True, 'v2')
     """
 
+    needs: ClassVar[tuple[str, ...]] = ("eval_traces", "input_embedding")
+
     def __init__(
         self,
         *,
@@ -164,8 +155,13 @@ class EvalOverfittingDetector:
         self.seed = int(seed)
 
     def test(
-        self, reference: Sequence[TraceRecord], current: Sequence[TraceRecord]
+        self,
+        reference: Sequence[TraceRecord],
+        current: Sequence[TraceRecord],
+        *,
+        now: float | None = None,
     ) -> DetectorResult:
+        """Compare the windows; ``now`` is not used (the windows are already as of then)."""
         gaps, trends, coverage = [], [], []
         for agent in sorted({t.agent for t in current if t.source == "eval"}):
             ref = [t for t in reference if t.agent == agent]
@@ -185,9 +181,7 @@ class EvalOverfittingDetector:
                 f"current window, and no agent with >= {self.min_versions} such versions",
                 coverage=coverage,
             )
-        for test, p in zip(family, holm([t["p_value"] for t in family]), strict=True):
-            test["p_holm"] = float(p)
-            test["fired"] = bool(p <= self.alpha and test["effect_ok"])
+        verdict = holm_verdict(family, alpha=self.alpha)
         fired = [t for t in family if t["fired"]]
         excess = [t["excess"] for t in family]
         evidence: dict[str, Any] = {"gaps": gaps, "trends": trends, "coverage": coverage}
@@ -197,8 +191,8 @@ class EvalOverfittingDetector:
             failure_mode=FAILURE_MODE,
             statistic=float(max(excess)) if excess else float("nan"),
             threshold=self.min_gap,
-            p_value=float(min(t["p_holm"] for t in family)),
-            fired=bool(fired),
+            p_value=verdict.p_value,
+            fired=verdict.fired,
             evidence=evidence,
         )
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.isotonic import IsotonicRegression, isotonic_regression
@@ -146,6 +146,8 @@ class GroundTruthAbsenceDetector:
     >>> bool(res.fired), res.evidence["needs_labels"], round(res.statistic, 1)
     (True, True, 0.2)
     """
+
+    needs: ClassVar[tuple[str, ...]] = ("true_scores", "confidence")
 
     def __init__(
         self,

@@ -9,30 +9,18 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy import stats
 
 from detectors.records import DetectorResult, TraceRecord
-from detectors.significance import check_integers_at_least
+from detectors.significance import check_integers_at_least, holm, holm_verdict
 
 FAILURE_MODE = "FM-7"
 # Spearman's rho has a larger sampling variance than Pearson's r; Fieller, Hartley & Pearson
 # (1957) give var(atanh(rho)) ~= 1.06 / (n - 3) for the Fisher z test of a difference.
 SPEARMAN_VARIANCE = 1.06
-
-
-def holm(p_values: Sequence[float]) -> np.ndarray:
-    """Holm (1979) step-down adjusted p-values (family-wise error control)."""
-    p = np.asarray(p_values, float)
-    order = np.argsort(p)
-    adjusted = np.empty_like(p)
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (p.size - rank) * p[i]))
-        adjusted[i] = running
-    return adjusted
 
 
 def normalised_entropy(counts: np.ndarray) -> np.ndarray:
@@ -114,6 +102,13 @@ class ProxyConvergenceDetector:
     (True, 'csat', 'resolved')
     """
 
+    needs: ClassVar[tuple[str, ...]] = (
+        "proxy_scores",
+        "true_scores",
+        "decision",
+        "counterfactual_runs",
+    )
+
     def __init__(
         self,
         *,
@@ -150,8 +145,13 @@ class ProxyConvergenceDetector:
         self.seed = int(seed)
 
     def test(
-        self, reference: Sequence[TraceRecord], current: Sequence[TraceRecord]
+        self,
+        reference: Sequence[TraceRecord],
+        current: Sequence[TraceRecord],
+        *,
+        now: float | None = None,
     ) -> DetectorResult:
+        """Compare the windows; ``now`` is not used (the windows are already as of then)."""
         ref = [t for t in reference if t.source == "production"]
         cur = [t for t in current if t.source == "production"]
         kinds = _objective_kinds([*reference, *current])
@@ -203,12 +203,7 @@ class ProxyConvergenceDetector:
             )
 
         names = list(subtests)
-        adjusted = holm([subtests[n]["p_value"] for n in names])
-        for n, p in zip(names, adjusted, strict=True):
-            subtests[n]["p_holm"] = float(p)
-            subtests[n]["fired"] = bool(p <= self.alpha)
-        p_min = float(adjusted.min())
-        fired = p_min <= self.alpha
+        p_min, fired = holm_verdict(list(subtests.values()), alpha=self.alpha)
         evidence: dict[str, Any] = {
             "subtests": subtests,
             "objectives": shifts,

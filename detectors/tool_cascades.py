@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy import stats
 
 from detectors.records import DetectorResult, Step, TraceRecord, is_tool_step, step_error
-from detectors.significance import check_window_test_params, holm, window_permutation_test
+from detectors.significance import (
+    check_window_test_params,
+    holm_verdict,
+    sub_test,
+    window_permutation_test,
+)
 
 FAILURE_MODE = "FM-2"
 DEPTH_BINS = ("0", "1", "2", "3", "4", "5+")
@@ -186,6 +191,8 @@ class ToolCascadeDetector:
     False
     """
 
+    needs: ClassVar[tuple[str, ...]] = ("steps", "tool_steps", "true_scores")
+
     def __init__(
         self,
         *,
@@ -288,8 +295,13 @@ class ToolCascadeDetector:
         return float(stats.norm.sf(z)), rho_c < 0 and rho_r - rho_c >= self.min_rho_drop
 
     def test(
-        self, reference: Sequence[TraceRecord], current: Sequence[TraceRecord]
+        self,
+        reference: Sequence[TraceRecord],
+        current: Sequence[TraceRecord],
+        *,
+        now: float | None = None,
     ) -> DetectorResult:
+        """Compare the windows; ``now`` is not used (the windows are already as of then)."""
         cur = _window([t for t in current if t.source in self.sources])
         ref = _window([t for t in reference if t.source in self.sources])
         if cur["n_tool_calls"] == 0:
@@ -315,40 +327,32 @@ class ToolCascadeDetector:
             "example_trace_ids": cur["examples"],
             "reference_used": has_ref,
         }
-        names, p_values, effect_ok = [], [], []
+        sub_tests: dict[str, dict[str, Any]] = {}
         lift = float("nan")
         if self._has_lift_data(cur):
             lift, p, ok = self._lift(cur, ref, has_ref, ev)
             ev["cascade_lift"] = lift
-            names.append("cascade_lift")
-            p_values.append(p)
-            effect_ok.append(ok)
+            sub_tests["cascade_lift"] = sub_test(p, ok)
         for name, outcome in (
             ("available_but_wrong", self._abw(cur, ref, ev)),
             ("latency_quality", self._latency(cur, ref, ev)),
         ):
             if outcome is not None:
-                names.append(name)
-                p_values.append(outcome[0])
-                effect_ok.append(outcome[1])
-        if not names:
+                sub_tests[name] = sub_test(*outcome)
+        if not sub_tests:
             return DetectorResult.insufficient(
                 FAILURE_MODE,
                 f"fewer than {self.min_failures} failed and ok tool calls with a next step, "
                 "and no tool or latency sample large enough in both windows",
                 **ev,
             )
-        adjusted = holm(p_values)
-        fired = [bool(q <= self.alpha and ok) for q, ok in zip(adjusted, effect_ok, strict=True)]
-        ev["sub_tests"] = {
-            n: {"p_value": float(p), "p_holm": float(q), "effect_ok": bool(ok), "fired": f}
-            for n, p, q, ok, f in zip(names, p_values, adjusted, effect_ok, fired, strict=True)
-        }
+        verdict = holm_verdict(list(sub_tests.values()), alpha=self.alpha)
+        ev["sub_tests"] = sub_tests
         return DetectorResult(
             failure_mode=FAILURE_MODE,
             statistic=lift,
             threshold=float(ev.get("threshold", float("nan"))),
-            p_value=float(adjusted.min()),
-            fired=any(fired),
+            p_value=verdict.p_value,
+            fired=verdict.fired,
             evidence=ev,
         )
