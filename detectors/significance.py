@@ -78,11 +78,23 @@ def holm_verdict(sub_tests: Sequence[MutableMapping[str, Any]], *, alpha: float)
     >>> holm_verdict(tests, alpha=0.01), tests[0]["p_holm"], tests[0]["fired"]
     (HolmVerdict(p_value=0.002, fired=True), 0.004, True)
     """
-    adjusted = holm([t["p_value"] for t in sub_tests])
+    adjusted = holm_into(sub_tests)
     for test, p in zip(sub_tests, adjusted, strict=True):
-        test["p_holm"] = float(p)
         test["fired"] = bool(p <= alpha and test.get("effect_ok", True))
     return HolmVerdict(float(adjusted.min()), any(t["fired"] for t in sub_tests))
+
+
+def holm_into(family: Sequence[MutableMapping[str, Any]]) -> np.ndarray:
+    """Holm-adjust a family of tests in place: each one's ``p_value`` gives its ``p_holm``.
+
+    >>> family = [{"p_value": 0.01}, {"p_value": 0.04}]
+    >>> holm_into(family).tolist(), family[1]["p_holm"]
+    ([0.02, 0.04], 0.04)
+    """
+    adjusted = holm([t["p_value"] for t in family])
+    for test, p in zip(family, adjusted, strict=True):
+        test["p_holm"] = float(p)
+    return adjusted
 
 
 def window_permutation_test(
