@@ -8,7 +8,7 @@ signed-rank tests of proxy gain and true loss, Holm within each family.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,7 @@ from detectors.records import TraceRecord
 
 def counterfactual_test(
     runs: Sequence[TraceRecord],
-    by_id: Mapping[str, TraceRecord],
+    by_id: dict[str, TraceRecord],
     proxies: Sequence[str],
     trues: Sequence[str],
     *,
