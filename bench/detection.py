@@ -16,8 +16,9 @@ had arrived by then (:func:`pipelines.scenarios.as_of`).
 * ``specificity``: ``matrix[k][j]`` = share of runs in which FM-k's detector fires at
   some evaluation when only FM-j is injected (moderate); the diagonal is detection.
 
-FM-6 runs on the ``vlm.image`` stream with ``mmd_drift`` (alpha 0.01), as the default FM-6
-monitor does. The variant row is ``cosine_drift`` (KS on cosine similarity to the
+Every detector is built by ``detectors.registry.build_detector`` and called
+``test(reference, current, now=...)``, as a monitor builds and calls it. FM-6 runs on the
+``vlm.image`` stream with method ``mmd`` (alpha 0.01), as the default FM-6 monitor does. The variant row is ``cosine_drift`` (KS on cosine similarity to the
 reference centroid) on each window, or an EWMA chart on 15-minute batch mean similarities
 (fitted on bootstrap batches of the reference, limits for ARL0 = 2000 batches) alarming
 by then. Injections other than FM-6 leave the image stream identical to the clean one
@@ -37,7 +38,6 @@ monitor uses MMD).
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 import time
@@ -51,6 +51,7 @@ import sklearn
 from threadpoolctl import threadpool_limits
 
 from detectors.records import TraceRecord
+from detectors.registry import build_detector
 from pipelines.scenarios import (
     FAILURE_MODES,
     IMAGE_STREAM,
@@ -71,13 +72,16 @@ EVAL_AFTER_H = (1.0, 2.0, 3.0, 4.0)
 TRACES_PER_HOUR, EVAL_PER_AGENT_HOUR, IMAGES_PER_HOUR, DIM = 100.0, 20, 120.0, 32
 BATCH_S, EWMA_LAMBDA, EWMA_ARL0, EWMA_BOOT = 900.0, 0.2, 2000.0, 300
 
-TRACE_DETECTORS = {
-    "FM-1": ("detectors.compounding_errors", "CompoundingErrorDetector", {"n_permutations": 399}),
-    "FM-2": ("detectors.tool_cascades", "ToolCascadeDetector", {"n_permutations": 399}),
-    "FM-3": ("detectors.output_drift", "OutputDriftDetector", {"n_permutations": 399}),
-    "FM-4": ("detectors.ground_truth", "GroundTruthAbsenceDetector", {"n_bootstrap": 200}),
-    "FM-5": ("detectors.eval_overfitting", "EvalOverfittingDetector", {}),
-    "FM-7": ("detectors.proxy_convergence", "ProxyConvergenceDetector", {"n_permutations": 199}),
+# Every mode is built as a monitor builds it (detectors.registry.build_detector) with these
+# parameters: resampling counts lowered (see above); FM-6 as the default FM-6 monitor.
+BENCH_PARAMS: dict[str, dict[str, Any]] = {
+    "FM-1": {"n_permutations": 399},
+    "FM-2": {"n_permutations": 399},
+    "FM-3": {"n_permutations": 399},
+    "FM-4": {"n_bootstrap": 200},
+    "FM-5": {},
+    "FM-6": {"method": "mmd", "alpha": 0.01},
+    "FM-7": {"n_permutations": 199},
 }
 
 
@@ -86,7 +90,7 @@ EXTRA_ROWS = (
     "FM-5 fire_on_coverage=False",
     "FM-6 cosine_drift or EWMA",
 )
-EXTRA_FM5 = ("detectors.eval_overfitting", "EvalOverfittingDetector", {"fire_on_coverage": False})
+EXTRA_FM5 = {"fire_on_coverage": False}
 
 
 @dataclass
@@ -108,11 +112,8 @@ class _Tally:
 Check = Callable[[Scenario, float], tuple[bool, str]]  # (scenario, eval time) -> fired, status
 
 
-def _make_trace_check(module: str, cls: str, kwargs: dict[str, Any], mode: str) -> Check | None:
-    try:
-        detector = getattr(importlib.import_module(module), cls)(**kwargs)
-    except (ImportError, AttributeError):
-        return None
+def _make_trace_check(mode: str, params: dict[str, Any]) -> Check:
+    detector = build_detector(mode, params)
     t_ref = START.timestamp()
 
     def check(sc: Scenario, now: float) -> tuple[bool, str]:
@@ -121,7 +122,7 @@ def _make_trace_check(module: str, cls: str, kwargs: dict[str, Any], mode: str) 
         # sklearn's per-call argument validation dominates FM-4's bootstrap; the inputs
         # are finite by construction, so skipping it changes speed only.
         with sklearn.config_context(skip_parameter_validation=True, assume_finite=True):
-            res = detector.test(ref, cur, now=now) if mode == "FM-4" else detector.test(ref, cur)
+            res = detector.test(ref, cur, now=now)
         return bool(res.fired), res.status
 
     return check
@@ -161,32 +162,27 @@ def _fm6_check() -> Check:
     return check
 
 
-def _fm6_mmd_check() -> Check:
-    from detectors.drift import mmd_drift
-
+def _fm6_stream_check(params: dict[str, Any]) -> Check:
+    """FM-6 on the image stream, called as the monitor calls it: streams in, a result out."""
+    detector = build_detector("FM-6", params)
     t_ref = START.timestamp()
 
     def check(sc: Scenario, now: float) -> tuple[bool, str]:
         t, x = sc.image_times, sc.image_vecs
         ref = x[(t >= t_ref) & (t < t_ref + REF_H * HOUR)]
         cur = x[(t >= now - WINDOW_H * HOUR) & (t < now)]
-        return bool(mmd_drift(ref, cur, alpha=0.01).fired), "ok"
+        res = detector.test({IMAGE_STREAM: ref}, {IMAGE_STREAM: cur}, now=now)
+        return bool(res.fired), res.status
 
     return check
 
 
-def build_checks() -> tuple[dict[str, Check], list[str]]:
-    checks: dict[str, Check] = {}
-    missing = []
-    for mode, (module, cls, kwargs) in TRACE_DETECTORS.items():
-        check = _make_trace_check(module, cls, kwargs, mode)
-        if check is None:
-            missing.append(f"{mode} ({module}.{cls} not importable)")
-        else:
-            checks[mode] = check
-    # FM-6 as the default monitor runs it (method "mmd"); cosine/EWMA is a variant row.
-    checks["FM-6"] = _fm6_mmd_check()
-    return dict(sorted(checks.items())), missing
+def build_checks() -> dict[str, Check]:
+    """One check per failure mode, each built by the registry from ``BENCH_PARAMS``."""
+    return {
+        mode: _fm6_stream_check(params) if mode == "FM-6" else _make_trace_check(mode, params)
+        for mode, params in sorted(BENCH_PARAMS.items())
+    }
 
 
 def clean_scenario(seed: int) -> Scenario:
@@ -243,7 +239,7 @@ def first_fire(check: Check, sc: Scenario) -> tuple[float | None, list[str]]:
 
 def run(n_runs: int, seed0: int, strengths: Sequence[str]) -> dict[str, Any]:
     t_begin, cpu0 = time.perf_counter(), time.process_time()
-    checks, missing = build_checks()
+    checks = build_checks()
     modes = list(checks)
     injected_modes = list(FAILURE_MODES)
     fa = {m: 0 for m in modes}
@@ -257,7 +253,7 @@ def run(n_runs: int, seed0: int, strengths: Sequence[str]) -> dict[str, Any]:
     # Variants reported beside the table: FM-4 with confidences that do not show the
     # accuracy drop (the CBPE blind spot), FM-5 with its coverage sub-test enabled.
     extra = {k: _Tally() for k in EXTRA_ROWS}
-    fm5_coverage = _make_trace_check(*EXTRA_FM5, "FM-5")
+    fm5_coverage = _make_trace_check("FM-5", {**BENCH_PARAMS["FM-5"], **EXTRA_FM5})
     fm6_alt = _fm6_check()
     end = START.timestamp() + DURATION_H * HOUR
     for r in range(n_runs):
@@ -290,7 +286,7 @@ def run(n_runs: int, seed0: int, strengths: Sequence[str]) -> dict[str, Any]:
                     row6.fa += fm6_alt(clean, end)[0]
                     row6.fa_sliding += first_fire(fm6_alt, clean)[0] is not None
                     row6.delays.append(first_fire(fm6_alt, sc)[0])
-                if j == "FM-5" and s == "moderate" and fm5_coverage is not None:
+                if j == "FM-5" and s == "moderate":
                     row5 = extra["FM-5 fire_on_coverage=False"]
                     row5.fa += fm5_coverage(clean, end)[0]
                     row5.fa_sliding += first_fire(fm5_coverage, clean)[0] is not None
@@ -358,7 +354,7 @@ def run(n_runs: int, seed0: int, strengths: Sequence[str]) -> dict[str, Any]:
             }
             for k, v in extra.items()
         },
-        "missing_detectors": missing,
+        "missing_detectors": [],
         "elapsed_s": round(time.perf_counter() - t_begin, 1),
         "cpu_s": round(time.process_time() - cpu0, 1),
     }

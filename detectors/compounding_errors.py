@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy import stats
@@ -11,17 +11,10 @@ from scipy import stats
 from detectors.records import DetectorResult, TraceRecord, is_tool_step, step_error
 from detectors.significance import (
     check_window_test_params,
-    holm,
+    holm_verdict,
+    sub_test,
     window_permutation_test,
 )
-
-__all__ = [
-    "CompoundingErrorDetector",
-    "holm",
-    "is_tool_step",
-    "step_error",
-    "window_permutation_test",
-]
 
 FAILURE_MODE = "FM-1"
 
@@ -113,6 +106,8 @@ class CompoundingErrorDetector:
     >>> CompoundingErrorDetector().test(reference, reference[:150]).fired
     False
     """
+
+    needs: ClassVar[tuple[str, ...]] = ("steps", "step_confidence")
 
     def __init__(
         self,
@@ -219,8 +214,13 @@ class CompoundingErrorDetector:
         return table, begins
 
     def test(
-        self, reference: Sequence[TraceRecord], current: Sequence[TraceRecord]
+        self,
+        reference: Sequence[TraceRecord],
+        current: Sequence[TraceRecord],
+        *,
+        now: float | None = None,
     ) -> DetectorResult:
+        """Compare the windows; ``now`` is not used (the windows are already as of then)."""
         cur = self._window([t for t in current if t.source in self.sources])
         ref = self._window([t for t in reference if t.source in self.sources])
         if cur["n_traces"] < self.min_traces:
@@ -230,7 +230,7 @@ class CompoundingErrorDetector:
             )
         has_ref = ref["n_traces"] >= self.min_traces and ref["exposed"] >= self.min_exposed
         baseline = max(ref["ratio"], 1.0) if has_ref else 1.0
-        names, p_values, effect_ok = [], [], []
+        sub_tests: dict[str, dict[str, Any]] = {}
         evidence: dict[str, Any] = {
             "compounding_ratio": cur["ratio"],
             "reference_ratio": ref["ratio"] if has_ref else None,
@@ -245,9 +245,7 @@ class CompoundingErrorDetector:
                 )  # fmt: skip
             else:
                 p = _cmh_greater(cur["counts"].sum(axis=0))
-            names.append("compounding")
-            p_values.append(p)
-            effect_ok.append(cur["ratio"] >= self.min_ratio * baseline)
+            sub_tests["compounding"] = sub_test(p, cur["ratio"] >= self.min_ratio * baseline)
         table, begins = self._depth_table(cur["counts"], baseline)
         evidence["by_depth"] = table
         evidence["compounding_begins_at_depth"] = begins
@@ -257,29 +255,25 @@ class CompoundingErrorDetector:
         if c_scores.size >= self.min_traces and r_scores.size >= self.min_traces:
             change = float(c_scores.mean() - r_scores.mean())
             evidence["coherence_illusion_change"] = change
-            names.append("coherence_illusion")
-            p_values.append(_welch_greater(c_scores, r_scores))
-            effect_ok.append(change >= self.min_confidence_increase)
-        if not names:
+            sub_tests["coherence_illusion"] = sub_test(
+                _welch_greater(c_scores, r_scores), change >= self.min_confidence_increase
+            )
+        if not sub_tests:
             return DetectorResult.insufficient(
                 FAILURE_MODE,
                 f"{cur['exposed']} steps after an earlier error (< {self.min_exposed}) and "
                 "too few low-confidence traces to score the coherence illusion",
                 **evidence,
             )
-        adjusted = holm(p_values)
-        fired = [bool(p <= self.alpha and ok) for p, ok in zip(adjusted, effect_ok, strict=True)]
-        evidence["sub_tests"] = {
-            n: {"p_value": float(p), "p_holm": float(q), "effect_ok": bool(ok), "fired": f}
-            for n, p, q, ok, f in zip(names, p_values, adjusted, effect_ok, fired, strict=True)
-        }
+        verdict = holm_verdict(list(sub_tests.values()), alpha=self.alpha)
+        evidence["sub_tests"] = sub_tests
         evidence["reference_used"] = has_ref
         return DetectorResult(
             failure_mode=FAILURE_MODE,
             statistic=cur["ratio"],
             threshold=self.min_ratio * baseline,
-            p_value=float(adjusted.min()),
-            fired=any(fired),
+            p_value=verdict.p_value,
+            fired=verdict.fired,
             evidence=evidence,
         )
 

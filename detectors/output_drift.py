@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from detectors.records import DetectorResult, TraceRecord
-from detectors.significance import check_window_test_params, holm, window_permutation_test
+from detectors.significance import (
+    check_window_test_params,
+    holm_verdict,
+    sub_test,
+    window_permutation_test,
+)
 
 FAILURE_MODE = "FM-3"
 # Columns of one input group's counts: disagreeing / all decision pairs, disagreeing /
@@ -149,6 +154,8 @@ class OutputDriftDetector:
     False
     """
 
+    needs: ClassVar[tuple[str, ...]] = ("input_hash", "decision", "entry_point", "output_embedding")
+
     def __init__(
         self,
         *,
@@ -180,8 +187,13 @@ class OutputDriftDetector:
         self.sources = frozenset(sources)
 
     def test(
-        self, reference: Sequence[TraceRecord], current: Sequence[TraceRecord]
+        self,
+        reference: Sequence[TraceRecord],
+        current: Sequence[TraceRecord],
+        *,
+        now: float | None = None,
     ) -> DetectorResult:
+        """Compare the windows; ``now`` is not used (the windows are already as of then)."""
         cur_groups = _groups([t for t in current if t.source in self.sources])
         ref_groups = _groups([t for t in reference if t.source in self.sources])
         if min(len(cur_groups), len(ref_groups)) < self.min_groups:
@@ -193,7 +205,7 @@ class OutputDriftDetector:
         cur = np.array([_group_counts(g) for g in cur_groups.values()])
         ref = np.array([_group_counts(g) for g in ref_groups.values()])
         ev: dict[str, Any] = {"groups": len(cur_groups), "reference_groups": len(ref_groups)}
-        names, p_values, effect_ok = [], [], []
+        sub_tests: dict[str, dict[str, Any]] = {}
         for name, (statistic, needs) in SUB_TESTS.items():
             if min(np.count_nonzero(cur[:, needs]), np.count_nonzero(ref[:, needs])) < (
                 self.min_groups
@@ -204,45 +216,38 @@ class OutputDriftDetector:
             )
             ev[name] = float(statistic(cur.sum(axis=0)))
             ev[f"reference_{name}"] = float(statistic(ref.sum(axis=0)))
-            names.append(name)
-            p_values.append(p)
-            floor = (
-                self.min_distance_increase
-                if name == "embedding_distance"
-                else self.min_disagreement_increase
-            )
-            effect_ok.append(diff >= floor)
+            sub_tests[name] = sub_test(p, diff >= self._min_increase(name))
         for name, window in (("", cur), ("reference_", ref)):
             sums = window.sum(axis=0)
             if sums[CROSS] > 0:
                 ev[f"{name}cross_entry_disagreement"] = float(_ratio(sums, DIS_CROSS, CROSS))
             if sums[SAME] > 0:
                 ev[f"{name}same_entry_disagreement"] = float(_ratio(sums, DIS_SAME, SAME))
-        if not names:
+        if not sub_tests:
             return DetectorResult.insufficient(
                 FAILURE_MODE, "repeated inputs carry no decisions or output embeddings", **ev
             )
-        adjusted = holm(p_values)
-        fired = [bool(q <= self.alpha and ok) for q, ok in zip(adjusted, effect_ok, strict=True)]
-        ev["sub_tests"] = {
-            n: {"p_value": float(p), "p_holm": float(q), "effect_ok": bool(ok), "fired": f}
-            for n, p, q, ok, f in zip(names, p_values, adjusted, effect_ok, fired, strict=True)
-        }
+        verdict = holm_verdict(list(sub_tests.values()), alpha=self.alpha)
+        ev["sub_tests"] = sub_tests
         ev["most_inconsistent_inputs"] = _most_inconsistent(cur_groups, cur)
-        lead = "decision_disagreement" if "decision_disagreement" in names else names[0]
-        floor = (
-            self.min_distance_increase
-            if lead == "embedding_distance"
-            else (self.min_disagreement_increase)
+        lead = (
+            "decision_disagreement"
+            if "decision_disagreement" in sub_tests
+            else next(iter(sub_tests))
         )
         return DetectorResult(
             failure_mode=FAILURE_MODE,
             statistic=float(ev[lead]),
-            threshold=float(ev[f"reference_{lead}"] + floor),
-            p_value=float(adjusted.min()),
-            fired=any(fired),
+            threshold=float(ev[f"reference_{lead}"] + self._min_increase(lead)),
+            p_value=verdict.p_value,
+            fired=verdict.fired,
             evidence=ev,
         )
+
+    def _min_increase(self, sub_test_name: str) -> float:
+        if sub_test_name == "embedding_distance":
+            return self.min_distance_increase
+        return self.min_disagreement_increase
 
 
 def _most_inconsistent(

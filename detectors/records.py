@@ -1,8 +1,10 @@
-"""The shapes the trace failure-mode detectors read, and the result they return.
+"""The shapes the trace failure-mode detectors read, and the one mapping from stored rows.
 
-``app/`` builds these from stored rows; ``pipelines.scenarios`` builds them from the native
-ingest events it generates (so benches need no database). Detectors never see rows or
-sessions: only these frozen dataclasses and numpy arrays.
+:func:`from_rows` turns stored rows (plain mappings: the database's columns in ``app/``, the
+native ingest event bodies in ``pipelines.scenarios``) into :class:`TraceRecord` values, so
+the monitors and the benches see the same records for the same data. Detectors never see
+rows or sessions: only these frozen dataclasses and numpy arrays. The result type they
+return is :class:`detectors.result.DetectorResult` (re-exported here).
 
 Conventions shared by the ingest contract, the scenario generator and the detectors:
 
@@ -16,16 +18,34 @@ Conventions shared by the ingest contract, the scenario generator and the detect
 * *success* of a trace is the ``success`` score (any source) when present, else
   ``status == "ok"``;
 * output / input embeddings come from embedding events with ``trace_id`` set, in the streams
-  ``<agent>.output`` and ``<agent>.input``.
+  ``<agent>.output`` and ``<agent>.input``;
+* *step order*: spans sort by ``step_index``, spans without one after every indexed span,
+  then by start time, then by ``span_id``; ``Step.index`` is the position in that order
+  (0, 1, 2, ... with no gaps), see :func:`step_order_key`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import numpy as np
+
+from detectors.result import DetectorResult
+
+__all__ = [
+    "DetectorResult",
+    "Score",
+    "Step",
+    "TraceRecord",
+    "epoch_seconds",
+    "from_rows",
+    "is_tool_step",
+    "step_error",
+    "step_order_key",
+]
 
 LABEL_SOURCES = ("delayed", "human")
 
@@ -123,35 +143,6 @@ class TraceRecord:
         return bool(s.value >= 0.5) if s is not None else self.status == "ok"
 
 
-@dataclass(frozen=True)
-class DetectorResult:
-    """What every trace failure-mode detector returns.
-
-    ``status`` is ``"ok"`` or ``"insufficient_data"``; an insufficient result never fires.
-    ``evidence`` is a JSON-serialisable dict written for the on-call human.
-    """
-
-    failure_mode: str
-    statistic: float
-    threshold: float
-    p_value: float | None
-    fired: bool
-    evidence: Mapping[str, Any] = field(default_factory=dict)
-    status: str = "ok"
-
-    @classmethod
-    def insufficient(cls, failure_mode: str, reason: str, **evidence: Any) -> DetectorResult:
-        return cls(
-            failure_mode=failure_mode,
-            statistic=float("nan"),
-            threshold=float("nan"),
-            p_value=None,
-            fired=False,
-            evidence={"reason": reason, **evidence},
-            status="insufficient_data",
-        )
-
-
 TOOL_KINDS = frozenset({"tool", "retrieval"})
 
 
@@ -170,4 +161,154 @@ def step_error(step: Step) -> bool:
         or attrs.get("error_type") is not None
         or correct is False
         or (isinstance(correct, str) and correct.lower() == "false")
+    )
+
+
+_ISO_BASES: dict[str, float] = {}
+_NO_INDEX = float("inf")
+
+
+def epoch_seconds(value: str | float | datetime | None, default: float = 0.0) -> float:
+    """A stored time as float epoch seconds: a number, a ``datetime`` or an ISO-8601 string.
+
+    ``None`` gives ``default``. A naive ``datetime`` is read as local time (``timestamp()``).
+
+    >>> epoch_seconds("2025-03-03T00:00:01.500Z"), epoch_seconds(None, 7.0)
+    (1740960001.5, 7.0)
+    """
+    if value is None:
+        return default
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if len(value) == 24 and value[19] == "." and value[23] == "Z":  # the generator's format
+        base = _ISO_BASES.get(value[:19])
+        if base is None:  # parsing is the hot path of the scenario converter: cache per second
+            if len(_ISO_BASES) > 200_000:
+                _ISO_BASES.clear()
+            base = _ISO_BASES[value[:19]] = datetime.fromisoformat(
+                value[:19] + "+00:00"
+            ).timestamp()
+        return base + int(value[20:23]) / 1000.0
+    return datetime.fromisoformat(value).timestamp()
+
+
+def step_order_key(span: Mapping[str, Any]) -> tuple[float, float, str]:
+    """Sort key of a stored span in its trace: ``step_index`` (none: last), start, ``span_id``.
+
+    >>> spans = [{"span_id": "b", "step_index": None, "started_at": 0.0},
+    ...          {"span_id": "a", "step_index": 1, "started_at": 5.0},
+    ...          {"span_id": "c", "step_index": 0, "started_at": 9.0}]
+    >>> [s["span_id"] for s in sorted(spans, key=step_order_key)]
+    ['c', 'a', 'b']
+    """
+    index = span.get("step_index")
+    return (
+        _NO_INDEX if index is None else float(index),
+        epoch_seconds(span.get("started_at")),
+        str(span.get("span_id") or ""),
+    )
+
+
+def from_rows(
+    traces: Iterable[Mapping[str, Any]],
+    spans: Iterable[Mapping[str, Any]] = (),
+    scores: Iterable[Mapping[str, Any]] = (),
+    embeddings: Iterable[Mapping[str, Any]] = (),
+) -> list[TraceRecord]:
+    """Stored trace, span, score and embedding rows -> records, oldest first.
+
+    Rows are mappings with the stored column names (``trace_id`` on every row; times as
+    epoch seconds, ``datetime`` or ISO-8601). Steps follow :func:`step_order_key` and are
+    numbered 0, 1, ... in that order; a score without ``created_at`` takes its trace's end
+    time; an embedding row (``trace_id``, ``stream``, ``vector``) in the stream
+    ``<agent>.input`` / ``<agent>.output`` of its trace's agent becomes the input / output
+    embedding (the last such row wins). Rows of unknown traces are dropped; a trace row
+    repeated replaces the earlier one. Records sort by ``(started_at, trace_id)``.
+
+    Examples
+    --------
+    >>> recs = from_rows(
+    ...     [{"trace_id": "t1", "agent": "bot", "started_at": 0.0, "ended_at": 2.0}],
+    ...     spans=[{"trace_id": "t1", "span_id": "s2", "step_index": None, "kind": "llm"},
+    ...            {"trace_id": "t1", "span_id": "s1", "step_index": 3, "kind": "tool"}],
+    ...     scores=[{"trace_id": "t1", "name": "resolved", "value": 1, "kind": "true"}],
+    ...     embeddings=[{"trace_id": "t1", "stream": "bot.output", "vector": [0.6, 0.8]}],
+    ... )
+    >>> [(s.index, s.kind) for s in recs[0].steps], recs[0].scores[0].created_at
+    ([(0, 'tool'), (1, 'llm')], 2.0)
+    >>> recs[0].output_embedding.tolist() == [0.6000000238418579, 0.800000011920929]
+    True
+    """
+    by_id = {str(t["trace_id"]): t for t in traces}
+    span_rows: dict[str, list[Mapping[str, Any]]] = {tid: [] for tid in by_id}
+    score_rows: dict[str, list[Mapping[str, Any]]] = {tid: [] for tid in by_id}
+    vectors: dict[tuple[str, str], np.ndarray] = {}
+    for row in spans:
+        span_rows.get(str(row["trace_id"]), []).append(row)
+    for row in scores:
+        score_rows.get(str(row["trace_id"]), []).append(row)
+    for row in embeddings:
+        tid = str(row["trace_id"])
+        trace = by_id.get(tid)
+        if trace is None:
+            continue
+        agent, _, side = str(row["stream"]).rpartition(".")
+        if agent == str(trace["agent"]) and side in ("input", "output"):
+            vectors[(tid, side)] = np.asarray(row["vector"], dtype=np.float32)
+    out = [_record(tid, t, span_rows[tid], score_rows[tid], vectors) for tid, t in by_id.items()]
+    out.sort(key=lambda r: (r.started_at, r.trace_id))
+    return out
+
+
+def _record(
+    tid: str,
+    t: Mapping[str, Any],
+    spans: list[Mapping[str, Any]],
+    scores: list[Mapping[str, Any]],
+    vectors: Mapping[tuple[str, str], np.ndarray],
+) -> TraceRecord:
+    ended = epoch_seconds(t.get("ended_at"))
+    return TraceRecord(
+        trace_id=tid,
+        agent=str(t["agent"]),
+        agent_version=str(t.get("agent_version") or ""),
+        started_at=epoch_seconds(t.get("started_at")),
+        ended_at=ended,
+        status=str(t.get("status") or "ok"),
+        input_hash=t.get("input_hash"),
+        entry_point=t.get("entry_point"),
+        source=str(t.get("source") or "production"),
+        counterfactual_of=t.get("counterfactual_of"),
+        attributes=dict(t.get("attributes") or {}),
+        steps=tuple(_step(i, s) for i, s in enumerate(sorted(spans, key=step_order_key))),
+        scores=tuple(
+            Score(
+                name=str(s["name"]),
+                value=float(s["value"]),
+                kind=str(s.get("kind") or "proxy"),
+                source=str(s.get("source") or "online"),
+                created_at=epoch_seconds(s.get("created_at"), ended),
+            )
+            for s in scores
+        ),
+        input_embedding=vectors.get((tid, "input")),
+        output_embedding=vectors.get((tid, "output")),
+    )
+
+
+def _step(index: int, s: Mapping[str, Any]) -> Step:
+    confidence = s.get("confidence")
+    return Step(
+        index=index,
+        kind=str(s.get("kind") or "step"),
+        name=str(s.get("name") or ""),
+        status=str(s.get("status") or "ok"),
+        tool_name=s.get("tool_name"),
+        error_type=s.get("error_type"),
+        started_at=epoch_seconds(s.get("started_at")),
+        ended_at=epoch_seconds(s.get("ended_at")),
+        confidence=None if confidence is None else float(confidence),
+        attributes=dict(s.get("attributes") or {}),
     )

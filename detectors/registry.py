@@ -1,42 +1,66 @@
-"""The trace failure-mode detectors by failure mode, and building one from a monitor's config.
+"""The detectors by failure mode, and building one from a monitor's config.
 
 Monitors store a failure mode ("FM-1" ... "FM-7") and a JSON dict of parameters; the engine
-calls :func:`build_detector` with them. Unknown parameter names are refused here (a typo in a
-monitor's config must not silently run the defaults); values are checked by each class.
-FM-6 works on embedding streams (``detectors.drift``), not traces, and is not listed.
+calls :func:`build_detector` with them and then, whatever the mode,
+``detector.test(reference, current, now=now)``. What the windows hold is said by the
+detector's ``needs`` (:mod:`detectors.signals`): trace records for every mode but FM-6,
+whose windows map an embedding stream's name to its vectors. Unknown parameter names are
+refused here (a typo in a monitor's config must not silently run the defaults); values are
+checked by each class; either way the :class:`DetectorParameterError` names the parameter.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from detectors.compounding_errors import CompoundingErrorDetector
+from detectors.drift.embedding_streams import EmbeddingDriftDetector
 from detectors.eval_overfitting import EvalOverfittingDetector
 from detectors.ground_truth import GroundTruthAbsenceDetector
 from detectors.output_drift import OutputDriftDetector
 from detectors.proxy_convergence import ProxyConvergenceDetector
-from detectors.records import DetectorResult, TraceRecord
+from detectors.result import DetectorResult
+from detectors.signals import STREAM_SIGNALS
 from detectors.tool_cascades import ToolCascadeDetector
 
 
-class TraceDetector(Protocol):
-    """What the engine calls: ``test(reference, current)`` (FM-4 also takes ``now=``)."""
+class Detector(Protocol):
+    """What the engine calls, for every failure mode."""
 
-    def test(
-        self, reference: Sequence[TraceRecord], current: Sequence[TraceRecord]
-    ) -> DetectorResult: ...
+    needs: tuple[str, ...]  # names from detectors.signals.SIGNALS
+
+    def test(self, reference: Any, current: Any, *, now: float | None = None) -> DetectorResult:
+        """Reference window vs current window, as of ``now`` (epoch seconds)."""
+        ...
 
 
-TRACE_DETECTORS: dict[str, type] = {
+DETECTORS: dict[str, type[Any]] = {
     "FM-1": CompoundingErrorDetector,
     "FM-2": ToolCascadeDetector,
     "FM-3": OutputDriftDetector,
     "FM-4": GroundTruthAbsenceDetector,
     "FM-5": EvalOverfittingDetector,
+    "FM-6": EmbeddingDriftDetector,
     "FM-7": ProxyConvergenceDetector,
 }
+# The modes whose windows are trace records (FM-6 reads embedding streams).
+TRACE_DETECTORS: dict[str, type[Any]] = {
+    mode: cls for mode, cls in DETECTORS.items() if not STREAM_SIGNALS & set(cls.needs)
+}
+
+
+class DetectorParameterError(ValueError):
+    """A monitor's parameters do not build its detector.
+
+    ``parameter`` names the parameter at fault, or is None when the message cannot be tied
+    to one (e.g. a value of the wrong type).
+    """
+
+    def __init__(self, message: str, *, parameter: str | None) -> None:
+        super().__init__(message)
+        self.parameter = parameter
 
 
 def detector_parameters(failure_mode: str) -> dict[str, Any]:
@@ -46,6 +70,8 @@ def detector_parameters(failure_mode: str) -> dict[str, Any]:
     --------
     >>> detector_parameters("FM-4")["min_coverage"]
     0.2
+    >>> detector_parameters("FM-6")["method"]
+    'cosine'
     """
     cls = _detector_class(failure_mode)
     signature = inspect.signature(cls)
@@ -59,36 +85,49 @@ def detector_parameters(failure_mode: str) -> dict[str, Any]:
 def build_detector(failure_mode: str, params: Mapping[str, Any] | None = None) -> Any:
     """A detector for ``failure_mode`` built from ``params`` (missing ones take defaults).
 
-    Raises ``ValueError`` naming the failure mode when it is unknown, naming the parameter
-    when a name is not one of the detector's, and (from the detector) naming the parameter
-    when a value is out of range.
+    Raises ``ValueError`` naming the failure mode when it is unknown, and
+    :class:`DetectorParameterError` (a ``ValueError``) naming the parameter when a name is
+    not one of the detector's or (from the detector) a value is out of range.
 
     Examples
     --------
     >>> det = build_detector("FM-7", {"alpha": 0.05})
-    >>> type(det).__name__, det.alpha
-    ('ProxyConvergenceDetector', 0.05)
+    >>> type(det).__name__, det.alpha, det.needs[0]
+    ('ProxyConvergenceDetector', 0.05, 'proxy_scores')
     >>> build_detector("FM-5", {"min_gapp": 0.1})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: unknown parameter 'min_gapp' for FM-5 (EvalOverfittingDetector); ...
+    detectors.registry.DetectorParameterError: unknown parameter 'min_gapp' for FM-5 ...
+    >>> try:
+    ...     build_detector("FM-6", {"method": "mmd", "alpha": 1.5})
+    ... except DetectorParameterError as exc:
+    ...     exc.parameter
+    'alpha'
     """
     params = dict(params or {})
     allowed = detector_parameters(failure_mode)
-    cls = TRACE_DETECTORS[failure_mode]
-    for name in sorted(params):
+    cls = DETECTORS[failure_mode]
+    for name in sorted(params, key=str):
         if not isinstance(name, str) or name not in allowed:
-            raise ValueError(
+            raise DetectorParameterError(
                 f"unknown parameter {name!r} for {failure_mode} ({cls.__name__}); "
-                f"expected some of: {', '.join(sorted(allowed))}"
+                f"expected some of: {', '.join(sorted(allowed))}",
+                parameter=name if isinstance(name, str) else None,
             )
-    return cls(**params)
-
-
-def _detector_class(failure_mode: str) -> type:
     try:
-        return TRACE_DETECTORS[failure_mode]
+        return cls(**params)
+    except (TypeError, ValueError) as exc:
+        # Every detector's messages start with the parameter's name ("alpha must be ...").
+        first = str(exc).split(" ", 1)[0]
+        raise DetectorParameterError(
+            str(exc), parameter=first if first in allowed else None
+        ) from None
+
+
+def _detector_class(failure_mode: str) -> type[Any]:
+    try:
+        return DETECTORS[failure_mode]
     except (KeyError, TypeError):
         raise ValueError(
-            f"unknown failure_mode {failure_mode!r}; expected one of: {', '.join(TRACE_DETECTORS)}"
+            f"unknown failure_mode {failure_mode!r}; expected one of: {', '.join(DETECTORS)}"
         ) from None

@@ -1,13 +1,15 @@
 """Significance tools the trace detectors share.
 
 A permutation test that compares a pooled statistic between two windows by shuffling
-whole units (traces or input groups) between them, the Holm step-down adjustment, and
-the parameter checks every window test makes.
+whole units (traces or input groups) between them, the Holm step-down adjustment and the
+combination of a detector's sub-tests with it, and the parameter checks every window test
+makes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -50,6 +52,49 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
     out = np.empty(m)
     out[order] = np.minimum(adjusted, 1.0)
     return out
+
+
+class HolmVerdict(NamedTuple):
+    """The combined outcome of a detector's sub-tests: smallest Holm p, and any fired."""
+
+    p_value: float
+    fired: bool
+
+
+def sub_test(p_value: float, effect_ok: bool, **evidence: Any) -> dict[str, Any]:
+    """One sub-test for :func:`holm_verdict`: its raw p-value, effect gate and evidence."""
+    return {"p_value": float(p_value), "effect_ok": bool(effect_ok), **evidence}
+
+
+def holm_verdict(sub_tests: Sequence[MutableMapping[str, Any]], *, alpha: float) -> HolmVerdict:
+    """Holm-combine sub-tests at ``alpha``, writing each one's ``p_holm`` and ``fired``.
+
+    Each sub-test is a mapping with its raw ``p_value`` and, optionally, ``effect_ok`` (its
+    effect-size gate, default true); it fires when its Holm-adjusted p is at most ``alpha``
+    and its gate passes. The detector fires when any sub-test does, so its family-wise
+    false-alarm rate is at most ``alpha`` (Holm, 1979). ``sub_tests`` must not be empty.
+
+    >>> tests = [{"p_value": 0.004, "effect_ok": True}, {"p_value": 0.001, "effect_ok": False}]
+    >>> holm_verdict(tests, alpha=0.01), tests[0]["p_holm"], tests[0]["fired"]
+    (HolmVerdict(p_value=0.002, fired=True), 0.004, True)
+    """
+    adjusted = holm_into(sub_tests)
+    for test, p in zip(sub_tests, adjusted, strict=True):
+        test["fired"] = bool(p <= alpha and test.get("effect_ok", True))
+    return HolmVerdict(float(adjusted.min()), any(t["fired"] for t in sub_tests))
+
+
+def holm_into(family: Sequence[MutableMapping[str, Any]]) -> np.ndarray:
+    """Holm-adjust a family of tests in place: each one's ``p_value`` gives its ``p_holm``.
+
+    >>> family = [{"p_value": 0.01}, {"p_value": 0.04}]
+    >>> holm_into(family).tolist(), family[1]["p_holm"]
+    ([0.02, 0.04], 0.04)
+    """
+    adjusted = holm([t["p_value"] for t in family])
+    for test, p in zip(family, adjusted, strict=True):
+        test["p_holm"] = float(p)
+    return adjusted
 
 
 def window_permutation_test(

@@ -27,9 +27,10 @@ from app.db import as_utc, write_session
 from app.models import DetectorRun, Finding, Monitor
 from app.models.base import utcnow
 from app.monitors import windows
-from app.monitors.detection import Detector, build_detector, finite_or_none
+from app.monitors.detection import Detector, build_detector
 from app.monitors.slots import DetectorsBusy, DetectorSlots
-from detectors.records import DetectorResult
+from detectors.result import DetectorResult
+from detectors.signals import STREAM_SIGNALS, TRACE_EMBEDDING_SIGNALS
 
 log = logging.getLogger("telltale.monitors")
 
@@ -103,6 +104,14 @@ def call_with_time_limit(
     return box["result"]  # type: ignore[no-any-return]
 
 
+def finite_or_none(x: float | None) -> float | None:
+    """NaN and infinities become NULL in the database and JSON."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
 def jsonable(value: Any) -> Any:
     """Evidence as plain JSON: numpy scalars to Python, NaN/inf to null, arrays to lists."""
     if isinstance(value, Mapping):
@@ -122,7 +131,8 @@ def jsonable(value: Any) -> Any:
 
 def _load(session: Session, monitor: Monitor, detector: Detector, w: Windows) -> tuple[Any, Any]:
     sel = monitor.selection or {}
-    if detector.kind == "embeddings":
+    needs = set(detector.needs)
+    if needs & STREAM_SIGNALS:
         streams = windows.embedding_streams(
             session, project_id=monitor.project_id, stream=sel.get("stream"), agent=sel.get("agent")
         )
@@ -146,7 +156,7 @@ def _load(session: Session, monitor: Monitor, detector: Detector, w: Windows) ->
         source=sel.get("source"),
         max_traces=int(sel.get("max_traces", windows.DEFAULT_MAX_TRACES)),
     )
-    with_emb = monitor.failure_mode in ("FM-3", "FM-5", "FM-7")
+    with_emb = bool(needs & TRACE_EMBEDDING_SIGNALS)
     ref = windows.load_trace_records(
         session, tsel, start=w.reference_start, end=w.reference_end, as_of=w.current_end,
         with_embeddings=with_emb,
@@ -207,7 +217,7 @@ def run_monitor(
                 epoch = now.timestamp()
                 handed_to_thread = True
                 result = call_with_time_limit(
-                    lambda: detector.run(ref, cur, now=epoch),
+                    lambda: detector.test(ref, cur, now=epoch),
                     float(monitor.time_limit_seconds),
                     slots=slots,
                 )

@@ -11,7 +11,6 @@ are float32 matrices per stream.
 from __future__ import annotations
 
 import fnmatch
-from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -35,19 +34,27 @@ class TraceSelection:
     max_traces: int = DEFAULT_MAX_TRACES
 
 
-def _epoch(dt: datetime | None) -> float:
-    return dt.timestamp() if dt is not None else 0.0
-
-
 def _chunks(ids: list[str], size: int = 1000) -> list[list[str]]:
     return [ids[i : i + size] for i in range(0, len(ids), size)]
+
+
+_TRACE_COLUMNS = (
+    Trace.trace_id, Trace.agent, Trace.agent_version, Trace.started_at, Trace.ended_at,
+    Trace.status, Trace.input_hash, Trace.entry_point, Trace.source, Trace.counterfactual_of,
+    Trace.attributes,
+)  # fmt: skip
+_SPAN_COLUMNS = (
+    Span.trace_id, Span.span_id, Span.step_index, Span.kind, Span.name, Span.status,
+    Span.tool_name, Span.error_type, Span.started_at, Span.ended_at, Span.confidence,
+    Span.attributes,
+)  # fmt: skip
 
 
 def _trace_query(
     sel: TraceSelection, start: datetime, end: datetime, as_of: datetime | None
 ) -> Select[Any]:
     """The newest ``max_traces`` traces of the window."""
-    q = select(Trace).where(
+    q = select(*_TRACE_COLUMNS).where(
         Trace.project_id == sel.project_id, Trace.started_at >= start, Trace.started_at < end
     )
     if as_of is not None:
@@ -68,27 +75,26 @@ def load_trace_records(
     as_of: datetime | None = None,
     with_embeddings: bool = True,
 ) -> list[records.TraceRecord]:
-    """The traces that started in ``[start, end)``, oldest first.
+    """The traces that started in ``[start, end)``, oldest first (:func:`records.from_rows`).
 
     With ``as_of`` (the run's ``now``) a replayed run sees what a live one would have:
     traces that had ended by then and scores created by then.
     """
     pid = sel.project_id
-    traces = list(session.scalars(_trace_query(sel, start, end, as_of)))
+    traces: list[Any] = list(session.execute(_trace_query(sel, start, end, as_of)).mappings())
     if not traces:
         return []
     # Children are fetched by explicit id lists in chunks: a plain index lookup per chunk,
     # whatever the planner thinks of a LIMITed subquery on a freshly loaded table.
-    trace_ids = [t.trace_id for t in traces]
-    steps: dict[str, list[Span]] = defaultdict(list)
-    scores: dict[str, list[records.Score]] = defaultdict(list)
-    vectors: dict[tuple[str, str], np.ndarray] = {}
-    streams = [f"{a}.{side}" for a in {t.agent for t in traces} for side in ("input", "output")]
+    trace_ids = [t["trace_id"] for t in traces]
+    spans: list[Any] = []
+    scores: list[Any] = []
+    vectors: list[dict[str, Any]] = []
+    streams = [f"{a}.{side}" for a in {t["agent"] for t in traces} for side in ("input", "output")]
     for chunk in _chunks(trace_ids):
-        for span in session.scalars(
-            select(Span).where(Span.project_id == pid, Span.trace_id.in_(chunk))
-        ):
-            steps[span.trace_id].append(span)
+        spans += session.execute(
+            select(*_SPAN_COLUMNS).where(Span.project_id == pid, Span.trace_id.in_(chunk))
+        ).mappings()
         score_q = (
             select(
                 Score.trace_id, Score.name, Score.value, Score.kind, Score.source, Score.created_at
@@ -98,12 +104,7 @@ def load_trace_records(
         )
         if as_of is not None:
             score_q = score_q.where(Score.created_at <= as_of)
-        for srow in session.execute(score_q):
-            scores[srow.trace_id].append(
-                records.Score(
-                    srow.name, float(srow.value), srow.kind, srow.source, _epoch(srow.created_at)
-                )
-            )
+        scores += session.execute(score_q).mappings()
         if not with_embeddings:
             continue
         for row in session.execute(
@@ -115,56 +116,9 @@ def load_trace_records(
             )
             .order_by(Embedding.id)
         ):
-            side = row.stream.rsplit(".", 1)[1]
-            vectors[(row.trace_id, side)] = np.frombuffer(row.vector, dtype="<f4")
-    out = [
-        records.TraceRecord(
-            trace_id=t.trace_id,
-            agent=t.agent,
-            agent_version=t.agent_version,
-            started_at=_epoch(t.started_at),
-            ended_at=_epoch(t.ended_at),
-            status=t.status,
-            input_hash=t.input_hash,
-            entry_point=t.entry_point,
-            source=t.source,
-            counterfactual_of=t.counterfactual_of,
-            attributes=dict(t.attributes or {}),
-            steps=_steps(steps.get(t.trace_id, [])),
-            scores=tuple(scores.get(t.trace_id, ())),
-            input_embedding=vectors.get((t.trace_id, "input")),
-            output_embedding=vectors.get((t.trace_id, "output")),
-        )
-        for t in traces
-    ]
-    out.sort(key=lambda r: (r.started_at, r.trace_id))
-    return out
-
-
-def _steps(spans: list[Span]) -> tuple[records.Step, ...]:
-    spans = sorted(
-        spans,
-        key=lambda s: (
-            s.step_index if s.step_index is not None else 1 << 30,
-            _epoch(s.started_at),
-            s.span_id,
-        ),
-    )
-    return tuple(
-        records.Step(
-            index=i,
-            kind=s.kind,
-            name=s.name,
-            status=s.status,
-            tool_name=s.tool_name,
-            error_type=s.error_type,
-            started_at=_epoch(s.started_at),
-            ended_at=_epoch(s.ended_at),
-            confidence=s.confidence,
-            attributes=dict(s.attributes or {}),
-        )
-        for i, s in enumerate(spans)
-    )
+            vector = np.frombuffer(row.vector, dtype="<f4")
+            vectors.append({"trace_id": row.trace_id, "stream": row.stream, "vector": vector})
+    return records.from_rows(traces, spans, scores, vectors)
 
 
 TRACE_STREAM_SUFFIXES = (".input", ".output")

@@ -25,7 +25,7 @@ import numpy as np
 from scipy import stats
 
 from detectors.drift._validation import as_embedding_matrix, check_probability, check_same_dim
-from detectors.drift.result import DriftResult
+from detectors.result import DetectorResult
 
 _CHUNK_ROWS = 16384
 _CENTROID_ROWS = 100_000
@@ -142,7 +142,7 @@ def centroid_similarities(reference: Any, current: Any) -> tuple[np.ndarray, np.
     return ref_sim, cur_sim
 
 
-def ks_drift(reference_values: Any, current_values: Any, alpha: float = 0.01) -> DriftResult:
+def ks_drift(reference_values: Any, current_values: Any, alpha: float = 0.01) -> DetectorResult:
     """Two-sample Kolmogorov–Smirnov test on two samples of a scalar statistic.
 
     D = sup_x |F_ref(x) − F_cur(x)|. The p-value is scipy's exact one when both
@@ -175,7 +175,8 @@ def ks_drift(reference_values: Any, current_values: Any, alpha: float = 0.01) ->
         d = _ks_distance_sorted(a, b)
         p = _kolmogorov_sf(d, effective_n)
     threshold = _ks_critical_value(alpha, effective_n)
-    return DriftResult(
+    return DetectorResult(
+        failure_mode="FM-6",
         statistic=d,
         threshold=threshold,
         p_value=p,
@@ -192,7 +193,7 @@ def ks_drift(reference_values: Any, current_values: Any, alpha: float = 0.01) ->
     )
 
 
-def cosine_drift(reference: Any, current: Any, alpha: float = 0.01) -> DriftResult:
+def cosine_drift(reference: Any, current: Any, alpha: float = 0.01) -> DetectorResult:
     """Detect embedding drift by a KS test on cosine similarity to the reference centroid.
 
     Parameters
@@ -206,7 +207,7 @@ def cosine_drift(reference: Any, current: Any, alpha: float = 0.01) -> DriftResu
 
     Returns
     -------
-    DriftResult
+    DetectorResult
         ``statistic`` is the KS distance D; ``evidence`` reports the mean similarity
         of each window and their shift (negative: the current window moved away).
 
@@ -234,4 +235,4 @@ def cosine_drift(reference: Any, current: Any, alpha: float = 0.01) -> DriftResu
         "mean_similarity_current": ks.evidence["mean_current"],
         "mean_similarity_shift": ks.evidence["mean_shift"],
     }
-    return DriftResult(ks.statistic, ks.threshold, ks.p_value, ks.fired, evidence)
+    return DetectorResult("FM-6", ks.statistic, ks.threshold, ks.p_value, ks.fired, evidence)

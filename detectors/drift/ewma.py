@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize, special
 
-from detectors.drift.result import DriftResult
+from detectors.result import DetectorResult
 
 
 def _c4(m: int) -> float:
@@ -130,11 +130,12 @@ class EWMAChart:
         """True once any step since the last reset went outside the limits (latched)."""
         return self.alarm_index is not None
 
-    def result(self) -> DriftResult:
+    def result(self) -> DetectorResult:
         """Summarise the current state: statistic |z_t − μ0| against the limit at t."""
         if self.mu0 is None or self.z is None or self.t == 0:
             raise ValueError("no observations since the last reset")
-        return DriftResult(
+        return DetectorResult(
+            failure_mode="FM-6",
             statistic=abs(self.z - self.mu0),
             threshold=self.control_limit(self.t),
             p_value=None,

@@ -21,7 +21,7 @@ from detectors.drift._validation import (
     check_same_dim,
     resolve_backend,
 )
-from detectors.drift.result import DriftResult
+from detectors.result import DetectorResult
 
 _MEDIAN_PAIRS = 100_000  # pairs for the median heuristic (all pairs when fewer)
 
@@ -57,7 +57,7 @@ def mmd_drift(
     *,
     max_samples: int = 5000,
     seed: int = 0,
-) -> DriftResult:
+) -> DetectorResult:
     """Detect a change in distribution with a permutation MMD test.
 
     Parameters
@@ -79,7 +79,7 @@ def mmd_drift(
 
     Returns
     -------
-    DriftResult
+    DetectorResult
         ``statistic`` is MMD²_u, ``threshold`` the (1 − α) quantile of the permuted
         statistics, ``fired`` is ``p_value <= alpha``.
 
@@ -141,7 +141,8 @@ def mmd_drift(
     mmd2 = (s_xx - n) / (n * (n - 1)) + (s_yy - m) / (m * (m - 1)) - 2.0 * s_xy / (n * m)
     observed, permuted = float(mmd2[0]), mmd2[1:]
     p_value = float((1 + np.count_nonzero(permuted >= observed)) / (1 + n_perm))
-    return DriftResult(
+    return DetectorResult(
+        failure_mode="FM-6",
         statistic=observed,
         threshold=float(np.quantile(permuted, 1.0 - alpha)),
         p_value=p_value,

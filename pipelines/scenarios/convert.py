@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import base64
 import time
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime
 from typing import Any
 
 import numpy as np
 
-from detectors.records import Score, Step, TraceRecord
+from detectors.records import TraceRecord, epoch_seconds, from_rows
 
 _HEADS: dict[int, str] = {}
-_BASES: dict[str, float] = {}
 
 
 def iso(t: float) -> str:
@@ -37,18 +34,7 @@ def iso(t: float) -> str:
 
 def epoch(value: str | float | int | None, default: float = 0.0) -> float:
     """ISO-8601 string (``Z`` or offset) or number -> float epoch seconds."""
-    if value is None:
-        return default
-    if isinstance(value, int | float):
-        return float(value)
-    if len(value) == 24 and value[19] == "." and value[23] == "Z":  # our own format, fast
-        base = _BASES.get(value[:19])
-        if base is None:
-            if len(_BASES) > 200_000:
-                _BASES.clear()
-            base = _BASES[value[:19]] = datetime.fromisoformat(value[:19] + "+00:00").timestamp()
-        return base + int(value[20:23]) / 1000.0
-    return datetime.fromisoformat(value).timestamp()
+    return epoch_seconds(value, default)
 
 
 def vector_of(body: Mapping[str, Any]) -> np.ndarray:
@@ -63,81 +49,35 @@ def vector_of(body: Mapping[str, Any]) -> np.ndarray:
 def events_to_records(events: Iterable[Mapping[str, Any]]) -> list[TraceRecord]:
     """Group trace, span, score and embedding events into records, sorted by start time.
 
-    Steps are ordered by ``step_index`` then start time; scores without ``created_at``
-    take the trace's end time; ``<agent>.input`` / ``<agent>.output`` embeddings with a
-    ``trace_id`` become the record's input / output embedding. Spans, scores and
-    embeddings of unknown traces are dropped.
+    The event bodies are the stored rows: :func:`detectors.records.from_rows` maps them, as
+    it maps the database rows for a monitor (step order, scores without ``created_at``
+    taking the trace's end time, ``<agent>.input`` / ``<agent>.output`` embeddings with a
+    ``trace_id`` becoming the record's input / output embedding, rows of unknown traces
+    dropped).
     """
-    traces: dict[str, Mapping[str, Any]] = {}
-    spans: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    scores: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    embs: dict[str, dict[str, np.ndarray]] = defaultdict(dict)
+    traces: list[Mapping[str, Any]] = []
+    spans: list[Mapping[str, Any]] = []
+    scores: list[Mapping[str, Any]] = []
+    embeddings: list[Mapping[str, Any]] = []
     for ev in events:
         body, kind = ev["body"], ev["type"]
         if kind == "trace":
-            traces[body["trace_id"]] = body
+            traces.append(body)
         elif kind == "span":
-            spans[body["trace_id"]].append(body)
+            spans.append(body)
         elif kind == "score":
-            scores[body["trace_id"]].append(body)
+            scores.append(body)
         elif kind == "embedding" and body.get("trace_id"):
-            role = str(body["stream"]).rsplit(".", 1)[-1]
-            if role in ("input", "output"):
-                embs[body["trace_id"]][role] = vector_of(body)
-    records = []
-    for tid, tb in traces.items():
-        ended = epoch(tb.get("ended_at"))
-        steps = sorted(
-            (_step(sb) for sb in spans.get(tid, ())), key=lambda s: (s.index, s.started_at)
-        )
-        sc = tuple(
-            Score(
-                name=str(b["name"]),
-                value=float(b["value"]),
-                kind=str(b.get("kind", "proxy")),
-                source=str(b.get("source", "online")),
-                created_at=epoch(b.get("created_at"), ended),
-            )
-            for b in scores.get(tid, ())
-        )
-        emb = embs.get(tid, {})
-        records.append(
-            TraceRecord(
-                trace_id=tid,
-                agent=str(tb["agent"]),
-                agent_version=str(tb.get("agent_version") or ""),
-                started_at=epoch(tb.get("started_at")),
-                ended_at=ended,
-                status=str(tb.get("status", "ok")),
-                input_hash=tb.get("input_hash"),
-                entry_point=tb.get("entry_point"),
-                source=str(tb.get("source") or "production"),
-                counterfactual_of=tb.get("counterfactual_of"),
-                attributes=dict(tb.get("attributes") or {}),
-                steps=tuple(steps),
-                scores=sc,
-                input_embedding=emb.get("input"),
-                output_embedding=emb.get("output"),
-            )
-        )
-    records.sort(key=lambda r: (r.started_at, r.trace_id))
-    return records
-
-
-def _step(b: Mapping[str, Any]) -> Step:
-    conf = b.get("confidence")
-    return Step(
-        index=int(b.get("step_index") or 0),
-        kind=str(b.get("kind", "step")),
-        name=str(b.get("name", "")),
-        status=str(b.get("status", "ok")),
-        tool_name=b.get("tool_name"),
-        error_type=b.get("error_type"),
-        started_at=epoch(b.get("started_at")),
-        ended_at=epoch(b.get("ended_at")),
-        confidence=None if conf is None else float(conf),
-        attributes=dict(b.get("attributes") or {}),
-    )
+            # decode only the per-trace streams; from_rows keeps those of the trace's agent
+            if str(body["stream"]).endswith((".input", ".output")):
+                embeddings.append(
+                    {
+                        "trace_id": body["trace_id"],
+                        "stream": body["stream"],
+                        "vector": vector_of(body),
+                    }
+                )
+    return from_rows(traces, spans, scores, embeddings)
 
 
 def embedding_stream(

@@ -43,13 +43,13 @@ class Clock:
 class Scripted:
     """A detector that returns the next scripted outcome: "fire", "clean", "few", "raise"."""
 
-    kind = "traces"
+    needs: tuple[str, ...] = ()  # reads nothing: trace windows without embeddings
 
     def __init__(self, outcomes: Iterator[str], mode: str) -> None:
         self.outcomes = outcomes
         self.mode = mode
 
-    def run(self, reference: Any, current: Any, *, now: float) -> DetectorResult:
+    def test(self, reference: Any, current: Any, *, now: float | None = None) -> DetectorResult:
         outcome = next(self.outcomes)
         if outcome == "raise":
             raise RuntimeError("scripted detector failure")

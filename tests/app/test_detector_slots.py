@@ -22,12 +22,12 @@ from tests.conftest import auth
 class Blocking:
     """Computes until released, like a detector stuck on a huge window."""
 
-    kind = "traces"
+    needs: tuple[str, ...] = ()  # reads nothing: trace windows without embeddings
 
     def __init__(self, gate: threading.Event) -> None:
         self.gate = gate
 
-    def run(self, reference: Any, current: Any, *, now: float) -> DetectorResult:
+    def test(self, reference: Any, current: Any, *, now: float | None = None) -> DetectorResult:
         self.gate.wait(30)
         return DetectorResult("FM-2", 0.5, 1.0, 0.4, False, {})
 

@@ -3,14 +3,18 @@ scenario workload with one failure mode injected raising an alert for that mode 
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import numpy as np
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
 from app.ingest.events import validate_events
 from app.ingest.store import write_events
+from detectors.records import TraceRecord
 from tests.app.engine_helpers import setup_project
 from tests.conftest import auth
 
@@ -82,7 +86,9 @@ def test_defaults_and_runs_on_empty_data(client: TestClient, make_key: Any) -> N
     assert client.get("/api/v1/alerts", headers=h).json()["alerts"] == []
 
 
-def _ingest_scenario(engine: Engine, project_id: int, mode: str, start: datetime) -> None:
+def _ingest_scenario(
+    engine: Engine, project_id: int, mode: str, start: datetime
+) -> list[dict[str, Any]]:
     from pipelines.scenarios import Injection, generate_workload
 
     events = generate_workload(
@@ -94,6 +100,7 @@ def _ingest_scenario(engine: Engine, project_id: int, mode: str, start: datetime
     assert not rejected
     for i in range(0, len(valid), 5000):
         write_events(engine, project_id=project_id, events=valid[i : i + 5000])
+    return events
 
 
 def test_injected_mode_alerts_for_that_mode_only(
@@ -124,3 +131,80 @@ def test_injected_mode_alerts_for_that_mode_only(
     client.post(f"/api/v1/monitors/{fm2['id']}/run", headers=h, json={"now": now})
     [alert] = client.get("/api/v1/alerts", headers=h).json()["alerts"]
     assert alert["count"] == 2
+
+
+def _same_record(stored: TraceRecord, generated: TraceRecord) -> None:
+    """Field by field; times to the microsecond (the database keeps microseconds)."""
+    for f in dataclasses.fields(TraceRecord):
+        a, b = getattr(stored, f.name), getattr(generated, f.name)
+        if f.name in ("started_at", "ended_at"):
+            assert a == pytest.approx(b, abs=1e-6), f.name
+        elif f.name in ("input_embedding", "output_embedding"):
+            assert (a is None) == (b is None) and (a is None or np.array_equal(a, b)), f.name
+        elif f.name in ("steps", "scores"):
+            assert len(a) == len(b), f.name
+            for x, y in zip(a, b, strict=True):
+                times = {k: pytest.approx(getattr(y, k), abs=1e-6) for k in TIME_FIELDS[f.name]}
+                assert dataclasses.replace(x, **{k: 0.0 for k in times}) == dataclasses.replace(
+                    y, **{k: 0.0 for k in times}
+                ), f.name
+                assert {k: getattr(x, k) for k in times} == times, f.name
+        else:
+            assert a == b, f.name
+
+
+TIME_FIELDS = {"steps": ("started_at", "ended_at"), "scores": ("created_at",)}
+
+
+def test_monitor_windows_and_scenario_converter_give_the_same_records_and_fm6_run(
+    client: TestClient, engine: Engine, make_key: Any
+) -> None:
+    """One row mapper (detectors.records.from_rows) behind monitors and benches alike, and
+    the registry's FM-6 detector on the loaded streams is what the default FM-6 monitor ran."""
+    from sqlalchemy.orm import Session
+
+    from app.monitors import windows
+    from app.monitors.defaults import DEFAULTS
+    from app.monitors.runner import jsonable, window_bounds
+    from detectors.registry import build_detector
+    from pipelines.scenarios import as_of, events_to_records, window
+
+    h = auth(make_key(role="admin", project="p1"))
+    start = datetime(2025, 3, 3, tzinfo=UTC)
+    pid = setup_project(engine, "p1")
+    events = _ingest_scenario(engine, pid, "FM-6", start)
+    now = start + timedelta(hours=6)
+    lo, hi = now - timedelta(hours=2), now
+    with Session(engine) as session:
+        stored = windows.load_trace_records(
+            session, windows.TraceSelection(project_id=pid), start=lo, end=hi, as_of=now
+        )
+    generated = as_of(
+        window(events_to_records(events), lo.timestamp(), hi.timestamp()), now.timestamp()
+    )
+    assert len(stored) == len(generated) > 100
+    assert any(r.steps and r.scores and r.output_embedding is not None for r in stored)
+    for a, b in zip(stored, generated, strict=True):
+        _same_record(a, b)
+
+    monitors = client.post("/api/v1/monitors/defaults", headers=h).json()["monitors"]
+    fm6 = next(m for m in monitors if m["failure_mode"] == "FM-6")
+    run = client.post(
+        f"/api/v1/monitors/{fm6['id']}/run", headers=h, json={"now": now.isoformat()}
+    ).json()
+    assert run["status"] == "ok" and run["fired"]
+    w = window_bounds(fm6["selection"], now)
+    with Session(engine) as session:
+        names = windows.embedding_streams(session, project_id=pid, stream=None, agent=None)
+        ref, cur = (
+            {s: windows.load_embedding_window(session, project_id=pid, stream=s, start=a, end=b)
+             for s in names}
+            for a, b in ((w.reference_start, w.reference_end), (w.current_start, w.current_end))
+        )  # fmt: skip
+    params = next(d for d in DEFAULTS if d["failure_mode"] == "FM-6")["detector_params"]
+    assert fm6["detector_params"] == params
+    result = build_detector("FM-6", params).test(ref, cur, now=now.timestamp())
+    assert (result.statistic, result.threshold, result.p_value, result.fired) == (
+        run["statistic"], run["threshold"], run["p_value"], run["fired"]
+    )  # fmt: skip
+    assert jsonable(dict(result.evidence)) == run["evidence"]

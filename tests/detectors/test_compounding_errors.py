@@ -10,13 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from detectors.compounding_errors import (
-    CompoundingErrorDetector,
-    holm,
-    step_error,
-    window_permutation_test,
-)
-from detectors.records import Step, TraceRecord
+from detectors.compounding_errors import CompoundingErrorDetector
+from detectors.records import Step, TraceRecord, step_error
+from detectors.significance import holm, window_permutation_test
 
 
 def make_window(

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from detectors.drift import DriftResult, mmd_drift
+from detectors.drift import mmd_drift
+from detectors.result import DetectorResult
 
 
 def windows(seed: int, shift: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
@@ -55,7 +56,7 @@ def test_deterministic_for_a_seed_and_p_value_is_exact_level() -> None:
     ref, cur = windows(4)
     a = mmd_drift(ref, cur, backend="numpy", seed=11)
     assert a == mmd_drift(ref, cur, backend="numpy", seed=11)
-    assert isinstance(a, DriftResult)
+    assert isinstance(a, DetectorResult)
     assert a.p_value is not None and 1 / 201 <= a.p_value <= 1.0
 
 

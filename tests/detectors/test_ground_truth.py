@@ -307,8 +307,8 @@ def test_invalid_parameters_name_the_parameter(param: str, value: float) -> None
 def test_bootstrap_kernel_matches_sklearn_isotonic_regression() -> None:
     from sklearn.isotonic import isotonic_regression
 
-    from detectors.ground_truth import _pava
+    from detectors.ground_truth.calibration import pava
 
     rng = np.random.default_rng(0)
     y, w = rng.random(500), rng.integers(1, 4, 500).astype(float)
-    np.testing.assert_allclose(_pava(y, w), isotonic_regression(y, sample_weight=w))
+    np.testing.assert_allclose(pava(y, w), isotonic_regression(y, sample_weight=w))

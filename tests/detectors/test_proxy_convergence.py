@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from detectors.proxy_convergence import ProxyConvergenceDetector, holm, normalised_entropy
+from detectors.proxy_convergence import ProxyConvergenceDetector, normalised_entropy
 from detectors.records import Score, TraceRecord
+from detectors.significance import holm
 
 DECISIONS = ("refund", "replace", "escalate", "deny", "ask")
 BASE_MIX = np.array([0.35, 0.25, 0.2, 0.12, 0.08])

@@ -1,79 +1,19 @@
-"""FM-4 long-horizon ground-truth absence: label coverage, label delay, label-free accuracy.
-
-When outcomes arrive days after the decision, error rates on labeled traffic say little
-about today's traffic. This detector reports how much of the current window is labeled
-(per cohort) and estimates the current accuracy without waiting for the labels.
-"""
+"""FM-4 :class:`GroundTruthAbsenceDetector`: label coverage and a label-free accuracy drop."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
-from sklearn.isotonic import IsotonicRegression, isotonic_regression
+from sklearn.isotonic import IsotonicRegression
 
-from detectors.records import DetectorResult, Score, TraceRecord
+from detectors.ground_truth.calibration import bootstrap_drop, labels_and_confidences
+from detectors.ground_truth.label_coverage import label_coverage, visible_label
+from detectors.records import DetectorResult, TraceRecord
 from detectors.significance import check_integers_at_least
 
-try:  # the PAVA kernel behind IsotonicRegression, without its per-call validation (10x faster)
-    from sklearn._isotonic import _inplace_contiguous_isotonic_regression
-except ImportError:  # pragma: no cover - private API; fall back to the public function
-    _inplace_contiguous_isotonic_regression = None
-
 FAILURE_MODE = "FM-4"
-
-
-def _pava(y: np.ndarray, weight: np.ndarray) -> np.ndarray:
-    """Weighted isotonic (non-decreasing) fit of ``y`` in the given order."""
-    if _inplace_contiguous_isotonic_regression is None:
-        return np.asarray(isotonic_regression(y, sample_weight=weight))
-    fit = np.ascontiguousarray(y, dtype=np.float64).copy()
-    _inplace_contiguous_isotonic_regression(fit, np.ascontiguousarray(weight, np.float64).copy())
-    return fit
-
-
-def visible_label(trace: TraceRecord, now: float) -> Score | None:
-    """The latest ground-truth label that had arrived by ``now`` (``created_at <= now``)."""
-    labels = [s for s in trace.scores if s.is_label and s.created_at <= now]
-    return max(labels, key=lambda s: s.created_at) if labels else None
-
-
-def label_coverage(traces: Sequence[TraceRecord], now: float) -> list[dict[str, Any]]:
-    """Per cohort (agent, agent_version, task_type): traces, labeled fraction and label delay.
-
-    Label delay is ``label.created_at - trace.ended_at`` (seconds, clipped at 0) over the
-    labels visible at ``now``; ``pending_age_median_s`` is the median ``now - ended_at`` of the
-    traces still waiting for a label.
-    """
-    cohorts: dict[tuple[str, str, str], list[TraceRecord]] = defaultdict(list)
-    for t in traces:
-        cohorts[(t.agent, t.agent_version, t.task_type)].append(t)
-    rows = []
-    for (agent, version, task_type), members in sorted(cohorts.items()):
-        delays, pending = [], []
-        for t in members:
-            label = visible_label(t, now)
-            if label is None:
-                pending.append(max(0.0, now - t.ended_at))
-            elif label.created_at > 0:  # created_at 0.0 means "time unknown"
-                delays.append(max(0.0, label.created_at - t.ended_at))
-        n_labeled = len(members) - len(pending)
-        rows.append(
-            {
-                "agent": agent,
-                "agent_version": version,
-                "task_type": task_type,
-                "n_traces": len(members),
-                "n_labeled": n_labeled,
-                "coverage": n_labeled / len(members),
-                "label_delay_median_s": float(np.median(delays)) if delays else None,
-                "label_delay_p90_s": float(np.quantile(delays, 0.9)) if delays else None,
-                "pending_age_median_s": float(np.median(pending)) if pending else None,
-            }
-        )
-    return rows
 
 
 class GroundTruthAbsenceDetector:
@@ -147,6 +87,8 @@ class GroundTruthAbsenceDetector:
     (True, True, 0.2)
     """
 
+    needs: ClassVar[tuple[str, ...]] = ("true_scores", "confidence")
+
     def __init__(
         self,
         *,
@@ -202,8 +144,8 @@ class GroundTruthAbsenceDetector:
         def insufficient(reason: str) -> DetectorResult:
             return DetectorResult.insufficient(FAILURE_MODE, reason, **coverage)
 
-        ref_y, ref_c = _labels_and_confidences(ref, now)
-        cur_y, cur_lc = _labels_and_confidences(cur, now)
+        ref_y, ref_c = labels_and_confidences(ref, now)
+        cur_y, cur_lc = labels_and_confidences(cur, now)
         unlabeled = [t for t in cur if visible_label(t, now) is None]
         cur_uc = np.array([t.confidence for t in unlabeled if t.confidence is not None], float)
         cur_uc = cur_uc[np.isfinite(cur_uc)]
@@ -228,7 +170,9 @@ class GroundTruthAbsenceDetector:
         expected = calibrator.predict(cur_uc) if cur_uc.size else np.empty(0)
         ref_acc = float(ref_y.mean())
         est_acc = float((cur_y.sum() + expected.sum()) / (cur_y.size + cur_uc.size))
-        drops, ests = self._bootstrap(ref_y, ref_c, cur_y, cur_lc, cur_uc)
+        drops, ests = bootstrap_drop(
+            ref_y, ref_c, cur_y, cur_lc, cur_uc, n_bootstrap=self.n_bootstrap, seed=self.seed
+        )
         drop = ref_acc - est_acc
         p_value = float((1 + np.sum(drops <= self.min_drop)) / (self.n_bootstrap + 1))
         fired = p_value <= self.alpha
@@ -278,55 +222,3 @@ class GroundTruthAbsenceDetector:
             "cohorts_needing_labels": needing,
             "cohorts": cohorts,
         }
-
-    def _bootstrap(
-        self,
-        ref_y: np.ndarray,
-        ref_c: np.ndarray,
-        cur_y: np.ndarray,
-        cur_lc: np.ndarray,
-        cur_uc: np.ndarray,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Stratified bootstrap of (drop, estimated accuracy), refitting the calibration.
-
-        Each resample becomes integer weights on the distinct confidence values, so a refit is
-        one call to the PAVA kernel that ``IsotonicRegression`` itself uses; ``np.interp``
-        clips outside the fitted range exactly like ``out_of_bounds="clip"``.
-        """
-        rng = np.random.default_rng(self.seed)
-        x = np.concatenate([ref_c, cur_lc])
-        y = np.concatenate([ref_y, cur_y])
-        conf = np.isfinite(x)
-        ux, inverse = np.unique(x[conf], return_inverse=True)
-        slot = np.full(x.size, -1)
-        slot[conf] = inverse
-        n_r, n_l, n_u = ref_y.size, cur_y.size, cur_uc.size
-        drops = np.empty(self.n_bootstrap)
-        ests = np.empty(self.n_bootstrap)
-        for b in range(self.n_bootstrap):
-            ref_pick = rng.integers(0, n_r, n_r)
-            cur_pick = rng.integers(0, n_l, n_l)
-            pick = np.concatenate([ref_pick, n_r + cur_pick])
-            pick = pick[slot[pick] >= 0]
-            weight = np.bincount(slot[pick], minlength=ux.size).astype(float)
-            total = np.bincount(slot[pick], weights=y[pick], minlength=ux.size)
-            keep = weight > 0
-            fit = _pava(total[keep] / weight[keep], weight[keep])
-            estimated = np.interp(cur_uc[rng.integers(0, n_u, n_u)], ux[keep], fit).sum()
-            ests[b] = (cur_y[cur_pick].sum() + estimated) / (n_l + n_u)
-            drops[b] = ref_y[ref_pick].mean() - ests[b]
-        return drops, ests
-
-
-def _labels_and_confidences(
-    traces: Sequence[TraceRecord], now: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Label values (clipped to [0, 1]) and confidences (NaN when absent) of labeled traces."""
-    ys, cs = [], []
-    for t in traces:
-        label = visible_label(t, now)
-        if label is not None:
-            ys.append(min(1.0, max(0.0, float(label.value))))
-            c = t.confidence
-            cs.append(np.nan if c is None else float(c))
-    return np.array(ys, float), np.array(cs, float)

@@ -1,38 +1,19 @@
-"""FM-5 evaluation-harness overfitting: eval success that production does not share.
-
-An agent tuned against its eval harness keeps climbing on it while production success stays
-flat or falls, usually because production inputs have moved outside what the eval set covers.
-"""
+"""FM-5 :class:`EvalOverfittingDetector`: gap, trend and coverage, Holm-combined."""
 
 from __future__ import annotations
 
-import warnings
-from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy import stats
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold, cross_val_predict
-from sklearn.neighbors import NearestNeighbors
 
+from detectors.eval_overfitting.input_coverage import input_coverage
+from detectors.eval_overfitting.version_trend import version_trend
 from detectors.records import DetectorResult, TraceRecord
-from detectors.significance import check_integers_at_least
+from detectors.significance import check_integers_at_least, holm_verdict
 
 FAILURE_MODE = "FM-5"
-
-
-def holm(p_values: Sequence[float]) -> np.ndarray:
-    """Holm (1979) step-down adjusted p-values."""
-    p = np.asarray(p_values, float)
-    adjusted = np.empty_like(p)
-    running = 0.0
-    for rank, i in enumerate(np.argsort(p)):
-        running = max(running, min(1.0, (p.size - rank) * p[i]))
-        adjusted[i] = running
-    return adjusted
 
 
 def success_counts(traces: Sequence[TraceRecord], source: str) -> tuple[int, int]:
@@ -119,6 +100,8 @@ class EvalOverfittingDetector:
     (True, 'v2')
     """
 
+    needs: ClassVar[tuple[str, ...]] = ("eval_traces", "input_embedding")
+
     def __init__(
         self,
         *,
@@ -164,17 +147,39 @@ class EvalOverfittingDetector:
         self.seed = int(seed)
 
     def test(
-        self, reference: Sequence[TraceRecord], current: Sequence[TraceRecord]
+        self,
+        reference: Sequence[TraceRecord],
+        current: Sequence[TraceRecord],
+        *,
+        now: float | None = None,
     ) -> DetectorResult:
+        """Compare the windows; ``now`` is not used (the windows are already as of then)."""
         gaps, trends, coverage = [], [], []
         for agent in sorted({t.agent for t in current if t.source == "eval"}):
             ref = [t for t in reference if t.agent == agent]
             cur = [t for t in current if t.agent == agent]
             gaps += self._gaps(agent, ref, cur)
-            trend = self._trend(agent, [*ref, *cur])
+            trend = version_trend(
+                agent,
+                [*ref, *cur],
+                min_traces=self.min_traces,
+                min_versions=self.min_versions,
+                min_gap=self.min_gap,
+            )
             if trend is not None:
                 trends.append(trend)
-            cov = self._coverage(agent, ref, cur)
+            cov = input_coverage(
+                agent,
+                ref,
+                cur,
+                min_traces=self.min_traces,
+                min_outside=self.min_outside,
+                min_auc=self.min_auc,
+                coverage_quantile=self.coverage_quantile,
+                n_folds=self.n_folds,
+                max_samples=self.max_samples,
+                seed=self.seed,
+            )
             if cov is not None:
                 coverage.append(cov)
         family = gaps + trends + (coverage if self.fire_on_coverage else [])
@@ -185,9 +190,7 @@ class EvalOverfittingDetector:
                 f"current window, and no agent with >= {self.min_versions} such versions",
                 coverage=coverage,
             )
-        for test, p in zip(family, holm([t["p_value"] for t in family]), strict=True):
-            test["p_holm"] = float(p)
-            test["fired"] = bool(p <= self.alpha and test["effect_ok"])
+        verdict = holm_verdict(family, alpha=self.alpha)
         fired = [t for t in family if t["fired"]]
         excess = [t["excess"] for t in family]
         evidence: dict[str, Any] = {"gaps": gaps, "trends": trends, "coverage": coverage}
@@ -197,8 +200,8 @@ class EvalOverfittingDetector:
             failure_mode=FAILURE_MODE,
             statistic=float(max(excess)) if excess else float("nan"),
             threshold=self.min_gap,
-            p_value=float(min(t["p_holm"] for t in family)),
-            fired=bool(fired),
+            p_value=verdict.p_value,
+            fired=verdict.fired,
             evidence=evidence,
         )
 
@@ -249,159 +252,3 @@ class EvalOverfittingDetector:
                 }
             )
         return rows
-
-    def _trend(self, agent: str, traces: Sequence[TraceRecord]) -> dict[str, Any] | None:
-        first_seen: dict[str, float] = {}
-        outcomes: dict[tuple[str, str], list[float]] = defaultdict(list)
-        for t in traces:
-            first_seen[t.agent_version] = min(first_seen.get(t.agent_version, np.inf), t.started_at)
-            if t.source in ("eval", "production"):
-                outcomes[(t.agent_version, t.source)].append(float(t.success))
-        versions = [
-            v
-            for v in sorted(first_seen, key=lambda v: (first_seen[v], v))
-            if min(len(outcomes[(v, "eval")]), len(outcomes[(v, "production")])) >= self.min_traces
-        ]
-        if len(versions) < self.min_versions:
-            return None
-        slopes, rates = {}, {}
-        for source in ("eval", "production"):
-            x = np.concatenate(
-                [np.full(len(outcomes[(v, source)]), i) for i, v in enumerate(versions)]
-            )
-            y = np.concatenate([outcomes[(v, source)] for v in versions])
-            sxx = np.sum((x - x.mean()) ** 2)
-            b = np.sum((x - x.mean()) * (y - y.mean())) / sxx
-            resid = y - y.mean() - b * (x - x.mean())
-            # floor the residual variance so an all-success source still has some uncertainty
-            s2 = max(np.sum(resid**2) / (y.size - 2), 1.0 / y.size)
-            slopes[source] = (float(b), float(s2 / sxx))
-            rates[source] = [float(np.mean(outcomes[(v, source)])) for v in versions]
-        (b_e, v_e), (b_p, v_p) = slopes["eval"], slopes["production"]
-        span = len(versions) - 1
-        divergence = (b_e - b_p) * span
-        rho = {s: _spearman(rates[s]) for s in ("eval", "production")}
-        pattern = bool(rho["eval"] > 0 >= rho["production"])
-        return {
-            "test": "trend",
-            "agent": agent,
-            "versions": versions,
-            "eval_success_by_version": rates["eval"],
-            "production_success_by_version": rates["production"],
-            "spearman_eval": rho["eval"],
-            "spearman_production": rho["production"],
-            "eval_rising_production_flat_or_falling": pattern,
-            "eval_rise": b_e * span,
-            "production_change": b_p * span,
-            "excess": float(divergence),
-            "p_value": float(stats.norm.sf((b_e - b_p) / np.sqrt(v_e + v_p))),
-            "effect_ok": bool(b_e * span >= self.min_gap and divergence >= self.min_gap),
-            "summary": (
-                f"{agent}: over versions {', '.join(versions)} eval success "
-                f"{rates['eval'][0]:.3f} -> {rates['eval'][-1]:.3f} while production "
-                f"{rates['production'][0]:.3f} -> {rates['production'][-1]:.3f}"
-            ),
-        }
-
-    def _coverage(
-        self, agent: str, ref: Sequence[TraceRecord], cur: Sequence[TraceRecord]
-    ) -> dict[str, Any] | None:
-        rng = np.random.default_rng(self.seed)
-        evals = _unique_inputs([t for t in (*ref, *cur) if t.source == "eval"])
-        prods = _unique_inputs([t for t in cur if t.source == "production"])
-        prods_ref = _unique_inputs([t for t in ref if t.source == "production"])
-        if min(len(evals), len(prods)) < max(self.min_traces, 2 * self.n_folds):
-            return None
-        if len({v.shape for v in evals + prods + prods_ref}) != 1:
-            return None
-        e, p = (_subsample(np.stack(v), self.max_samples, rng) for v in (evals, prods))
-        # eval-to-eval leave-one-out radius vs production-to-eval distance (unit vectors)
-        index = NearestNeighbors(n_neighbors=2).fit(e)
-        loo = np.sort(index.kneighbors(e)[0][:, 1])
-        d_prod = index.kneighbors(p, n_neighbors=1)[0][:, 0]
-        radius = loo[int(np.ceil(self.coverage_quantile * loo.size)) - 1]
-        outside = int(np.sum(d_prod > radius))
-        frac = outside / d_prod.size
-        frac_ref = None
-        if len(prods_ref) >= self.min_traces:
-            # a lasting eval/production mismatch is known; only newly uncovered traffic counts
-            pr = _subsample(np.stack(prods_ref), self.max_samples, rng)
-            out_ref = int(np.sum(index.kneighbors(pr, n_neighbors=1)[0][:, 0] > radius))
-            frac_ref = out_ref / len(pr)
-            table = [[outside, d_prod.size - outside], [out_ref, len(pr) - out_ref]]
-            p_knn = float(stats.fisher_exact(table, alternative="greater").pvalue)
-            knn_ok = frac - frac_ref >= self.min_outside
-        else:
-            # exchangeable eval and production distances: the number of production points
-            # above the eval order statistic is negative-hypergeometric
-            above = int(np.sum(loo > radius))
-            n_all = loo.size + d_prod.size
-            p_knn = float(stats.nhypergeom.sf(outside - 1, n_all, d_prod.size, above + 1))
-            knn_ok = frac >= self.min_outside
-        auc, p_auc = self._classifier_auc(e, p)
-        if frac_ref is not None:
-            # the AUC measures a level of mismatch, not a change: supporting evidence only
-            p_value, effect_ok = p_knn, knn_ok
-        else:
-            auc_ok = auc >= self.min_auc
-            p_value = min(1.0, 2 * min(p_knn if knn_ok else 1.0, p_auc if auc_ok else 1.0))
-            effect_ok = bool(knn_ok or auc_ok)
-        return {
-            "test": "coverage",
-            "agent": agent,
-            "n_eval_inputs": int(e.shape[0]),
-            "n_production_inputs": int(p.shape[0]),
-            "eval_radius": float(radius),
-            "outside_fraction": float(frac),
-            "reference_outside_fraction": frac_ref,
-            "expected_outside_fraction": float(1.0 - self.coverage_quantile),
-            "excess": float(frac - frac_ref if frac_ref is not None else frac),
-            "p_knn": p_knn,
-            "classifier_auc": auc,
-            "p_auc": p_auc,
-            "p_value": float(p_value),
-            "effect_ok": effect_ok,
-            "summary": (
-                f"{agent}: {frac:.0%} of production inputs outside the eval set's "
-                f"{self.coverage_quantile:.0%} radius"
-                + (f" (reference window {frac_ref:.0%})" if frac_ref is not None else "")
-                + f"; eval-vs-production classifier AUC {auc:.2f}"
-            ),
-        }
-
-    def _classifier_auc(self, e: np.ndarray, p: np.ndarray) -> tuple[float, float]:
-        x = np.vstack([e, p])
-        y = np.r_[np.zeros(len(e)), np.ones(len(p))]
-        folds = StratifiedKFold(self.n_folds, shuffle=True, random_state=self.seed)
-        # Newton-Cholesky: a handful of iterations when samples far outnumber dimensions
-        model = LogisticRegression(class_weight="balanced", solver="newton-cholesky", max_iter=200)
-        # a not-quite-converged fit is still scored honestly on held-out folds
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            scores = cross_val_predict(model, x, y, cv=folds, method="decision_function")
-        u = stats.mannwhitneyu(scores[y == 1], scores[y == 0], alternative="greater")
-        return float(u.statistic / (len(e) * len(p))), float(u.pvalue)
-
-
-def _unique_inputs(traces: Sequence[TraceRecord]) -> list[np.ndarray]:
-    """Unit-normalised input embeddings, one per input (``input_hash``, else the vector)."""
-    seen: dict[Any, np.ndarray] = {}
-    for t in traces:
-        if t.input_embedding is None:
-            continue
-        v = np.asarray(t.input_embedding, float).ravel()
-        key = t.input_hash if t.input_hash is not None else v.tobytes()
-        if key not in seen and np.all(np.isfinite(v)):
-            norm = np.linalg.norm(v)
-            seen[key] = v / norm if norm > 0 else v
-    return list(seen.values())
-
-
-def _subsample(x: np.ndarray, limit: int, rng: np.random.Generator) -> np.ndarray:
-    return x if len(x) <= limit else x[rng.choice(len(x), limit, replace=False)]
-
-
-def _spearman(rates: Sequence[float]) -> float:
-    if np.ptp(rates) == 0:
-        return 0.0
-    return float(stats.spearmanr(np.arange(len(rates)), rates).statistic)

@@ -1,113 +1,29 @@
-"""FM-2 tool failure cascades: a failed (or silently wrong) tool call takes the next steps down."""
+"""FM-2 :class:`ToolCascadeDetector`: cascade lift, available-but-wrong results, latency."""
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy import stats
 
-from detectors.records import DetectorResult, Step, TraceRecord, is_tool_step, step_error
-from detectors.significance import check_window_test_params, holm, window_permutation_test
+from detectors.records import DetectorResult, TraceRecord
+from detectors.significance import (
+    check_window_test_params,
+    holm_verdict,
+    sub_test,
+    window_permutation_test,
+)
+from detectors.tool_cascades.tool_calls import (
+    depth_histogram,
+    excess_risk,
+    log_lift,
+    spearman_rho,
+    tool_window,
+)
 
 FAILURE_MODE = "FM-2"
-DEPTH_BINS = ("0", "1", "2", "3", "4", "5+")
-
-
-def _truthy(value: Any) -> bool:
-    return value is True or (isinstance(value, str) and value.lower() in ("true", "1", "yes"))
-
-
-def available_but_wrong(step: Step) -> bool:
-    """An ``ok`` tool result flagged ``partial``/``stale`` or with ``result_count == 0``."""
-    attrs = step.attributes
-    count = attrs.get("result_count")
-    empty = isinstance(count, int | float) and not isinstance(count, bool) and count == 0
-    return not step_error(step) and (
-        _truthy(attrs.get("partial")) or _truthy(attrs.get("stale")) or empty
-    )
-
-
-def trace_quality(trace: TraceRecord) -> float:
-    """The ``quality`` score, else the latest ``true`` score, else success as 0/1."""
-    score = trace.score("quality")
-    if score is None:
-        true_scores = [s for s in trace.scores if s.kind == "true"]
-        score = max(true_scores, key=lambda s: s.created_at) if true_scores else None
-    return float(score.value) if score is not None else float(trace.success)
-
-
-def log_lift(sums: np.ndarray) -> np.ndarray:
-    """Log of the smoothed lift ``((a+.5)/(n1+1)) / ((c+.5)/(n0+1))`` from (..., 4) sums."""
-    a, n1, c, n0 = (sums[..., i] for i in range(4))
-    return np.asarray(np.log((a + 0.5) / (n1 + 1.0)) - np.log((c + 0.5) / (n0 + 1.0)))
-
-
-def excess_risk(sums: np.ndarray) -> np.ndarray:
-    """``P(t+1 fails | t failed) - P(t+1 fails | t ok)`` from (..., 4) sums of (a, n1, c, n0)."""
-    a, n1, c, n0 = (sums[..., i] for i in range(4))
-    return np.asarray(a / np.maximum(n1, 1.0) - c / np.maximum(n0, 1.0))
-
-
-def _window(traces: Sequence[TraceRecord]) -> dict[str, Any]:
-    pairs, depths, latency, quality = [], [], [], []
-    started: dict[str, list[int]] = defaultdict(list)
-    abw: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    longest: list[tuple[int, str]] = []
-    n_tool = 0
-    for trace in traces:
-        steps = sorted(trace.steps, key=lambda s: s.index)
-        err = [step_error(s) for s in steps]
-        counts = [0, 0, 0, 0]  # a, n1, c, n0: next fails | tool failed, next fails | tool ok
-        tool_latency = []
-        for i, step in enumerate(steps):
-            if not is_tool_step(step):
-                continue
-            n_tool += 1
-            tool_latency.append(step.latency_s)
-            name = step.tool_name or step.name
-            if not err[i]:
-                abw[name][0] += available_but_wrong(step)
-                abw[name][1] += 1
-            if i + 1 < len(steps):
-                slot = 0 if err[i] else 2
-                counts[slot] += err[i + 1]
-                counts[slot + 1] += 1
-            if err[i] and (i == 0 or not err[i - 1]):  # a failure run that a tool starts
-                depth = 0
-                while i + depth + 1 < len(steps) and err[i + depth + 1]:
-                    depth += 1
-                depths.append(depth)
-                started[name].append(depth)
-                longest.append((depth, trace.trace_id))
-        pairs.append(counts)
-        if tool_latency:
-            latency.append(float(np.mean(tool_latency)))
-            quality.append(trace_quality(trace))
-    longest.sort(key=lambda x: (-x[0], x[1]))
-    return {
-        "n_tool_calls": n_tool,
-        "pairs": np.array(pairs, dtype=float).reshape(-1, 4),
-        "depths": np.array(depths, dtype=int),
-        "started": started,
-        "abw": abw,
-        "latency": np.array(latency),
-        "quality": np.array(quality),
-        "examples": [tid for d, tid in longest[:5] if d > 0],
-    }
-
-
-def _depth_histogram(depths: np.ndarray) -> dict[str, int]:
-    binned = Counter(DEPTH_BINS[min(int(d), 5)] for d in depths)
-    return {b: binned.get(b, 0) for b in DEPTH_BINS}
-
-
-def _spearman(x: np.ndarray, y: np.ndarray) -> float | None:
-    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return None
-    return float(stats.spearmanr(x, y).statistic)
 
 
 class ToolCascadeDetector:
@@ -185,6 +101,8 @@ class ToolCascadeDetector:
     >>> ToolCascadeDetector().test(reference, reference[:200]).fired
     False
     """
+
+    needs: ClassVar[tuple[str, ...]] = ("steps", "tool_steps", "true_scores")
 
     def __init__(
         self,
@@ -277,8 +195,8 @@ class ToolCascadeDetector:
         n_c, n_r = cur["latency"].size, ref["latency"].size
         if min(n_c, n_r) < self.min_traces:
             return None
-        rho_c = _spearman(cur["latency"], cur["quality"])
-        rho_r = _spearman(ref["latency"], ref["quality"])
+        rho_c = spearman_rho(cur["latency"], cur["quality"])
+        rho_r = spearman_rho(ref["latency"], ref["quality"])
         if rho_c is None or rho_r is None:
             return None
         ev["latency_quality_rho"] = rho_c
@@ -288,17 +206,22 @@ class ToolCascadeDetector:
         return float(stats.norm.sf(z)), rho_c < 0 and rho_r - rho_c >= self.min_rho_drop
 
     def test(
-        self, reference: Sequence[TraceRecord], current: Sequence[TraceRecord]
+        self,
+        reference: Sequence[TraceRecord],
+        current: Sequence[TraceRecord],
+        *,
+        now: float | None = None,
     ) -> DetectorResult:
-        cur = _window([t for t in current if t.source in self.sources])
-        ref = _window([t for t in reference if t.source in self.sources])
+        """Compare the windows; ``now`` is not used (the windows are already as of then)."""
+        cur = tool_window([t for t in current if t.source in self.sources])
+        ref = tool_window([t for t in reference if t.source in self.sources])
         if cur["n_tool_calls"] == 0:
             return DetectorResult.insufficient(FAILURE_MODE, "no tool calls in current window")
         has_ref = self._has_lift_data(ref)
         ev: dict[str, Any] = {
             "tool_calls": cur["n_tool_calls"],
-            "cascade_depths": _depth_histogram(cur["depths"]),
-            "reference_cascade_depths": _depth_histogram(ref["depths"]),
+            "cascade_depths": depth_histogram(cur["depths"]),
+            "reference_cascade_depths": depth_histogram(ref["depths"]),
             "mean_cascade_depth": float(cur["depths"].mean()) if cur["depths"].size else None,
             "cascade_tools": sorted(
                 (
@@ -315,40 +238,32 @@ class ToolCascadeDetector:
             "example_trace_ids": cur["examples"],
             "reference_used": has_ref,
         }
-        names, p_values, effect_ok = [], [], []
+        sub_tests: dict[str, dict[str, Any]] = {}
         lift = float("nan")
         if self._has_lift_data(cur):
             lift, p, ok = self._lift(cur, ref, has_ref, ev)
             ev["cascade_lift"] = lift
-            names.append("cascade_lift")
-            p_values.append(p)
-            effect_ok.append(ok)
+            sub_tests["cascade_lift"] = sub_test(p, ok)
         for name, outcome in (
             ("available_but_wrong", self._abw(cur, ref, ev)),
             ("latency_quality", self._latency(cur, ref, ev)),
         ):
             if outcome is not None:
-                names.append(name)
-                p_values.append(outcome[0])
-                effect_ok.append(outcome[1])
-        if not names:
+                sub_tests[name] = sub_test(*outcome)
+        if not sub_tests:
             return DetectorResult.insufficient(
                 FAILURE_MODE,
                 f"fewer than {self.min_failures} failed and ok tool calls with a next step, "
                 "and no tool or latency sample large enough in both windows",
                 **ev,
             )
-        adjusted = holm(p_values)
-        fired = [bool(q <= self.alpha and ok) for q, ok in zip(adjusted, effect_ok, strict=True)]
-        ev["sub_tests"] = {
-            n: {"p_value": float(p), "p_holm": float(q), "effect_ok": bool(ok), "fired": f}
-            for n, p, q, ok, f in zip(names, p_values, adjusted, effect_ok, fired, strict=True)
-        }
+        verdict = holm_verdict(list(sub_tests.values()), alpha=self.alpha)
+        ev["sub_tests"] = sub_tests
         return DetectorResult(
             failure_mode=FAILURE_MODE,
             statistic=lift,
             threshold=float(ev.get("threshold", float("nan"))),
-            p_value=float(adjusted.min()),
-            fired=any(fired),
+            p_value=verdict.p_value,
+            fired=verdict.fired,
             evidence=ev,
         )

@@ -1,0 +1,142 @@
+"""FM-6 silent degradation over one or more embedding streams: one drift test per stream.
+
+A monitor may watch several streams (``vlm.*``); testing each at ``alpha / k`` (Bonferroni)
+keeps the monitor's family-wise false-alarm rate at ``alpha`` whatever the streams'
+dependence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from detectors.drift.cosine import cosine_drift
+from detectors.drift.mmd import mmd_drift
+from detectors.result import DetectorResult
+from detectors.significance import check_integers_at_least
+
+FAILURE_MODE = "FM-6"
+METHODS = ("cosine", "mmd")
+
+
+class EmbeddingDriftDetector:
+    """FM-6: drift in embedding streams, by ``cosine`` (KS on cosine) or ``mmd``.
+
+    ``reference`` and ``current`` map a stream name to its window's ``(n, d)`` vectors.
+    Every stream with at least ``min_samples`` vectors in both windows is tested at
+    ``alpha / k`` (k such streams) with :func:`~detectors.drift.cosine_drift` or
+    :func:`~detectors.drift.mmd_drift`; the detector fires when any stream does. The result
+    reports the most drifted stream (smallest p): its ``statistic`` and ``threshold``, and
+    ``p_value`` its Bonferroni-adjusted p ``min(1, k p)``; ``evidence["streams"]`` holds
+    every stream's test. No stream with enough vectors gives ``insufficient_data``.
+
+    Parameters
+    ----------
+    method : {"cosine", "mmd"}, default "cosine"
+    alpha : float, default 0.01
+        Family-wise false-alarm rate over the streams.
+    min_samples : int, default 30
+        Fewest vectors per window and stream.
+    n_permutations : int, default 200
+        Permutations of the MMD test.
+    seed : int, default 0
+        Seeds the MMD test's subsampling and permutations.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> ref = {"vlm.image": rng.normal(size=(200, 8)), "vlm.text": rng.normal(size=(200, 8))}
+    >>> cur = {"vlm.image": rng.normal(size=(150, 8)) * 0.5, "vlm.text": rng.normal(size=(150, 8))}
+    >>> res = EmbeddingDriftDetector(method="mmd").test(ref, cur, now=0.0)
+    >>> res.fired, res.evidence["most_drifted_stream"], res.evidence["bonferroni_streams"]
+    (True, 'vlm.image', 2)
+    >>> EmbeddingDriftDetector().test(ref, {"vlm.image": ref["vlm.image"][:10]}).status
+    'insufficient_data'
+    """
+
+    needs: ClassVar[tuple[str, ...]] = ("stream_embeddings",)
+
+    def __init__(
+        self,
+        *,
+        method: str = "cosine",
+        alpha: float = 0.01,
+        min_samples: int = 30,
+        n_permutations: int = 200,
+        seed: int = 0,
+    ) -> None:
+        if method not in METHODS:
+            raise ValueError(f"method must be 'cosine' or 'mmd', got {method!r}")
+        if not 0.0 < alpha < 1.0:
+            raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+        check_integers_at_least(
+            ("min_samples", min_samples, 2), ("n_permutations", n_permutations, 20)
+        )
+        self.method = method
+        self.alpha = float(alpha)
+        self.min_samples = int(min_samples)
+        self.n_permutations = int(n_permutations)
+        self.seed = int(seed)
+
+    def test(
+        self,
+        reference: Mapping[str, np.ndarray],
+        current: Mapping[str, np.ndarray],
+        *,
+        now: float | None = None,
+    ) -> DetectorResult:
+        """Test every stream of ``current`` against ``reference``; ``now`` is not used."""
+        streams = [
+            s
+            for s in sorted(current)
+            if len(current[s]) >= self.min_samples and len(reference.get(s, ())) >= self.min_samples
+        ]
+        sizes = {s: [len(reference.get(s, ())), len(current[s])] for s in sorted(current)}
+        if not streams:
+            return DetectorResult.insufficient(
+                FAILURE_MODE,
+                f"no embedding stream has {self.min_samples} vectors in both windows",
+                streams=sizes,
+            )
+        alpha = self.alpha / len(streams)
+        per_stream: dict[str, Any] = {}
+        best: tuple[float, str, DetectorResult] | None = None
+        for s in streams:
+            r = self._stream_test(reference[s], current[s], alpha)
+            p = 1.0 if r.p_value is None else float(r.p_value)
+            per_stream[s] = {
+                "statistic": r.statistic,
+                "threshold": r.threshold,
+                "p_value": r.p_value,
+                "fired": r.fired,
+                **r.evidence,
+            }
+            if best is None or p < best[0]:
+                best = (p, s, r)
+        assert best is not None
+        p_min, stream, r = best
+        return DetectorResult(
+            failure_mode=FAILURE_MODE,
+            statistic=float(r.statistic),
+            threshold=float(r.threshold),
+            p_value=min(1.0, p_min * len(streams)),
+            fired=any(v["fired"] for v in per_stream.values()),
+            evidence={
+                "method": self.method,
+                "alpha": self.alpha,
+                "bonferroni_streams": len(streams),
+                "most_drifted_stream": stream,
+                "streams": per_stream,
+            },
+        )
+
+    def _stream_test(
+        self, reference: np.ndarray, current: np.ndarray, alpha: float
+    ) -> DetectorResult:
+        if self.method == "cosine":
+            return cosine_drift(reference, current, alpha=alpha)
+        return mmd_drift(
+            reference, current, alpha=alpha, n_permutations=self.n_permutations, seed=self.seed
+        )

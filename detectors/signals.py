@@ -1,0 +1,43 @@
+"""The signals a detector reads, by name: what each detector's ``needs`` tuple may list.
+
+A detector declares ``needs`` (a tuple of these names) so that the engine loads only what
+it reads (embeddings are the expensive part) and so that a monitor page can say which
+signal a project does not send. A detector runs with part of its needs missing: the
+sub-tests that read a missing signal are left out, and with none left the result is
+``insufficient_data``. The conventions behind each name are in :mod:`detectors.records`.
+
+>>> sorted(SIGNALS)[:3]
+['confidence', 'counterfactual_runs', 'decision']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+SIGNALS: Mapping[str, str] = MappingProxyType(
+    {
+        "steps": "each trace's spans in step order, with status, error_type or correct=false",
+        "step_confidence": "the confidence of each step (span attribute confidence)",
+        "tool_steps": (
+            "tool and retrieval spans (kind tool/retrieval, or a tool_name) with their "
+            "latency and result attributes (partial, stale, result_count)"
+        ),
+        "input_hash": "the input identity of a trace: repeated runs of the same input",
+        "entry_point": "the entry point a trace came in by (same intent, other entry points)",
+        "decision": "the trace attribute decision: the categorical final answer",
+        "confidence": "the trace attribute confidence (else the last step's)",
+        "true_scores": "ground-truth labels: scores of kind true from delayed or human sources",
+        "proxy_scores": "scores of kind proxy (thumbs-up, CSAT, ...)",
+        "eval_traces": "traces with source eval beside the production traces, per version",
+        "counterfactual_runs": "traces whose counterfactual_of names a baseline run",
+        "input_embedding": "the <agent>.input embedding of a trace (joined on trace_id)",
+        "output_embedding": "the <agent>.output embedding of a trace (joined on trace_id)",
+        "stream_embeddings": "the vectors of the embedding streams a monitor selects (FM-6)",
+    }
+)
+
+# The needs that make a detector read embedding streams instead of traces.
+STREAM_SIGNALS = frozenset({"stream_embeddings"})
+# The needs that make trace windows carry per-trace embeddings.
+TRACE_EMBEDDING_SIGNALS = frozenset({"input_embedding", "output_embedding"})

@@ -1,0 +1,115 @@
+"""FM-2 tool calls of a window: cascade pairs and depths, silently wrong results, latency.
+
+:func:`tool_window` reads a window's traces once into what the FM-2 sub-tests need: per
+trace the next-step failure counts after a failed and after an ok tool call (the units of
+the permutation test), cascade depths by the tool that started them, per tool the ok calls
+whose result was available but wrong, and per trace the mean tool latency and its quality.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from detectors.records import Step, TraceRecord, is_tool_step, step_error
+
+DEPTH_BINS = ("0", "1", "2", "3", "4", "5+")
+
+
+def _truthy(value: Any) -> bool:
+    return value is True or (isinstance(value, str) and value.lower() in ("true", "1", "yes"))
+
+
+def available_but_wrong(step: Step) -> bool:
+    """An ``ok`` tool result flagged ``partial``/``stale`` or with ``result_count == 0``."""
+    attrs = step.attributes
+    count = attrs.get("result_count")
+    empty = isinstance(count, int | float) and not isinstance(count, bool) and count == 0
+    return not step_error(step) and (
+        _truthy(attrs.get("partial")) or _truthy(attrs.get("stale")) or empty
+    )
+
+
+def trace_quality(trace: TraceRecord) -> float:
+    """The ``quality`` score, else the latest ``true`` score, else success as 0/1."""
+    score = trace.score("quality")
+    if score is None:
+        true_scores = [s for s in trace.scores if s.kind == "true"]
+        score = max(true_scores, key=lambda s: s.created_at) if true_scores else None
+    return float(score.value) if score is not None else float(trace.success)
+
+
+def log_lift(sums: np.ndarray) -> np.ndarray:
+    """Log of the smoothed lift ``((a+.5)/(n1+1)) / ((c+.5)/(n0+1))`` from (..., 4) sums."""
+    a, n1, c, n0 = (sums[..., i] for i in range(4))
+    return np.asarray(np.log((a + 0.5) / (n1 + 1.0)) - np.log((c + 0.5) / (n0 + 1.0)))
+
+
+def excess_risk(sums: np.ndarray) -> np.ndarray:
+    """``P(t+1 fails | t failed) - P(t+1 fails | t ok)`` from (..., 4) sums of (a, n1, c, n0)."""
+    a, n1, c, n0 = (sums[..., i] for i in range(4))
+    return np.asarray(a / np.maximum(n1, 1.0) - c / np.maximum(n0, 1.0))
+
+
+def tool_window(traces: Sequence[TraceRecord]) -> dict[str, Any]:
+    """One pass over a window's traces (see the module docstring)."""
+    pairs, depths, latency, quality = [], [], [], []
+    started: dict[str, list[int]] = defaultdict(list)
+    abw: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    longest: list[tuple[int, str]] = []
+    n_tool = 0
+    for trace in traces:
+        steps = sorted(trace.steps, key=lambda s: s.index)
+        err = [step_error(s) for s in steps]
+        counts = [0, 0, 0, 0]  # a, n1, c, n0: next fails | tool failed, next fails | tool ok
+        tool_latency = []
+        for i, step in enumerate(steps):
+            if not is_tool_step(step):
+                continue
+            n_tool += 1
+            tool_latency.append(step.latency_s)
+            name = step.tool_name or step.name
+            if not err[i]:
+                abw[name][0] += available_but_wrong(step)
+                abw[name][1] += 1
+            if i + 1 < len(steps):
+                slot = 0 if err[i] else 2
+                counts[slot] += err[i + 1]
+                counts[slot + 1] += 1
+            if err[i] and (i == 0 or not err[i - 1]):  # a failure run that a tool starts
+                depth = 0
+                while i + depth + 1 < len(steps) and err[i + depth + 1]:
+                    depth += 1
+                depths.append(depth)
+                started[name].append(depth)
+                longest.append((depth, trace.trace_id))
+        pairs.append(counts)
+        if tool_latency:
+            latency.append(float(np.mean(tool_latency)))
+            quality.append(trace_quality(trace))
+    longest.sort(key=lambda x: (-x[0], x[1]))
+    return {
+        "n_tool_calls": n_tool,
+        "pairs": np.array(pairs, dtype=float).reshape(-1, 4),
+        "depths": np.array(depths, dtype=int),
+        "started": started,
+        "abw": abw,
+        "latency": np.array(latency),
+        "quality": np.array(quality),
+        "examples": [tid for d, tid in longest[:5] if d > 0],
+    }
+
+
+def depth_histogram(depths: np.ndarray) -> dict[str, int]:
+    binned = Counter(DEPTH_BINS[min(int(d), 5)] for d in depths)
+    return {b: binned.get(b, 0) for b in DEPTH_BINS}
+
+
+def spearman_rho(x: np.ndarray, y: np.ndarray) -> float | None:
+    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return None
+    return float(stats.spearmanr(x, y).statistic)
