@@ -15,13 +15,13 @@ GPU path (torch): plain greedy, one fused distance update per pick over all cand
 
 from __future__ import annotations
 
-import contextlib
 import heapq
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from detectors.blas import single_thread_blas
 from detectors.drift._validation import as_embedding_matrix, check_same_dim, resolve_backend
 
 _CAND_CHUNK, _ANCHOR_CHUNK = 2048, 8192  # 64 MiB of float32 distances per block
@@ -73,21 +73,11 @@ def min_sq_distances(x: np.ndarray, anchors: np.ndarray) -> np.ndarray:
     return np.maximum(out, 0.0, out=out)
 
 
-def _single_thread_blas() -> contextlib.AbstractContextManager[Any]:
-    # The pick loop runs thousands of small (block × k) products; multithreaded OpenBLAS
-    # spends 10-100× their cost synchronising threads on a busy machine.
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
-
-
 def _kcenter_numpy(
     x: np.ndarray, budget: int, min_d2: np.ndarray, weight2: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """Lazy k-center greedy; returns picks, squared novelty and squared coverage radius."""
-    with _single_thread_blas():
+    with single_thread_blas():
         return _lazy_greedy(x, budget, min_d2, weight2)
 
 

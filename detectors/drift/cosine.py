@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from detectors.blas import single_thread_blas
 from detectors.drift._validation import as_embedding_matrix, check_probability, check_same_dim
 from detectors.result import DetectorResult
 
@@ -41,7 +42,7 @@ def _unit_projections(x: np.ndarray, direction: np.ndarray | None) -> tuple[np.n
     direction_sum = np.zeros(x.shape[1], dtype=np.float64)
     # Thousands of small products: multithreaded BLAS loses more to thread
     # synchronisation than it gains (10× slower on a loaded 2-core machine).
-    blas = _single_thread_blas() if x.shape[0] > _CHUNK_ROWS else contextlib.nullcontext()
+    blas = single_thread_blas() if x.shape[0] > _CHUNK_ROWS else contextlib.nullcontext()
     with blas, np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for start in range(0, x.shape[0], _CHUNK_ROWS):
             chunk = x[start : start + _CHUNK_ROWS]
@@ -52,14 +53,6 @@ def _unit_projections(x: np.ndarray, direction: np.ndarray | None) -> tuple[np.n
             else:
                 proj[start : start + len(chunk)] = (chunk @ direction) / chunk_norms
     return norms, (direction_sum if direction is None else proj)
-
-
-def _single_thread_blas() -> contextlib.AbstractContextManager[Any]:
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
 
 
 def _check_norms(norms: np.ndarray, name: str) -> None:
