@@ -102,10 +102,12 @@ def span_kind(attrs: dict[str, Any]) -> str:
 
 
 def _tool_name(attrs: dict[str, Any], kind: str) -> str | None:
+    # Only a tool span names the tool it ran: on an LLM span ``gen_ai.tool.name`` lists the
+    # tools *offered* to the model (OpenLIT writes "a, b"), which is no tool call.
+    if kind != "tool":
+        return None
     name = attrs.get("gen_ai.tool.name") or attrs.get("tool.name")
-    if name is None and kind == "tool":
-        name = attrs.get("traceloop.entity.name")
-    return _text(name, 128)
+    return _text(name if name is not None else attrs.get("traceloop.entity.name"), 128)
 
 
 def _error_type(sp: DecodedSpan) -> str | None:
