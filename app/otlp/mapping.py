@@ -5,10 +5,11 @@ Conventions read, first match wins:
 - span kind: ``gen_ai.operation.name`` (OpenTelemetry GenAI), ``openinference.span.kind``
   (OpenInference / Phoenix), ``traceloop.span.kind`` and ``llm.request.type`` (OpenLLMetry),
   then any ``gen_ai.system`` / ``gen_ai.provider.name`` means an LLM call; else ``step``;
-- agent: ``gen_ai.agent.name`` / ``gen_ai.agent.version``, else the resource's
-  ``service.name`` / ``service.version``;
+- agent: the outermost agent span's own name (:func:`agent_identity`), else a workflow's,
+  else the resource's ``service.name`` / ``service.version``;
+- tool: only a tool span names one (an LLM span's ``gen_ai.tool.name`` lists tools offered);
 - ``telltale.*`` extras (README, "OpenTelemetry (OTLP) ingestion") fill trace and span
-  columns and scores. A bad ``telltale.*`` value does not cost the span: the value is left
+  columns and scores; trace-level ones may ride on the resource (``OTEL_RESOURCE_ATTRIBUTES``). A bad ``telltale.*`` value does not cost the span: the value is left
   in the attributes and a warning goes back in ``partial_success.error_message``.
 
 Every attribute is kept on the span, unknown ones included; a span whose attributes map
