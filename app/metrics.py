@@ -10,6 +10,17 @@ INGEST_EVENTS = Counter(
 INGEST_BYTES = Counter(
     "telltale_ingest_bytes_total", "Request body bytes received on ingest routes", ["route"]
 )
+OTLP_LOG_RECORDS = Counter(
+    "telltale_otlp_log_records_total",
+    "OTLP log records received: GenAI events of a span (stored), GenAI events without a "
+    "span, other logs (both counted only), refused",
+    ["kind"],
+)
+OTLP_METRIC_POINTS = Counter(
+    "telltale_otlp_metric_data_points_total",
+    "OTLP metric data points received (counted, not stored) by metric type",
+    ["type"],
+)
 REQUEST_LATENCY = Histogram(
     "telltale_http_request_duration_seconds",
     "HTTP request latency by route template and status class",

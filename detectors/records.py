@@ -19,6 +19,8 @@ Conventions shared by the ingest contract, the scenario generator and the detect
   ``status == "ok"``;
 * output / input embeddings come from embedding events with ``trace_id`` set, in the streams
   ``<agent>.output`` and ``<agent>.input``;
+* *steps* are the agent's actions, not the wrapper spans around them nor the spans inside
+  one (:mod:`detectors.agent_steps`, read from ``span_id`` / ``parent_span_id``);
 * *step order*: spans sort by ``step_index``, spans without one after every indexed span,
   then by start time, then by ``span_id``; ``Step.index`` is the position in that order
   (0, 1, 2, ... with no gaps), see :func:`step_order_key`.
@@ -33,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from detectors.agent_steps import agent_steps
 from detectors.result import DetectorResult
 
 __all__ = [
@@ -282,7 +285,10 @@ def _record(
         source=str(t.get("source") or "production"),
         counterfactual_of=t.get("counterfactual_of"),
         attributes=dict(t.get("attributes") or {}),
-        steps=tuple(_step(i, s) for i, s in enumerate(sorted(spans, key=step_order_key))),
+        steps=tuple(
+            _step(i, s, inherited)
+            for i, (s, inherited) in enumerate(agent_steps(sorted(spans, key=step_order_key)))
+        ),
         scores=tuple(
             Score(
                 name=str(s["name"]),
@@ -298,15 +304,15 @@ def _record(
     )
 
 
-def _step(index: int, s: Mapping[str, Any]) -> Step:
+def _step(index: int, s: Mapping[str, Any], error_inherited: bool = False) -> Step:
     confidence = s.get("confidence")
     return Step(
         index=index,
         kind=str(s.get("kind") or "step"),
         name=str(s.get("name") or ""),
-        status=str(s.get("status") or "ok"),
+        status="ok" if error_inherited else str(s.get("status") or "ok"),
         tool_name=s.get("tool_name"),
-        error_type=s.get("error_type"),
+        error_type=None if error_inherited else s.get("error_type"),
         started_at=epoch_seconds(s.get("started_at")),
         ended_at=epoch_seconds(s.get("ended_at")),
         confidence=None if confidence is None else float(confidence),

@@ -13,6 +13,7 @@ from app.api.routes import (
     metrics,
     monitors,
     otlp,
+    otlp_logs,
     silences,
     streams,
     traces,
@@ -27,6 +28,7 @@ api_router.include_router(streams.router)
 api_router.include_router(keys.router)
 api_router.include_router(metrics.router)
 api_router.include_router(otlp.router)
+api_router.include_router(otlp_logs.router)
 api_router.include_router(label_queues.router)
 api_router.include_router(monitors.router)
 api_router.include_router(findings.router)

@@ -25,10 +25,19 @@ from sqlalchemy.engine import Connection
 from app.db import write_transaction
 from app.ingest import pg_copy
 from app.ingest.events import Rejection, ValidEvent
-from app.models import Embedding, EmbeddingStream, IngestEvent, IngestMinute, Score, Span, Trace
+from app.models import (
+    Embedding,
+    EmbeddingStream,
+    IngestEvent,
+    IngestMinute,
+    Score,
+    Span,
+    SpanEvent,
+    Trace,
+)
 from app.models.base import utcnow
 
-_TABLES = {"span": Span, "score": Score, "embedding": Embedding}
+_TABLES = {"span": Span, "span_event": SpanEvent, "score": Score, "embedding": Embedding}
 
 
 @dataclass
@@ -178,7 +187,7 @@ def _write_rows(conn: Connection, project_id: int, events: list[ValidEvent]) -> 
         span_rows = by_type.pop("span")
         skipped = len(span_rows) - _insert_spans(conn, _first_per_span_key(span_rows))
     for etype, rows in by_type.items():
-        if conn.dialect.name == "postgresql":
+        if conn.dialect.name == "postgresql" and etype in ("score", "embedding"):
             _copy_rows(conn, etype, rows)
         else:
             conn.execute(_insert(conn, _TABLES[etype]), rows)

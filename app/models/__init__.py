@@ -17,6 +17,7 @@ from app.models.core import (
     Project,
     Score,
     Span,
+    SpanEvent,
     Trace,
 )
 from app.models.labeling import Label, LabelQueue, QueueItem, RejectedLabel  # noqa: F401
@@ -35,5 +36,6 @@ __all__ = [
     "Project",
     "Score",
     "Span",
+    "SpanEvent",
     "Trace",
 ]

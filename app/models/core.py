@@ -1,4 +1,5 @@
-"""Projects, keys and everything ingested: traces, spans, scores, embeddings, event ids."""
+"""Projects, keys and everything ingested: traces, spans, span events, scores, embeddings,
+event ids."""
 
 from __future__ import annotations
 
@@ -85,6 +86,26 @@ class Span(Base):
     step_index: Mapped[int | None] = mapped_column(Integer, nullable=True)
     confidence: Mapped[float | None] = mapped_column(Float, nullable=True)
     attributes: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+
+
+class SpanEvent(Base):
+    """A GenAI event (an OTLP log record: prompt, choice, evaluation...) of one span.
+
+    Keyed by ``(trace_id, span_id)`` and joined to the span when read, so the event and its
+    span may arrive in either order; the span row is never rewritten for it.
+    """
+
+    __tablename__ = "span_events"
+    __table_args__ = (Index("ix_span_events_project_trace", "project_id", "trace_id"),)
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    trace_id: Mapped[str] = mapped_column(String(64))
+    span_id: Mapped[str] = mapped_column(String(64))
+    name: Mapped[str] = mapped_column(String(128))
+    time: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    attributes: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    body: Mapped[Any] = mapped_column(JSONType, nullable=True)
 
 
 class Score(Base):

@@ -44,8 +44,8 @@ _TRACE_COLUMNS = (
     Trace.attributes,
 )  # fmt: skip
 _SPAN_COLUMNS = (
-    Span.trace_id, Span.span_id, Span.step_index, Span.kind, Span.name, Span.status,
-    Span.tool_name, Span.error_type, Span.started_at, Span.ended_at, Span.confidence,
+    Span.trace_id, Span.span_id, Span.parent_span_id, Span.step_index, Span.kind, Span.name,
+    Span.status, Span.tool_name, Span.error_type, Span.started_at, Span.ended_at, Span.confidence,
     Span.attributes,
 )  # fmt: skip
 

@@ -194,3 +194,8 @@ def _pb_value(v: Any, depth: int) -> Any:
     if which == "bytes_value":
         return base64.b64encode(v.bytes_value).decode("ascii")
     return None
+
+
+# The OTLP logs mapping (app.otlp.logs) reads log attributes and bodies the same way.
+pb_attributes = _pb_attrs
+pb_value = _pb_value

@@ -5,10 +5,11 @@ Conventions read, first match wins:
 - span kind: ``gen_ai.operation.name`` (OpenTelemetry GenAI), ``openinference.span.kind``
   (OpenInference / Phoenix), ``traceloop.span.kind`` and ``llm.request.type`` (OpenLLMetry),
   then any ``gen_ai.system`` / ``gen_ai.provider.name`` means an LLM call; else ``step``;
-- agent: ``gen_ai.agent.name`` / ``gen_ai.agent.version``, else the resource's
-  ``service.name`` / ``service.version``;
+- agent: the outermost agent span's own name (:func:`agent_identity`), else a workflow's,
+  else the resource's ``service.name`` / ``service.version``;
+- tool: only a tool span names one (an LLM span's ``gen_ai.tool.name`` lists tools offered);
 - ``telltale.*`` extras (README, "OpenTelemetry (OTLP) ingestion") fill trace and span
-  columns and scores. A bad ``telltale.*`` value does not cost the span: the value is left
+  columns and scores; trace-level ones may ride on the resource (``OTEL_RESOURCE_ATTRIBUTES``). A bad ``telltale.*`` value does not cost the span: the value is left
   in the attributes and a warning goes back in ``partial_success.error_message``.
 
 Every attribute is kept on the span, unknown ones included; a span whose attributes map
@@ -102,10 +103,12 @@ def span_kind(attrs: dict[str, Any]) -> str:
 
 
 def _tool_name(attrs: dict[str, Any], kind: str) -> str | None:
+    # Only a tool span names the tool it ran: on an LLM span ``gen_ai.tool.name`` lists the
+    # tools *offered* to the model (OpenLIT writes "a, b"), which is no tool call.
+    if kind != "tool":
+        return None
     name = attrs.get("gen_ai.tool.name") or attrs.get("tool.name")
-    if name is None and kind == "tool":
-        name = attrs.get("traceloop.entity.name")
-    return _text(name, 128)
+    return _text(name if name is not None else attrs.get("traceloop.entity.name"), 128)
 
 
 def _error_type(sp: DecodedSpan) -> str | None:
@@ -227,8 +230,8 @@ def _scores(sp: DecodedSpan, index: int, at: datetime | None, out: MappedBatch) 
         if number is None or not name or len(name) > 128:
             out.note(f"{where}: must be a finite number and the name 1-128 characters; ignored")
             continue
-        kind = sp.attributes.get(f"{key}.kind", "proxy")
-        source = sp.attributes.get(f"{key}.source", "online")
+        kind = _given(f"{key}.kind", sp.attributes, sp.resource) or "proxy"
+        source = _given(f"{key}.source", sp.attributes, sp.resource) or "online"
         if kind not in SCORE_KINDS or source not in SCORE_SOURCES:
             out.note(f"{where}: .kind must be one of {SCORE_KINDS}, .source one of {SCORE_SOURCES}")
             continue
@@ -250,6 +253,43 @@ _TRACE_FIELDS = (
     ("entry_point", "telltale.entry_point", 128),
     ("counterfactual_of", "telltale.counterfactual_of", 64),
 )
+# Trace attributes the detectors read (detectors/records.py).
+_TRACE_ATTRIBUTES = (("decision", "telltale.decision"), ("task_type", "telltale.task_type"))
+# Where the trace's agent comes from, best first; within one, the earliest start wins
+# (an outer agent starts before the agents it calls). Merged across requests by the
+# stored ``otel.agent_key`` (app.otlp.traces).
+_AGENT_SPAN, _WORKFLOW_SPAN, _ROOT_SERVICE, _SERVICE = range(4)
+
+
+def agent_identity(sp: DecodedSpan, kind: str) -> tuple[int, str, str]:
+    """``(preference, name, version)``: an agent span's own name (``gen_ai.agent.name``,
+    OpenInference ``agent.name`` or the AGENT span's name, OpenLLMetry
+    ``traceloop.entity.name``), an OpenLLMetry workflow's name, else ``service.name``."""
+    attrs, res = sp.attributes, sp.resource
+    version = (
+        attrs.get("gen_ai.agent.version")
+        or attrs.get("telltale.agent_version")
+        or res.get("telltale.agent_version")
+        or res.get("service.version")
+        or ""
+    )
+    name: Any = attrs.get("gen_ai.agent.name") or attrs.get("agent.name")
+    tl_kind = attrs.get("traceloop.span.kind")
+    if name is None and tl_kind in ("agent", "workflow"):
+        name = attrs.get("traceloop.entity.name")
+    if name is None and kind == "agent" and "openinference.span.kind" in attrs:
+        name = sp.name
+    if name:
+        preference = _WORKFLOW_SPAN if tl_kind == "workflow" else _AGENT_SPAN
+        return preference, str(name)[:128], str(version)[:64]
+    preference = _ROOT_SERVICE if sp.parent_span_id is None else _SERVICE
+    return preference, str(res.get("service.name") or "")[:128], str(version)[:64]
+
+
+def _given(key: str, attrs: dict[str, Any], res: dict[str, Any]) -> Any:
+    # A span's own telltale.* value beats its resource's (OTEL_RESOURCE_ATTRIBUTES).
+    value = attrs.get(key)
+    return res.get(key) if value is None else value
 
 
 class _TraceAcc:
@@ -262,12 +302,13 @@ class _TraceAcc:
         self.failed = False
         # rank 2: the root span is here; 1: an agent span; 0: only other spans.
         self.rank = -1
-        self.rank_start = 0
+        self.agent_key = ""
         self.agent = ""
         self.agent_version = ""
         self.fields: dict[str, Any] = {}
         self.source: str | None = None
         self.attributes: dict[str, Any] = {}
+        self.has_resource = False
 
     def add(
         self,
@@ -285,23 +326,32 @@ class _TraceAcc:
         is_root = sp.parent_span_id is None
         if failed and (is_root or kind == "agent"):
             self.failed = True
-        rank = 2 if is_root else 1 if kind == "agent" else 0
+        self.rank = max(self.rank, 2 if is_root else 1 if kind == "agent" else 0)
         attrs, res = sp.attributes, sp.resource
-        if rank > self.rank or (rank == self.rank and sp.start_ns < self.rank_start):
-            self.rank, self.rank_start = rank, sp.start_ns
-            agent = attrs.get("gen_ai.agent.name") or res.get("service.name") or ""
-            version = attrs.get("gen_ai.agent.version") or res.get("service.version") or ""
-            self.agent, self.agent_version = str(agent)[:128], str(version)[:64]
-        for column, key, limit in _TRACE_FIELDS:
-            if key in attrs and (is_root or column not in self.fields):
-                self.fields[column] = _text(attrs[key], limit)
-        if "telltale.source" in attrs:
-            if attrs["telltale.source"] in SOURCES:
-                self.source = attrs["telltale.source"]
+        preference, agent, version = agent_identity(sp, kind)
+        key = f"{preference}:{sp.start_ns:020d}:{sp.span_id}"
+        if agent and (not self.agent_key or key < self.agent_key):
+            self.agent_key, self.agent, self.agent_version = key, agent, version
+            agent_id = attrs.get("gen_ai.agent.id")
+            if agent_id is not None:
+                self.attributes["gen_ai.agent.id"] = str(agent_id)[:128]
+        for column, name, limit in _TRACE_FIELDS:
+            value = _given(name, attrs, res)
+            if value is not None and (is_root or column not in self.fields):
+                self.fields[column] = _text(value, limit)
+        for column, name in _TRACE_ATTRIBUTES:
+            value = _given(name, attrs, res)
+            if value is not None and (is_root or column not in self.attributes):
+                self.attributes[column] = value
+        source = _given("telltale.source", attrs, res)
+        if source is not None:
+            if source in SOURCES:
+                self.source = source
             else:
                 out.note(f"span {sp.span_id}: telltale.source must be one of {SOURCES}; ignored")
-        if not self.attributes:
-            self.attributes = {f"resource.{k}": v for k, v in res.items()}
+        if not self.has_resource:
+            self.has_resource = True
+            self.attributes.update({f"resource.{k}": v for k, v in res.items()})
 
     def row(self) -> dict[str, Any]:
         return {
@@ -315,6 +365,6 @@ class _TraceAcc:
             "entry_point": self.fields.get("entry_point"),
             "counterfactual_of": self.fields.get("counterfactual_of"),
             "source": self.source,
-            "attributes": self.attributes,
+            "attributes": {**self.attributes, "otel.agent_key": self.agent_key},
             "rank": self.rank,
         }

@@ -1,7 +1,7 @@
 """OTLP/HTTP answers, in the encoding of the request.
 
-Success is an ``ExportTraceServiceResponse`` (``partial_success`` set when spans were
-refused or a warning is due). Failures carry a ``google.rpc.Status``: the message is
+Success is an ``Export{Trace,Logs,Metrics}ServiceResponse`` (``partial_success`` set when
+spans / log records / data points were refused or a warning is due). Failures carry a ``google.rpc.Status``: the message is
 three fields, so it is encoded here by hand rather than pulling in googleapis protos.
 """
 
@@ -11,6 +11,11 @@ from collections.abc import Mapping
 
 import orjson
 from google.protobuf import json_format
+from google.protobuf.message import Message
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from starlette.responses import Response
 
@@ -36,6 +41,22 @@ def export_response(*, wire: str, rejected_spans: int, error_message: str) -> Re
     if rejected_spans or error_message:
         message.partial_success.rejected_spans = rejected_spans
         message.partial_success.error_message = error_message
+    return _encode(message, wire)
+
+
+def logs_response(*, wire: str, rejected: int, error_message: str) -> Response:
+    message = ExportLogsServiceResponse()
+    if rejected or error_message:
+        message.partial_success.rejected_log_records = rejected
+        message.partial_success.error_message = error_message
+    return _encode(message, wire)
+
+
+def metrics_response(*, wire: str) -> Response:
+    return _encode(ExportMetricsServiceResponse(), wire)
+
+
+def _encode(message: Message, wire: str) -> Response:
     if wire == "protobuf":
         return Response(message.SerializeToString(), media_type=PROTOBUF_TYPE)
     body = json_format.MessageToJson(message, indent=None)

@@ -5,8 +5,9 @@ merge here is commutative and idempotent, so the order does not matter:
 
 - ``started_at`` / ``ended_at`` widen (earliest start, latest end seen);
 - ``status`` becomes ``error`` once the root or an agent span has failed, and stays;
-- the agent comes from the root span when a request carries it (it overrides), else it
-  only fills an empty agent;
+- the agent is the best claim seen (``otel.agent_key``: an agent span's own name before a
+  workflow's before the root's ``service.name`` before any span's; the earliest start
+  within one), whichever request brought it;
 - ``telltale.*`` trace fields from the root override, from other spans only fill gaps;
 - ``source`` takes a value other than the default ``production`` when one is given.
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from sqlalchemy import case, func
+from sqlalchemy import and_, case, func, or_, true
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
@@ -27,6 +28,7 @@ from app.models import Trace
 from app.models.base import utcnow
 
 _FILL_FIELDS = ("input_hash", "entry_point", "counterfactual_of")
+AGENT_KEY = "otel.agent_key"
 
 
 def merge_traces(conn: Connection, *, project_id: int, rows: list[dict[str, Any]]) -> None:
@@ -58,22 +60,34 @@ def _merge_statement(dialect: str, *, root: bool) -> Any:
     def merge_json(base: Any, patch: Any) -> Any:
         return base.op("||")(patch) if pg else func.json_patch(base, patch)
 
+    # The agent with the better ``otel.agent_key`` wins (app.otlp.mapping.agent_identity),
+    # whichever request brought it; the key kept is the smaller of the two.
+    if pg:
+        stored_key = func.nullif(t.attributes.op("->>")(AGENT_KEY), "")
+        given_key = func.nullif(ex.attributes.op("->>")(AGENT_KEY), "")
+    else:
+        stored_key = func.nullif(func.json_extract(t.attributes, f'$."{AGENT_KEY}"'), "")
+        given_key = func.nullif(func.json_extract(ex.attributes, f'$."{AGENT_KEY}"'), "")
+    unclaimed = true() if root else t.agent == ""
+    given_wins = and_(
+        given_key.is_not(None),
+        or_(and_(stored_key.is_(None), unclaimed), given_key < stored_key),
+    )
+    agent = {
+        "agent": case((given_wins, ex.agent), else_=t.agent),
+        "agent_version": case((given_wins, ex.agent_version), else_=t.agent_version),
+    }
     if root:
-        given_agent = ex.agent != ""
-        agent = {
-            "agent": case((given_agent, ex.agent), else_=t.agent),
-            "agent_version": case((given_agent, ex.agent_version), else_=t.agent_version),
-        }
         fields = {name: func.coalesce(ex[name], t[name]) for name in _FILL_FIELDS}
         attributes = merge_json(t.attributes, ex.attributes)
     else:
-        empty = t.agent == ""
-        agent = {
-            "agent": case((empty, ex.agent), else_=t.agent),
-            "agent_version": case((empty, ex.agent_version), else_=t.agent_version),
-        }
         fields = {name: func.coalesce(t[name], ex[name]) for name in _FILL_FIELDS}
         attributes = merge_json(ex.attributes, t.attributes)
+    best_key = func.coalesce(least(stored_key, given_key), stored_key, given_key, "")
+    if pg:
+        attributes = attributes.op("||")(func.jsonb_build_object(AGENT_KEY, best_key))
+    else:
+        attributes = func.json_set(attributes, f'$."{AGENT_KEY}"', best_key)
     return stmt.on_conflict_do_update(
         index_elements=["project_id", "trace_id"],
         set_={

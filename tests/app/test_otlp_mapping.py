@@ -203,4 +203,7 @@ def test_genai_tree_maps_to_rows_scores_and_one_trace() -> None:
     assert (trace["status"], trace["source"], trace["input_hash"]) == ("error", "eval", "h1")
     assert trace["started_at"].timestamp() == 1699999999.0
     assert trace["ended_at"].timestamp() == 1700000001.5
-    assert trace["attributes"] == {"resource.service.name": "svc"}
+    assert trace["attributes"] == {
+        "resource.service.name": "svc",
+        "otel.agent_key": f"0:{1700000000 * 10**9:020d}:{PARENT}",
+    }

@@ -234,7 +234,7 @@ def _with_resource(span: ReadableSpan, resource: Resource) -> ReadableSpan:
 def test_openinference_spans(live_server: LiveServer, make_key: Any) -> None:
     def build(tracer: Any) -> None:
         root = tracer.start_span(
-            "agent", start_time=T0, attributes={"openinference.span.kind": "AGENT"}
+            "triage-agent", start_time=T0, attributes={"openinference.span.kind": "AGENT"}
         )
         ctx = set_span_in_context(root)
         kinds = [
@@ -257,7 +257,8 @@ def test_openinference_spans(live_server: LiveServer, make_key: Any) -> None:
     spans = record(build, service="phoenix-app")
     assert export(live_server, make_key(role="ingest"), spans) == SpanExportResult.SUCCESS
     body = read_trace(live_server, make_key(role="read"), trace_id_of(spans))
-    assert (body["agent"], body["agent_version"]) == ("phoenix-app", "1.4.0")
+    # The AGENT span's name is the agent, before the service's name.
+    assert (body["agent"], body["agent_version"]) == ("triage-agent", "1.4.0")
     got = [(s["kind"], s["tool_name"], s["step_index"], s["confidence"]) for s in body["spans"]]
     assert got == [
         ("evaluator", None, 0, 0.25),

@@ -1,0 +1,67 @@
+"""Steps are the agent's actions: wrappers, outer layers and the insides of actions are not."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from detectors.agent_steps import agent_steps
+from detectors.records import from_rows
+
+
+def span(sid: str, parent: str | None, kind: str, status: str = "ok", **kw: Any) -> dict:
+    return {"span_id": sid, "parent_span_id": parent, "kind": kind, "status": status, **kw}
+
+
+def steps_of(spans: list[dict]) -> list[tuple[str, str]]:
+    (rec,) = from_rows([{"trace_id": "t", "agent": "a"}], [dict(s, trace_id="t") for s in spans])
+    return [(s.name, s.status) for s in rec.steps]
+
+
+def test_one_tool_exception_through_wrappers_is_one_error_step() -> None:
+    # OpenInference: AGENT -> CHAIN "tools" -> TOOL raised; each wrapper failed with it.
+    spans = [
+        span("a", None, "agent", "error", name="agent", started_at=0.0),
+        span("l1", "a", "llm", name="llm1", started_at=1.0),
+        span("h", "l1", "step", name="POST", started_at=1.1),
+        span("c", "a", "chain", "error", name="tools", started_at=2.0),
+        span("t", "c", "tool", "error", name="lookup", error_type="KeyError", started_at=2.1),
+        span("l2", "a", "llm", name="llm2", started_at=3.0),
+    ]
+    assert steps_of(spans) == [("llm1", "ok"), ("lookup", "error"), ("llm2", "ok")]
+
+
+def test_openllmetry_workflow_and_tasks() -> None:
+    # workflow (chain) -> task with children (a wrapper) -> tool; a leaf task is an action.
+    spans = [
+        span("w", None, "chain", "error", name="workflow", started_at=0.0),
+        span("k", "w", "step", "error", name="task", started_at=1.0),
+        span("t", "k", "tool", "error", name="tool", error_type="ValueError", started_at=1.5),
+        span("o", "k", "llm", name="openai.chat", started_at=1.2),
+        span("f", "w", "step", name="format_answer", started_at=3.0),
+    ]
+    assert steps_of(spans) == [("openai.chat", "ok"), ("tool", "error"), ("format_answer", "ok")]
+
+
+def test_outer_layer_of_one_llm_call_is_not_a_second_step() -> None:
+    spans = [
+        span("f", None, "llm", "error", name="ChatOpenAI", started_at=0.0),
+        span("p", "f", "llm", "error", name="openai.chat", started_at=0.1),
+    ]
+    assert steps_of(spans) == [("openai.chat", "error")]
+
+
+def test_a_failure_inherited_from_a_child_step_is_not_the_parents_error() -> None:
+    same = [
+        span("t", None, "tool", "error", name="subagent", error_type="RateLimit", started_at=0.0),
+        span("l", "t", "llm", "error", name="llm", error_type="RateLimit", started_at=1.0),
+    ]
+    assert steps_of(same) == [("subagent", "ok"), ("llm", "error")]
+    own = [dict(same[0], error_type="ParseError"), same[1]]
+    assert steps_of(own) == [("subagent", "error"), ("llm", "error")]
+
+
+def test_flat_traces_keep_every_span_and_cycles_end() -> None:
+    flat = [span("a", None, "agent"), span("b", None, "step"), span("c", None, "tool")]
+    assert [s["span_id"] for s, _ in agent_steps(flat)] == ["a", "b", "c"]
+    cycle = [span("x", "y", "step"), span("y", "x", "step")]
+    assert agent_steps(cycle) == []
