@@ -127,7 +127,8 @@ def traces_page(
 @router.get("/traces/{trace_id}")
 def trace_page(trace_id: str, web: WebDep) -> Any:
     with web.request.app.state.sessionmaker() as session:
-        trace = get_trace(trace_id=trace_id, principal=web.principal, session=session)
+        found = get_trace(trace_id=trace_id, principal=web.principal, session=session)
+    trace = found.model_dump()
     return web.render("trace.html", trace=trace, tree=_tree(trace["spans"]))
 
 
