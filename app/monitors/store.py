@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
-from app.db import as_utc
+from app.db import as_utc, project_row
 from app.models import DetectorRun, Finding, Monitor
 from app.models.base import utcnow
 from app.monitors.detection import DetectorConfigError, build_detector
@@ -87,8 +87,7 @@ def list_monitors(session: Session, *, project_id: int) -> list[Monitor]:
 
 def get_monitor(session: Session, *, project_id: int, monitor_id: int) -> Monitor | None:
     """The monitor, or None when it does not exist in this project."""
-    monitor = session.get(Monitor, monitor_id)
-    return monitor if monitor is not None and monitor.project_id == project_id else None
+    return project_row(session, Monitor, monitor_id, project_id=project_id)
 
 
 def monitor_names(session: Session, *, project_id: int) -> dict[int, str]:
