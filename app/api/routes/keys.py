@@ -21,7 +21,9 @@ def list_keys(principal: AdminKey, session: SessionDep) -> KeyList:
 @router.post("", status_code=201)
 def create(body: KeyCreate, principal: AdminKey, session: SessionDep) -> NewKey:
     """A new key in the caller's project; the plaintext is in this answer only."""
-    key = keys.create_key(session, project_name=principal.project_name, role=body.role, name=body.name)
+    key = keys.create_key(
+        session, project_name=principal.project_name, role=body.role, name=body.name
+    )
     session.commit()
     return NewKey(key=key, role=body.role, name=body.name)
 

@@ -84,7 +84,14 @@ def get_job(job_id: Int8Id, principal: ReadKey, session: SessionDep) -> ImageJob
     return job_status(job)
 
 
-@router.get("/{key}/image")
+_IMAGE = {"schema": {"type": "string", "format": "binary"}}
+
+
+@router.get(
+    "/{key}/image",
+    response_class=FileResponse,
+    responses={200: {"content": {t: _IMAGE for t in ("image/jpeg", "image/png", "image/webp")}}},
+)
 def get_image(
     key: str,
     principal: ReadKey,

@@ -158,7 +158,11 @@ def stats(
     return QueueStats.model_validate(queue_stats(session, queue=queue, window_hours=window_hours))
 
 
-@router.get("/queues/{name}/labels.jsonl")
+@router.get(
+    "/queues/{name}/labels.jsonl",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"application/x-ndjson": {"schema": {"type": "string"}}}}},
+)
 def export_labels(
     name: str, principal: ReadKey, session: SessionDep, engine: EngineDep
 ) -> StreamingResponse:
