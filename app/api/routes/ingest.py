@@ -105,7 +105,8 @@ def _bulk_to_events(
         if len({len(r) for r in raw}) != 1:
             raise FieldError("body.vectors", "all vectors must have the same dimension")
         try:
-            matrix = np.asarray(raw, dtype=np.float64).astype(np.float32)
+            with np.errstate(over="ignore"):  # past float32's range is inf: refused below
+                matrix = np.asarray(raw, dtype=np.float64).astype(np.float32)
         except (TypeError, ValueError):
             raise FieldError("body.vectors", "must contain only numbers") from None
         if matrix.ndim != 2:
