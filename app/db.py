@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, Row, Select, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
@@ -54,6 +54,18 @@ def make_engine(url: str, *, pool_size: int = 8) -> Engine:
     return create_engine(
         url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True, pool_recycle=1800
     )
+
+
+R = TypeVar("R")
+
+
+def project_row(session: Session, model: type[R], row_id: int, *, project_id: int) -> R | None:
+    """Row ``row_id`` of ``model`` when it belongs to ``project_id``, else None.
+
+    Another project's row answers like a missing one, so ids reveal nothing across projects.
+    """
+    row = session.get(model, row_id)
+    return row if row is not None and getattr(row, "project_id", None) == project_id else None
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:

@@ -9,11 +9,17 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
 
+from pydantic import Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.db import project_row
 from app.models import ApiKey, Project
+from app.request_model import RequestModel
+from app.response_model import ResponseModel, Time
 
 ROLES = ("ingest", "read", "annotate", "admin")
 KEY_PREFIX = "tt_"
@@ -84,3 +90,46 @@ def principal_for_key_id(session: Session, *, key_id: int) -> Principal | None:
     if row is None or row.revoked_at is not None:
         return None
     return Principal(key_id=row.id, project_id=row.project_id, project_name=row.name, role=row.role)
+
+
+def list_keys(session: Session, *, project_id: int) -> list[ApiKey]:
+    return list(
+        session.scalars(select(ApiKey).where(ApiKey.project_id == project_id).order_by(ApiKey.id))
+    )
+
+
+def revoke_key(session: Session, *, project_id: int, key_id: int, now: datetime) -> ApiKey | None:
+    """Revoke the key (once: a second revoke keeps the first time); None when not found."""
+    key = project_row(session, ApiKey, key_id, project_id=project_id)
+    if key is not None and key.revoked_at is None:
+        key.revoked_at = now
+        session.flush()
+    return key
+
+
+class KeyCreate(RequestModel):
+    role: Literal["ingest", "read", "annotate", "admin"]
+    name: str = Field(default="", max_length=128)
+
+
+class KeyOut(ResponseModel):
+    """A key as listed: its first characters only, never the key."""
+
+    id: int
+    name: str
+    prefix: str
+    role: str
+    created_at: Time
+    revoked_at: Time | None
+
+
+class KeyList(ResponseModel):
+    keys: list[KeyOut]
+
+
+class NewKey(ResponseModel):
+    """The plaintext key, in the answer that created it and nowhere else."""
+
+    key: str
+    role: str
+    name: str

@@ -1,9 +1,9 @@
-"""Request bodies of the channel and silence routes."""
+"""Request bodies of the channel and silence routes, and the answers of the alert routes."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -12,6 +12,7 @@ from app.alerts.patterns import compile_label_pattern
 from app.db import as_utc
 from app.domain import FailureMode, Severity
 from app.request_model import RequestModel
+from app.response_model import ResponseModel, Time
 
 
 class ChannelCreate(RequestModel):
@@ -84,3 +85,76 @@ class SilenceCreate(RequestModel):
         if (self.ends_at is None) == (self.duration_seconds is None):
             raise ValueError("ends_at: give exactly one of ends_at or duration_seconds")
         return self
+
+
+class ChannelOut(ResponseModel):
+    """A channel as every role sees it: URL, routing key and name masked (``store.masked``)."""
+
+    id: int
+    name: str
+    type: str
+    url: str
+    has_secret: bool
+    routing_key: str | None
+    min_severity: str
+    failure_modes: list[str]
+    enabled: bool
+    created_at: Time
+
+
+class ChannelList(ResponseModel):
+    channels: list[ChannelOut]
+
+
+class SilenceOut(ResponseModel):
+    id: int
+    matchers: list[dict[str, str]]
+    starts_at: Time
+    ends_at: Time
+    comment: str
+    created_by: str
+    state: Literal["pending", "active", "expired"]
+
+
+class SilenceList(ResponseModel):
+    silences: list[SilenceOut]
+
+
+class AlertOut(ResponseModel):
+    id: int
+    fingerprint: str
+    monitor_id: int | None
+    failure_mode: str
+    severity: str
+    labels: dict[str, Any]
+    state: str
+    silenced: bool
+    summary: str
+    evidence: dict[str, Any]
+    count: int
+    clean_runs: int
+    first_fired_at: Time
+    last_fired_at: Time
+    last_notified_at: Time | None
+    acknowledged_at: Time | None
+    acknowledged_by: str | None
+    resolved_at: Time | None
+    resolved_by: str | None
+
+
+class AlertList(ResponseModel):
+    alerts: list[AlertOut]
+
+
+class AlertEventOut(ResponseModel):
+    id: int
+    kind: str
+    from_state: str | None
+    to_state: str | None
+    actor: str
+    at: Time
+    detail: dict[str, Any]
+
+
+class AlertDetail(AlertOut):
+    events: list[AlertEventOut]

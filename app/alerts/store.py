@@ -1,4 +1,4 @@
-"""Channel and silence CRUD helpers, and the row -> JSON shapes the routes return.
+"""Channel and silence CRUD, the alert queries, and the masked view of a channel.
 
 Channel secrets are write-only: URLs (a Slack or Teams webhook URL is its own credential),
 PagerDuty routing keys and HMAC signing secrets are shown masked to every role, admin
@@ -8,13 +8,14 @@ included, and nothing Telltale generates needs showing once.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.alerts.outbound import OutboundPolicy
-from app.alerts.schemas import ChannelCreate, SilenceCreate
+from app.alerts.schemas import ChannelCreate, ChannelOut, SilenceCreate, SilenceOut
+from app.db import project_row
 from app.models import Alert, AlertEvent, Channel, Silence
 
 
@@ -130,66 +131,91 @@ def create_silence(
     return silence
 
 
-def channel_dict(c: Channel) -> dict[str, Any]:
+def masked(c: Channel) -> ChannelOut:
+    """The channel with its URL, routing key and secret-bearing name masked."""
     cfg = c.config or {}
-    return {
-        "id": c.id,
-        "name": _masked_name(c),
-        "type": c.type,
-        "url": mask_url(c.url) if c.url else "",
-        "has_secret": bool(c.secret),
-        "routing_key": mask_secret(cfg.get("routing_key")) or None,
-        "min_severity": cfg.get("min_severity", "info"),
-        "failure_modes": cfg.get("failure_modes", []),
-        "enabled": c.enabled,
-        "created_at": c.created_at,
-    }
+    return ChannelOut(
+        id=c.id,
+        name=_masked_name(c),
+        type=c.type,
+        url=mask_url(c.url) if c.url else "",
+        has_secret=bool(c.secret),
+        routing_key=mask_secret(cfg.get("routing_key")) or None,
+        min_severity=cfg.get("min_severity", "info"),
+        failure_modes=cfg.get("failure_modes", []),
+        enabled=c.enabled,
+        created_at=c.created_at,
+    )
 
 
-def silence_dict(s: Silence, now: datetime) -> dict[str, Any]:
-    state = "pending" if s.starts_at > now else ("active" if s.ends_at > now else "expired")
-    return {
-        "id": s.id,
-        "matchers": s.matchers,
-        "starts_at": s.starts_at,
-        "ends_at": s.ends_at,
-        "comment": s.comment,
-        "created_by": s.created_by,
-        "state": state,
-    }
+def list_channels(session: Session, *, project_id: int) -> list[Channel]:
+    return list(
+        session.scalars(
+            select(Channel).where(Channel.project_id == project_id).order_by(Channel.id)
+        )
+    )
 
 
-def alert_dict(a: Alert) -> dict[str, Any]:
-    return {
-        "id": a.id,
-        "fingerprint": a.fingerprint,
-        "monitor_id": a.monitor_id,
-        "failure_mode": a.failure_mode,
-        "severity": a.severity,
-        "labels": a.labels,
-        "state": a.state,
-        "silenced": a.silenced,
-        "summary": a.summary,
-        "evidence": a.evidence,
-        "count": a.count,
-        "clean_runs": a.clean_runs,
-        "first_fired_at": a.first_fired_at,
-        "last_fired_at": a.last_fired_at,
-        "last_notified_at": a.last_notified_at,
-        "acknowledged_at": a.acknowledged_at,
-        "acknowledged_by": a.acknowledged_by,
-        "resolved_at": a.resolved_at,
-        "resolved_by": a.resolved_by,
-    }
+def silence_view(s: Silence, *, now: datetime) -> SilenceOut:
+    """The silence with its state at ``now``: pending, active or expired."""
+    state: Literal["pending", "active", "expired"] = (
+        "pending" if s.starts_at > now else ("active" if s.ends_at > now else "expired")
+    )
+    return SilenceOut(
+        id=s.id,
+        matchers=s.matchers,
+        starts_at=s.starts_at,
+        ends_at=s.ends_at,
+        comment=s.comment,
+        created_by=s.created_by,
+        state=state,
+    )
 
 
-def event_dict(e: AlertEvent) -> dict[str, Any]:
-    return {
-        "id": e.id,
-        "kind": e.kind,
-        "from_state": e.from_state,
-        "to_state": e.to_state,
-        "actor": e.actor,
-        "at": e.at,
-        "detail": e.detail,
-    }
+def list_silences(
+    session: Session, *, project_id: int, active_after: datetime | None
+) -> list[Silence]:
+    """All silences, or only those ending after ``active_after``."""
+    q = select(Silence).where(Silence.project_id == project_id)
+    if active_after is not None:
+        q = q.where(Silence.ends_at > active_after)
+    return list(session.scalars(q.order_by(Silence.id)))
+
+
+def list_alerts(
+    session: Session,
+    *,
+    project_id: int,
+    state: str | None = None,
+    severity: str | None = None,
+    failure_mode: str | None = None,
+    monitor_id: int | None = None,
+    limit: int = 100,
+) -> list[Alert]:
+    """Most recently fired first."""
+    q = select(Alert).where(Alert.project_id == project_id)
+    if state is not None:
+        q = q.where(Alert.state == state)
+    if severity is not None:
+        q = q.where(Alert.severity == severity)
+    if failure_mode is not None:
+        q = q.where(Alert.failure_mode == failure_mode)
+    if monitor_id is not None:
+        q = q.where(Alert.monitor_id == monitor_id)
+    return list(
+        session.scalars(q.order_by(Alert.last_fired_at.desc(), Alert.id.desc()).limit(limit))
+    )
+
+
+def get_alert(session: Session, *, project_id: int, alert_id: int) -> Alert | None:
+    """The alert, or None when it does not exist in this project."""
+    return project_row(session, Alert, alert_id, project_id=project_id)
+
+
+def alert_events(session: Session, *, alert_id: int) -> list[AlertEvent]:
+    """Every transition of the alert, oldest first."""
+    return list(
+        session.scalars(
+            select(AlertEvent).where(AlertEvent.alert_id == alert_id).order_by(AlertEvent.id)
+        )
+    )

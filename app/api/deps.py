@@ -1,45 +1,35 @@
-"""Dependencies declared once: the engine, a session, the calling key's principal, and the
-outbound policy channel URLs are checked against, and the bounded id types every route's
-path and query ids use."""
+"""Dependencies of the JSON API: the calling key's principal (a bearer key, or the web
+login's cookie with its CSRF token), role checks, and the outbound policy channel URLs are
+checked against. Engine, settings, session and id types come from :mod:`app.deps`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Annotated
 
-from annotated_types import Interval
 from fastapi import Depends, HTTPException, Request
-from sqlalchemy import Engine
-from sqlalchemy.orm import Session
 
 from app.alerts.outbound import OutboundPolicy
+from app.auth.logins import cookie_principal
+from app.deps import EngineDep, Int4Id, Int8Id, SessionDep, SettingsDep
 from app.keys import Principal, authenticate
-from app.settings import Settings
 
-
-def get_engine(request: Request) -> Engine:
-    return request.app.state.engine
-
-
-def get_settings_dep(request: Request) -> Settings:
-    return request.app.state.settings
-
-
-def get_session(request: Request) -> Iterator[Session]:
-    with request.app.state.sessionmaker() as session:
-        yield session
-
-
-# Row ids as their columns hold them: INTEGER is int4 on PostgreSQL (projects, keys,
-# monitors, channels, silences, label queues), BIGINT int8 (traces, runs, findings, alerts,
-# queue items, media jobs). Past the column an id would overflow the driver (a 500 on
-# SQLite, a DataError on PostgreSQL); bounded here it is a 422 naming the parameter.
-Int4Id = Annotated[int, Interval(ge=1, le=2**31 - 1)]
-Int8Id = Annotated[int, Interval(ge=1, le=2**63 - 1)]
-
-EngineDep = Annotated[Engine, Depends(get_engine)]
-SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
-SessionDep = Annotated[Session, Depends(get_session)]
+__all__ = [
+    "AdminKey",
+    "AnnotateKey",
+    "EngineDep",
+    "IngestKey",
+    "Int4Id",
+    "Int8Id",
+    "OutboundDep",
+    "ReadKey",
+    "SessionDep",
+    "SettingsDep",
+    "get_outbound",
+    "get_principal",
+    "key_from_request",
+    "require",
+]
 
 
 def get_outbound(settings: SettingsDep) -> OutboundPolicy:
@@ -61,35 +51,10 @@ def key_from_request(request: Request) -> str | None:
     return None
 
 
-_SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
-
-
-def _principal_from_cookie(request: Request) -> Principal | None:
-    """The web UI's session cookie, for the UI's own calls to the JSON API.
-
-    A cookie is sent by the browser on its own, so unsafe methods also need the session's
-    CSRF token in ``X-CSRF-Token``.
-    """
-    from app.web.logins import current_login, session_secret
-    from app.web.session import COOKIE, csrf_ok
-
-    if not request.cookies.get(COOKIE):
-        return None
-    login = current_login(request)
-    if login is None:
-        return None
-    web, principal = login
-    if request.method not in _SAFE_METHODS and not csrf_ok(
-        session_secret(request), web.nonce, request.headers.get("x-csrf-token")
-    ):
-        raise HTTPException(403, "missing or wrong X-CSRF-Token for a cookie-authenticated request")
-    return principal
-
-
 def get_principal(request: Request) -> Principal:
     key = key_from_request(request)
     if not key:
-        from_cookie = _principal_from_cookie(request)
+        from_cookie = cookie_principal(request)
         if from_cookie is not None:
             return from_cookie
         raise HTTPException(

@@ -58,9 +58,6 @@ class Rejection:
     id: str | None
     error: str
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"index": self.index, "id": self.id, "error": self.error}
-
 
 def validate_events(
     events: list[Any], *, limits: IngestLimits = IngestLimits()

@@ -157,7 +157,8 @@ def decode_vector(body: dict[str, Any], prefix: str, max_dim: int) -> np.ndarray
             raise FieldError(f"{prefix}.vector", "must be a non-empty array of numbers")
         if any(isinstance(x, bool) or not isinstance(x, int | float) for x in raw):
             raise FieldError(f"{prefix}.vector", "must contain only numbers")
-        vec = np.asarray(raw, dtype=np.float64).astype(np.float32)
+        with np.errstate(over="ignore"):  # past float32's range is inf: refused below
+            vec = np.asarray(raw, dtype=np.float64).astype(np.float32)
         field = f"{prefix}.vector"
     elif body.get("vector_b64") is not None:
         field = f"{prefix}.vector_b64"

@@ -9,6 +9,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.ingest.admission import WriteAdmission
 from app.ingest.events import Rejection, ValidEvent
+from app.ingest.schemas import IngestAnswer, RejectionOut
 from app.ingest.store import WriteResult, write_events
 from app.metrics import record_ingest
 
@@ -20,7 +21,7 @@ async def ingest_batch(
     valid: list[ValidEvent],
     rejected: list[Rejection],
     total: int,
-) -> dict[str, Any]:
+) -> IngestAnswer:
     """Write ``valid`` and build the answer; raise 422 when nothing at all was usable."""
     admission: WriteAdmission = app_state.admission
     result = WriteResult()
@@ -36,12 +37,12 @@ async def ingest_batch(
         record_ingest("any", "duplicate", result.duplicates)
     if all_rejected:
         record_ingest("any", "rejected", len(all_rejected))
-    answer = {
-        "accepted": result.accepted,
-        "duplicates": result.duplicates,
-        "rejected": [r.as_dict() for r in all_rejected],
-    }
+    answer = IngestAnswer(
+        accepted=result.accepted,
+        duplicates=result.duplicates,
+        rejected=[RejectionOut.model_validate(r) for r in all_rejected],
+    )
     if total and len(all_rejected) == total:
         # Every event was bad: the batch itself is a bad request. Name the first problem.
-        raise HTTPException(422, detail={"message": all_rejected[0].error, **answer})
+        raise HTTPException(422, detail={"message": all_rejected[0].error, **answer.model_dump()})
     return answer

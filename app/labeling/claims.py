@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import Engine, and_, bindparam, insert, or_, select, update
 from sqlalchemy.engine import Connection
+from sqlalchemy.orm import Session
 
 from app.db import claim_rows, write_transaction
 from app.labeling.errors import Invalid, LeaseConflict, NotFound
@@ -74,6 +75,12 @@ def claim_items(
                 [{"b_id": i, "b_token": secrets.token_urlsafe(24)} for i in ids],
             )
     return ids
+
+
+def claimed_items(session: Session, *, ids: list[int]) -> list[QueueItem]:
+    """The items ``claim_items`` returned, in its order (highest priority first)."""
+    rows = {i.id: i for i in session.scalars(select(QI).where(QI.id.in_(ids)))}
+    return [rows[i] for i in ids]
 
 
 def _lease_problem(item: Any, token: str, now: datetime) -> tuple[str, str] | None:

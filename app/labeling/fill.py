@@ -45,9 +45,6 @@ class FillResult:
     budget_left: int = 0
     notes: list[str] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
 
 def sample_key(*, trace_id: str | None, embedding_id: int) -> str:
     """One key per labelable thing: a trace (however many embeddings it has) or a vector."""

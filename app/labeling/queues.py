@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -12,26 +10,6 @@ from app.labeling.errors import Conflict, NotFound
 from app.labeling.schemas import QueueCreate, QueueUpdate
 from app.models.base import utcnow
 from app.models.labeling import LabelQueue, QueueItem
-
-
-def queue_dict(q: LabelQueue, *, counts: dict[str, int] | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "name": q.name,
-        "description": q.description,
-        "selection": q.selection,
-        "label_schema": q.label_schema,
-        "label_name": q.label_name,
-        "budget_per_period": q.budget_per_period,
-        "fill_interval_seconds": q.fill_interval_seconds,
-        "lease_seconds": q.lease_seconds,
-        "reference_size": q.reference_size,
-        "last_filled_at": q.last_filled_at,
-        "created_at": q.created_at,
-        "updated_at": q.updated_at,
-    }
-    if counts is not None:
-        out["items"] = counts
-    return out
 
 
 def get_queue(session: Session, *, project_id: int, name: str) -> LabelQueue:

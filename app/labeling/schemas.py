@@ -1,4 +1,5 @@
-"""Request bodies of the labeling API, and the label schema a label is checked against."""
+"""Request bodies and answers of the labeling API, and the label schema a label is checked
+against."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from app.request_model import RequestModel
+from app.response_model import ResponseModel, Time
 
 QUEUE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 SOURCES = Literal["production", "eval", "shadow"]
@@ -136,3 +138,137 @@ def check_label(schema: dict[str, Any], label: Any) -> tuple[Any, float | None]:
             f"label: must be a number in [{schema['min']}, {schema['max']}], got {label!r}"
         )
     return value, value
+
+
+class QueueOut(ResponseModel):
+    name: str
+    description: str
+    selection: dict[str, Any]
+    label_schema: dict[str, Any]
+    label_name: str
+    budget_per_period: int
+    fill_interval_seconds: int
+    lease_seconds: int
+    reference_size: int
+    last_filled_at: Time | None
+    created_at: Time
+    updated_at: Time
+
+
+class QueueWithItems(QueueOut):
+    items: dict[str, int] = Field(description="items per status")
+
+
+class QueueList(ResponseModel):
+    queues: list[QueueWithItems]
+
+
+class FillOut(ResponseModel):
+    queue: str
+    added: int
+    from_selector: int
+    from_label_requests: int
+    boosted: int
+    candidates: int
+    budget_left: int
+    notes: list[str]
+
+
+class TraceSummary(ResponseModel):
+    trace_id: str
+    agent: str
+    agent_version: str
+    status: str
+    decision: Any
+    task_type: Any
+    confidence: Any
+    steps: int
+    source: str
+    started_at: Time | None
+    text: str | None
+    output: str | None
+
+
+class SampleOut(ResponseModel):
+    key: str
+    kind: Literal["trace", "media", "embedding"]
+    stream: str | None
+    embedding_id: int | None
+    sample_id: str | None
+    time: Time | None
+    trace: TraceSummary | None
+    text: str | None
+    image_url: str | None
+
+
+class ClaimedItem(ResponseModel):
+    id: int
+    queue: str
+    lease_token: str | None
+    lease_expires_at: Time | None
+    priority: float
+    novelty: float | None
+    boost: float
+    reason: str
+    label_schema: dict[str, Any]
+    sample: SampleOut
+
+
+class ClaimedItems(ResponseModel):
+    items: list[ClaimedItem]
+
+
+class LabelSaved(ResponseModel):
+    id: int
+    item_id: int
+    label: str | float
+    score_value: float | None
+    score_written: bool
+    created_at: Time
+
+
+class LeaseEnded(ResponseModel):
+    item_id: int
+    status: Literal["skipped", "pending"]
+
+
+class RejectedLabelOut(ResponseModel):
+    id: int
+    label: str | float
+    comment: str | None
+
+
+class LeaseLost(ResponseModel):
+    """409: the lease is gone; ``detail`` says what to do, the label is kept for resending."""
+
+    detail: str
+    code: str
+    item_id: int
+    rejected_label: RejectedLabelOut | None = None
+
+
+class AnnotatorStats(ResponseModel):
+    key_id: int
+    key_prefix: str | None
+    labeled: int
+    labeled_in_window: int
+    labels_per_hour: float
+    first_label_at: Time | None
+    last_label_at: Time | None
+    skipped: int
+
+
+class QueueStats(ResponseModel):
+    queue: str
+    depth: int
+    pending: int
+    leased: int
+    expired_leases: int
+    labeled: int
+    skipped: int
+    total: int
+    window_hours: float
+    annotators: list[AnnotatorStats]
+    last_filled_at: Time | None
+    label_schema: dict[str, Any]
+    now: Time

@@ -189,28 +189,7 @@ def find_image_job(
     return job
 
 
-def job_view(job: MediaJob) -> dict[str, Any]:
-    view: dict[str, Any] = {
-        "id": job.id,
-        "kind": job.kind,
-        "stream": job.stream,
-        "sample_id": job.sample_id,
-        "trace_id": job.trace_id,
-        "status": job.status,
-        "attempts": job.attempts,
-        "error": job.error,
-        "embedding_id": job.embedding_id,
-        "model": job.model,
-        "next_attempt_at": job.next_attempt_at if job.status == "pending" else None,
-        "created_at": job.created_at,
-        "finished_at": job.finished_at,
-    }
-    if job.kind == "image":
-        view.update(
-            content_type=job.content_type,
-            size_bytes=job.size_bytes,
-            width=job.width,
-            height=job.height,
-            image_url=f"/api/v1/media/{job.id}/image",
-        )
-    return view
+def get_job(session: Session, *, project_id: int, job_id: int) -> MediaJob | None:
+    return session.scalar(
+        select(MediaJob).where(MediaJob.id == job_id, MediaJob.project_id == project_id)
+    )

@@ -1,4 +1,4 @@
-"""Request bodies of the monitor routes; pydantic errors name the field (422)."""
+"""Request bodies of the monitor routes (pydantic errors name the field: 422) and their answers."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pydantic import ConfigDict, Field, model_validator
 from app.domain import FailureMode, Severity
 from app.models.base import UTCTime
 from app.request_model import RequestModel
+from app.response_model import ResponseModel, Time
 
 Source = Literal["production", "eval", "shadow"]
 
@@ -80,3 +81,73 @@ class RunRequest(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
     now: UTCTime | None = Field(None, description="evaluate as of this time (default: now)")
+
+
+class MonitorOut(ResponseModel):
+    id: int
+    name: str
+    failure_mode: str
+    detector_params: dict[str, Any]
+    selection: dict[str, Any]
+    interval_seconds: int
+    severity: str
+    labels: dict[str, Any]
+    enabled: bool
+    auto_resolve_after: int
+    repeat_interval_seconds: int
+    time_limit_seconds: float
+    next_run_at: Time | None
+    last_run_at: Time | None
+    created_at: Time
+    updated_at: Time
+
+
+class MonitorList(ResponseModel):
+    monitors: list[MonitorOut]
+
+
+class RunOut(ResponseModel):
+    """One detector run: its windows, statistic against threshold, and evidence."""
+
+    id: int
+    monitor_id: int
+    failure_mode: str
+    at: Time
+    scheduled_for: Time | None
+    window_start: Time
+    window_end: Time
+    reference_start: Time | None
+    reference_end: Time | None
+    status: str
+    statistic: float | None
+    threshold: float | None
+    p_value: float | None
+    fired: bool
+    evidence: dict[str, Any]
+    n_current: int
+    n_reference: int
+    duration_ms: float
+    error: str | None
+
+
+class RunList(ResponseModel):
+    runs: list[RunOut]
+
+
+class FindingOut(ResponseModel):
+    id: int
+    monitor_id: int
+    run_id: int
+    alert_id: int | None
+    failure_mode: str
+    severity: str
+    at: Time
+    statistic: float | None
+    threshold: float | None
+    p_value: float | None
+    evidence: dict[str, Any]
+
+
+class FindingPage(ResponseModel):
+    findings: list[FindingOut]
+    next_cursor: str | None

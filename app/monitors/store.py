@@ -1,18 +1,19 @@
-"""Monitor CRUD and the row -> JSON shapes the routes return."""
+"""Monitor CRUD and the queries of monitors, their runs and findings, per project."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
-from app.db import as_utc
+from app.db import as_utc, project_row
 from app.models import DetectorRun, Finding, Monitor
 from app.models.base import utcnow
 from app.monitors.detection import DetectorConfigError, build_detector
 from app.monitors.schemas import MonitorCreate, MonitorPatch
+from app.pagination import Page, paginate
 
 
 def _selection_json(data: dict[str, Any]) -> dict[str, Any]:
@@ -76,62 +77,75 @@ def update_monitor(session: Session, *, monitor: Monitor, patch: MonitorPatch) -
     return monitor
 
 
-def monitor_dict(m: Monitor) -> dict[str, Any]:
-    return {
-        "id": m.id,
-        "name": m.name,
-        "failure_mode": m.failure_mode,
-        "detector_params": m.detector_params,
-        "selection": m.selection,
-        "interval_seconds": m.interval_seconds,
-        "severity": m.severity,
-        "labels": m.labels,
-        "enabled": m.enabled,
-        "auto_resolve_after": m.auto_resolve_after,
-        "repeat_interval_seconds": m.repeat_interval_seconds,
-        "time_limit_seconds": m.time_limit_seconds,
-        "next_run_at": m.next_run_at,
-        "last_run_at": m.last_run_at,
-        "created_at": m.created_at,
-        "updated_at": m.updated_at,
-    }
+def list_monitors(session: Session, *, project_id: int) -> list[Monitor]:
+    return list(
+        session.scalars(
+            select(Monitor).where(Monitor.project_id == project_id).order_by(Monitor.id)
+        )
+    )
 
 
-def run_dict(r: DetectorRun) -> dict[str, Any]:
-    return {
-        "id": r.id,
-        "monitor_id": r.monitor_id,
-        "failure_mode": r.failure_mode,
-        "at": r.at,
-        "scheduled_for": r.scheduled_for,
-        "window_start": r.window_start,
-        "window_end": r.window_end,
-        "reference_start": r.reference_start,
-        "reference_end": r.reference_end,
-        "status": r.status,
-        "statistic": r.statistic,
-        "threshold": r.threshold,
-        "p_value": r.p_value,
-        "fired": r.fired,
-        "evidence": r.evidence,
-        "n_current": r.n_current,
-        "n_reference": r.n_reference,
-        "duration_ms": r.duration_ms,
-        "error": r.error,
-    }
+def get_monitor(session: Session, *, project_id: int, monitor_id: int) -> Monitor | None:
+    """The monitor, or None when it does not exist in this project."""
+    return project_row(session, Monitor, monitor_id, project_id=project_id)
 
 
-def finding_dict(f: Finding) -> dict[str, Any]:
-    return {
-        "id": f.id,
-        "monitor_id": f.monitor_id,
-        "run_id": f.run_id,
-        "alert_id": f.alert_id,
-        "failure_mode": f.failure_mode,
-        "severity": f.severity,
-        "at": f.at,
-        "statistic": f.statistic,
-        "threshold": f.threshold,
-        "p_value": f.p_value,
-        "evidence": f.evidence,
-    }
+def monitor_names(session: Session, *, project_id: int) -> dict[int, str]:
+    rows = session.execute(select(Monitor.id, Monitor.name).where(Monitor.project_id == project_id))
+    return {mid: name for mid, name in rows}
+
+
+def _newest_runs(monitor_id: int) -> Select[DetectorRun]:
+    return (
+        select(DetectorRun)
+        .where(DetectorRun.monitor_id == monitor_id)
+        .order_by(DetectorRun.at.desc(), DetectorRun.id.desc())
+    )
+
+
+def latest_run(session: Session, *, monitor_id: int) -> DetectorRun | None:
+    return session.scalar(_newest_runs(monitor_id).limit(1))
+
+
+def list_runs(
+    session: Session,
+    *,
+    monitor_id: int,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    status: str | None = None,
+    limit: int = 500,
+) -> list[DetectorRun]:
+    """The latest ``limit`` runs with ``since <= at < until``, oldest first (a chart's series)."""
+    q = _newest_runs(monitor_id)
+    if since is not None:
+        q = q.where(DetectorRun.at >= since)
+    if until is not None:
+        q = q.where(DetectorRun.at < until)
+    if status is not None:
+        q = q.where(DetectorRun.status == status)
+    return list(reversed(session.scalars(q.limit(limit)).all()))
+
+
+def list_findings(
+    session: Session,
+    *,
+    project_id: int,
+    failure_mode: str | None = None,
+    monitor_id: int | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    limit: int = 100,
+    cursor: int | None = None,
+) -> Page[Finding]:
+    """Findings (runs that fired), newest first."""
+    q = select(Finding).where(Finding.project_id == project_id)
+    if failure_mode is not None:
+        q = q.where(Finding.failure_mode == failure_mode)
+    if monitor_id is not None:
+        q = q.where(Finding.monitor_id == monitor_id)
+    if since is not None:
+        q = q.where(Finding.at >= since)
+    if until is not None:
+        q = q.where(Finding.at < until)
+    return paginate(session, q, id_column=Finding.id, limit=limit, cursor=cursor)

@@ -8,10 +8,11 @@ from typing import Any
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse
 
+from app.auth.cookies import COOKIE, MAX_AGE_S, csrf_ok, csrf_token
+from app.auth.logins import current_login, end_login, session_secret, start_login
+from app.deps import SessionDep
 from app.keys import authenticate
 from app.web.deps import templates
-from app.web.logins import current_login, end_login, session_secret, start_login
-from app.web.session import COOKIE, MAX_AGE_S, csrf_ok, csrf_token
 
 router = APIRouter(include_in_schema=False)
 PRE_COOKIE = "tt_login"
@@ -41,6 +42,7 @@ def login_form(request: Request, next: str = "/", error: str | None = None) -> A
 @router.post("/login")
 def login(
     request: Request,
+    session: SessionDep,
     api_key: str = Form(""),
     csrf: str = Form(""),
     next: str = Form("/"),
@@ -49,8 +51,7 @@ def login(
     nonce = request.cookies.get(PRE_COOKIE, "")
     if not nonce or not csrf_ok(session_secret(request), nonce, csrf):
         return login_form(request, next=next, error="The form expired; please try again.")
-    with request.app.state.sessionmaker() as session:
-        principal = authenticate(session, key=api_key.strip())
+    principal = authenticate(session, key=api_key.strip())
     if principal is None:
         return login_form(request, next=next, error="That API key is not valid or was revoked.")
     response = RedirectResponse(_safe_next(next), status_code=303)

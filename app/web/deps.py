@@ -9,9 +9,9 @@ from urllib.parse import quote
 from fastapi import Depends, Request
 from fastapi.templating import Jinja2Templates
 
+from app.auth.cookies import csrf_token
+from app.auth.logins import current_login, session_secret
 from app.keys import Principal
-from app.web.logins import current_login, session_secret
-from app.web.session import csrf_token
 
 DASHBOARDS = Path(__file__).resolve().parent.parent.parent / "dashboards"
 templates = Jinja2Templates(directory=str(DASHBOARDS / "templates"))

@@ -1,8 +1,9 @@
 """The pages: overview, monitor, alerts, trace explorer, labeling.
 
-Pages read through small queries; every action (ack, resolve, silence, label) is a call
-from the page's script to the JSON API with the session cookie and its CSRF token, so
-the UI can do nothing the API would not let the same key do.
+Pages read through the features' store functions with the request's session, as the API
+does; every action (ack, resolve, silence, label) is a call from the page's script to the
+JSON API with the session cookie and its CSRF token, so the UI can do nothing the API would
+not let the same key do.
 """
 
 from __future__ import annotations
@@ -11,14 +12,15 @@ import math
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Query
-from sqlalchemy import select
 
-from app.api.deps import Int4Id, Int8Id
-from app.api.routes.traces import get_trace
-from app.api.routes.traces import list_traces as api_list_traces
-from app.models import Alert, AlertEvent, Monitor
+from app.alerts import store as alerts
+from app.deps import Int4Id, Int8Id, SessionDep
+from app.labeling import queues
+from app.labeling.errors import NotFound
 from app.models.base import UTCTime
-from app.models.labeling import LabelQueue
+from app.monitors import store as monitors
+from app.traces import store as traces
+from app.traces.schemas import TraceOut, TracePage
 from app.web import queries
 from app.web.deps import WebDep
 
@@ -30,19 +32,18 @@ def _num(x: float | None) -> float | None:
 
 
 @router.get("/")
-def overview(web: WebDep) -> Any:
-    with web.request.app.state.sessionmaker() as session:
-        data = queries.overview(session, web.principal.project_id)
+def overview(web: WebDep, session: SessionDep) -> Any:
+    data = queries.overview(session, project_id=web.principal.project_id)
     return web.render("overview.html", **data)
 
 
 @router.get("/monitors/{monitor_id}")
-def monitor_page(monitor_id: Int4Id, web: WebDep) -> Any:
-    with web.request.app.state.sessionmaker() as session:
-        monitor = session.get(Monitor, monitor_id)
-        if monitor is None or monitor.project_id != web.principal.project_id:
-            raise HTTPException(404, f"monitor {monitor_id} not found in this project")
-        runs = queries.monitor_runs(session, monitor_id)
+def monitor_page(monitor_id: Int4Id, web: WebDep, session: SessionDep) -> Any:
+    pid = web.principal.project_id
+    monitor = monitors.get_monitor(session, project_id=pid, monitor_id=monitor_id)
+    if monitor is None:
+        raise HTTPException(404, f"monitor {monitor_id} not found in this project")
+    runs = monitors.list_runs(session, monitor_id=monitor_id)
     points = [
         {
             "t": r.at.isoformat(),
@@ -66,68 +67,69 @@ def monitor_page(monitor_id: Int4Id, web: WebDep) -> Any:
 @router.get("/alerts")
 def alerts_page(
     web: WebDep,
+    session: SessionDep,
     state: str | None = Query(None, pattern="^(firing|acknowledged|resolved)?$"),
     severity: str | None = Query(None, pattern="^(info|warning|critical)?$"),
 ) -> Any:
-    with web.request.app.state.sessionmaker() as session:
-        rows = queries.alerts(
-            session, web.principal.project_id, state=state or None, severity=severity or None
-        )
-        names = dict(
-            session.execute(
-                select(Monitor.id, Monitor.name).where(
-                    Monitor.project_id == web.principal.project_id
-                )
-            ).all()
-        )
+    pid = web.principal.project_id
+    rows = alerts.list_alerts(
+        session, project_id=pid, state=state or None, severity=severity or None, limit=200
+    )
+    names = monitors.monitor_names(session, project_id=pid)
     return web.render(
         "alerts.html", alerts=rows, state=state or "", severity=severity or "", monitor_names=names
     )
 
 
 @router.get("/alerts/{alert_id}")
-def alert_page(alert_id: Int8Id, web: WebDep) -> Any:
+def alert_page(alert_id: Int8Id, web: WebDep, session: SessionDep) -> Any:
     """One alert with its evidence and every transition (the link notifications carry)."""
-    with web.request.app.state.sessionmaker() as session:
-        alert = session.get(Alert, alert_id)
-        if alert is None or alert.project_id != web.principal.project_id:
-            raise HTTPException(404, f"alert {alert_id} not found in this project")
-        events = session.scalars(
-            select(AlertEvent).where(AlertEvent.alert_id == alert_id).order_by(AlertEvent.id)
-        ).all()
-        monitor = session.get(Monitor, alert.monitor_id) if alert.monitor_id else None
+    pid = web.principal.project_id
+    alert = alerts.get_alert(session, project_id=pid, alert_id=alert_id)
+    if alert is None:
+        raise HTTPException(404, f"alert {alert_id} not found in this project")
+    events = alerts.alert_events(session, alert_id=alert_id)
+    monitor = (
+        monitors.get_monitor(session, project_id=pid, monitor_id=alert.monitor_id)
+        if alert.monitor_id
+        else None
+    )
     return web.render("alert.html", alert=alert, events=events, monitor=monitor)
 
 
 @router.get("/traces")
 def traces_page(
     web: WebDep,
+    session: SessionDep,
     agent: str | None = None,
     status: str | None = Query(None, pattern="^(ok|error)?$"),
     source: str | None = Query(None, pattern="^(production|eval|shadow)?$"),
     since: UTCTime | None = None,
     cursor: Int8Id | None = None,
 ) -> Any:
-    with web.request.app.state.sessionmaker() as session:
-        page = api_list_traces(
-            principal=web.principal,
-            session=session,
-            agent=agent or None,
-            status=status or None,  # type: ignore[arg-type]
-            source=source or None,  # type: ignore[arg-type]
-            since=since,
-            until=None,
-            limit=50,
-            cursor=cursor,
-        )
+    found = traces.list_traces(
+        session,
+        project_id=web.principal.project_id,
+        agent=agent or None,
+        status=status or None,
+        source=source or None,
+        since=since,
+        limit=50,
+        cursor=cursor,
+    )
+    page = TracePage(
+        traces=[TraceOut.model_validate(t) for t in found.rows], next_cursor=found.next_cursor
+    )
     filters = {"agent": agent or "", "status": status or "", "source": source or ""}
     return web.render("traces.html", page=page, filters=filters)
 
 
 @router.get("/traces/{trace_id}")
-def trace_page(trace_id: str, web: WebDep) -> Any:
-    with web.request.app.state.sessionmaker() as session:
-        trace = get_trace(trace_id=trace_id, principal=web.principal, session=session)
+def trace_page(trace_id: str, web: WebDep, session: SessionDep) -> Any:
+    found = traces.get_trace(session, project_id=web.principal.project_id, trace_id=trace_id)
+    if found is None:
+        raise HTTPException(404, f"trace {trace_id!r} not found in this project")
+    trace = found.model_dump()
     return web.render("trace.html", trace=trace, tree=_tree(trace["spans"]))
 
 
@@ -149,24 +151,15 @@ def _tree(spans: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
 
 
 @router.get("/label")
-def label_index(web: WebDep) -> Any:
-    with web.request.app.state.sessionmaker() as session:
-        names = session.scalars(
-            select(LabelQueue.name)
-            .where(LabelQueue.project_id == web.principal.project_id)
-            .order_by(LabelQueue.name)
-        ).all()
-    return web.render("label_index.html", queues=names)
+def label_index(web: WebDep, session: SessionDep) -> Any:
+    found = queues.list_queues(session, project_id=web.principal.project_id)
+    return web.render("label_index.html", queues=[q.name for q in found])
 
 
 @router.get("/label/{queue_name}")
-def label_page(queue_name: str, web: WebDep) -> Any:
-    with web.request.app.state.sessionmaker() as session:
-        queue = session.scalar(
-            select(LabelQueue).where(
-                LabelQueue.project_id == web.principal.project_id, LabelQueue.name == queue_name
-            )
-        )
-    if queue is None:
-        raise HTTPException(404, f"queue {queue_name!r} not found in this project")
+def label_page(queue_name: str, web: WebDep, session: SessionDep) -> Any:
+    try:
+        queue = queues.get_queue(session, project_id=web.principal.project_id, name=queue_name)
+    except NotFound:
+        raise HTTPException(404, f"queue {queue_name!r} not found in this project") from None
     return web.render("label.html", queue=queue)

@@ -1,4 +1,4 @@
-"""Read models for the pages: small, indexed queries scoped to one project."""
+"""Read models for the pages that no API answer gives: the overview, grouped by failure mode."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.models import Alert, DetectorRun, IngestMinute, Monitor
+from app.models import Alert, IngestMinute
 from app.models.base import utcnow
+from app.monitors import store as monitors
 
 FAILURE_MODES = {
     "FM-1": "Compounding decision errors",
@@ -22,19 +23,10 @@ FAILURE_MODES = {
 }
 
 
-def latest_run(session: Session, monitor_id: int) -> DetectorRun | None:
-    return session.scalar(
-        select(DetectorRun)
-        .where(DetectorRun.monitor_id == monitor_id)
-        .order_by(DetectorRun.at.desc(), DetectorRun.id.desc())
-        .limit(1)
-    )
-
-
-def overview(session: Session, project_id: int) -> dict[str, Any]:
-    monitors = session.scalars(
-        select(Monitor).where(Monitor.project_id == project_id).order_by(Monitor.id)
-    ).all()
+def overview(session: Session, *, project_id: int) -> dict[str, Any]:
+    """Per failure mode: its monitors with their latest run, and its open alerts; plus the
+    events ingested per type in the last hour."""
+    found = monitors.list_monitors(session, project_id=project_id)
     open_alerts = dict(
         session.execute(
             select(Alert.failure_mode, func.count())
@@ -44,9 +36,11 @@ def overview(session: Session, project_id: int) -> dict[str, Any]:
     )
     modes = []
     for fm, title in FAILURE_MODES.items():
-        rows = []
-        for m in (m for m in monitors if m.failure_mode == fm):
-            rows.append({"monitor": m, "run": latest_run(session, m.id)})
+        rows = [
+            {"monitor": m, "run": monitors.latest_run(session, monitor_id=m.id)}
+            for m in found
+            if m.failure_mode == fm
+        ]
         modes.append(
             {"id": fm, "title": title, "monitors": rows, "open_alerts": open_alerts.get(fm, 0)}
         )
@@ -59,26 +53,3 @@ def overview(session: Session, project_id: int) -> dict[str, Any]:
         ).all()
     )
     return {"modes": modes, "ingest_last_hour": rate}
-
-
-def monitor_runs(session: Session, monitor_id: int, limit: int = 500) -> list[DetectorRun]:
-    rows = session.scalars(
-        select(DetectorRun)
-        .where(DetectorRun.monitor_id == monitor_id)
-        .order_by(DetectorRun.at.desc(), DetectorRun.id.desc())
-        .limit(limit)
-    ).all()
-    return list(reversed(rows))
-
-
-def alerts(
-    session: Session, project_id: int, *, state: str | None, severity: str | None, limit: int = 200
-) -> list[Alert]:
-    q = select(Alert).where(Alert.project_id == project_id)
-    if state:
-        q = q.where(Alert.state == state)
-    if severity:
-        q = q.where(Alert.severity == severity)
-    return list(
-        session.scalars(q.order_by(Alert.last_fired_at.desc(), Alert.id.desc()).limit(limit))
-    )

@@ -253,6 +253,15 @@ def test_nan_literal_from_python_json_names_the_field(client, make_key):
     assert r.status_code == 422 and "events[0].body.vector" in r.text and "NaN" in r.text
 
 
+def test_values_past_float32_are_refused_not_a_crash(client, make_key):
+    key = make_key("ingest")
+    r = client.post("/api/v1/ingest", json=_only(_emb({"vector": [1.0, 1e300]})), headers=auth(key))
+    assert r.status_code == 422 and "events[0].body.vector" in r.text and "infinite" in r.text
+    bulk = {"stream": "s", "vectors": [[1.0, 1e300]], "sample_ids": ["a"]}
+    r = client.post("/api/v1/embeddings", json=bulk, headers=auth(key))
+    assert r.status_code == 422 and "body.vectors[0]" in r.text and "infinite" in r.text
+
+
 def test_dimension_mismatch_against_stream(client, make_key, engine):
     key = make_key("ingest")
     ok = {"id": "a", "type": "embedding", "body": {"stream": "s", "vector": [1, 2, 3]}}

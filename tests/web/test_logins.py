@@ -15,9 +15,9 @@ import pytest
 from fastapi.testclient import TestClient
 from pydantic import ValidationError
 
+from app.auth.cookies import COOKIE
 from app.main import create_app
 from app.settings import Settings
-from app.web.session import COOKIE
 from tests.web.test_pages import login
 
 OLD_PUBLIC_DEFAULT = "change-me-local-only"

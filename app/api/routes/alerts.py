@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from fastapi import APIRouter, HTTPException, Query
-from sqlalchemy import select
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from app.alerts import lifecycle
-from app.alerts.store import alert_dict, event_dict
+from app.alerts import lifecycle, store
+from app.alerts.schemas import AlertDetail, AlertEventOut, AlertList, AlertOut
 from app.api.deps import AnnotateKey, EngineDep, Int4Id, Int8Id, ReadKey, SessionDep, SettingsDep
 from app.db import write_session
 from app.domain import FailureMode, Severity
 from app.keys import Principal
-from app.models import Alert, AlertEvent
+from app.models import Alert
 from app.models.base import utcnow
 
 router = APIRouter(prefix="/api/v1/alerts", tags=["alerts"])
@@ -25,8 +25,8 @@ def actor(principal: Principal) -> str:
 
 
 def _get(session: Session, project_id: int, alert_id: int) -> Alert:
-    alert = session.get(Alert, alert_id)
-    if alert is None or alert.project_id != project_id:
+    alert = store.get_alert(session, project_id=project_id, alert_id=alert_id)
+    if alert is None:
         raise HTTPException(404, f"alert {alert_id} not found in this project")
     return alert
 
@@ -40,33 +40,34 @@ def list_alerts(
     failure_mode: FailureMode | None = None,
     monitor_id: Int4Id | None = None,
     limit: int = Query(100, ge=1, le=1000),
-) -> dict[str, Any]:
-    q = select(Alert).where(Alert.project_id == principal.project_id)
-    if state is not None:
-        q = q.where(Alert.state == state)
-    if severity is not None:
-        q = q.where(Alert.severity == severity)
-    if failure_mode is not None:
-        q = q.where(Alert.failure_mode == failure_mode)
-    if monitor_id is not None:
-        q = q.where(Alert.monitor_id == monitor_id)
-    rows = session.scalars(q.order_by(Alert.last_fired_at.desc(), Alert.id.desc()).limit(limit))
-    return {"alerts": [alert_dict(a) for a in rows]}
+) -> AlertList:
+    rows = store.list_alerts(
+        session,
+        project_id=principal.project_id,
+        state=state,
+        severity=severity,
+        failure_mode=failure_mode,
+        monitor_id=monitor_id,
+        limit=limit,
+    )
+    return AlertList(alerts=[AlertOut.model_validate(a) for a in rows])
 
 
 @router.get("/{alert_id}")
-def get_alert(alert_id: Int8Id, principal: ReadKey, session: SessionDep) -> dict[str, Any]:
+def get_alert(alert_id: Int8Id, principal: ReadKey, session: SessionDep) -> AlertDetail:
     """The alert with every transition (``events``: kind, from/to state, actor, time)."""
     alert = _get(session, principal.project_id, alert_id)
-    events = session.scalars(
-        select(AlertEvent).where(AlertEvent.alert_id == alert_id).order_by(AlertEvent.id)
+    events = [
+        AlertEventOut.model_validate(e) for e in store.alert_events(session, alert_id=alert_id)
+    ]
+    return AlertDetail.model_validate(
+        {**AlertOut.model_validate(alert).model_dump(), "events": events}
     )
-    return {**alert_dict(alert), "events": [event_dict(e) for e in events]}
 
 
 def _transition(
-    alert_id: int, principal: Principal, engine: Any, public_url: str, action: str
-) -> dict[str, Any]:
+    alert_id: int, principal: Principal, engine: Engine, public_url: str, action: str
+) -> AlertOut:
     try:
         with write_session(engine) as session:
             alert = _get(session, principal.project_id, alert_id)
@@ -74,13 +75,13 @@ def _transition(
             fn(session, alert, actor=actor(principal), now=utcnow(), public_url=public_url)
     except lifecycle.TransitionError as exc:
         raise HTTPException(409, str(exc)) from None
-    return alert_dict(alert)
+    return AlertOut.model_validate(alert)
 
 
 @router.post("/{alert_id}/ack")
 def acknowledge(
     alert_id: Int8Id, principal: AnnotateKey, engine: EngineDep, settings: SettingsDep
-) -> dict[str, Any]:
+) -> AlertOut:
     """firing -> acknowledged: stops re-notification; PagerDuty gets ``acknowledge``."""
     return _transition(alert_id, principal, engine, settings.public_url, "ack")
 
@@ -88,6 +89,6 @@ def acknowledge(
 @router.post("/{alert_id}/resolve")
 def resolve(
     alert_id: Int8Id, principal: AnnotateKey, engine: EngineDep, settings: SettingsDep
-) -> dict[str, Any]:
+) -> AlertOut:
     """firing/acknowledged -> resolved; channels that were notified get ``resolve``."""
     return _transition(alert_id, principal, engine, settings.public_url, "resolve")

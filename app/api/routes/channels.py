@@ -2,41 +2,36 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, HTTPException, Response
 from fastapi.exceptions import RequestValidationError
-from sqlalchemy import select
 
+from app.alerts import store
 from app.alerts.outbound import OutboundRefused
-from app.alerts.schemas import ChannelCreate
-from app.alerts.store import channel_dict, create_channel
+from app.alerts.schemas import ChannelCreate, ChannelList, ChannelOut
 from app.api.deps import AdminKey, EngineDep, Int4Id, OutboundDep, ReadKey, SessionDep
-from app.db import write_session
+from app.db import project_row, write_session
 from app.models import Channel
 
 router = APIRouter(prefix="/api/v1/channels", tags=["channels"])
 
 
 @router.get("")
-def list_channels(principal: ReadKey, session: SessionDep) -> dict[str, Any]:
-    rows = session.scalars(
-        select(Channel).where(Channel.project_id == principal.project_id).order_by(Channel.id)
-    )
-    return {"channels": [channel_dict(c) for c in rows]}
+def list_channels(principal: ReadKey, session: SessionDep) -> ChannelList:
+    rows = store.list_channels(session, project_id=principal.project_id)
+    return ChannelList(channels=[store.masked(c) for c in rows])
 
 
 @router.post("", status_code=201)
 def create(
     body: ChannelCreate, principal: AdminKey, engine: EngineDep, outbound: OutboundDep
-) -> dict[str, Any]:
+) -> ChannelOut:
     """``{"type", "url", "secret"?, "routing_key"? (pagerduty), "min_severity"?,
     "failure_modes"?}``. The URL must reach a public address or one allowed by
     ``TELLTALE_OUTBOUND_ALLOW`` (README: Outbound). URL, secret and routing key are
     write-only: the answer, like every listing, shows them masked."""
     try:
         with write_session(engine) as session:
-            channel = create_channel(
+            channel = store.create_channel(
                 session, project_id=principal.project_id, body=body, outbound=outbound
             )
     except OutboundRefused as exc:  # the same 422 shape as the URL's syntax errors
@@ -44,15 +39,15 @@ def create(
         raise RequestValidationError([error]) from None
     except ValueError as exc:
         raise HTTPException(422, str(exc)) from None
-    return channel_dict(channel)
+    return store.masked(channel)
 
 
 @router.delete("/{channel_id}", status_code=204)
 def delete(channel_id: Int4Id, principal: AdminKey, engine: EngineDep) -> Response:
     """Delete the channel and its undelivered notifications."""
     with write_session(engine) as session:
-        channel = session.get(Channel, channel_id)
-        if channel is None or channel.project_id != principal.project_id:
+        channel = project_row(session, Channel, channel_id, project_id=principal.project_id)
+        if channel is None:
             raise HTTPException(404, f"channel {channel_id} not found in this project")
         session.delete(channel)
     return Response(status_code=204)

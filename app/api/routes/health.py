@@ -10,8 +10,18 @@ from sqlalchemy import text
 from starlette.concurrency import run_in_threadpool
 
 from app.migrate import is_at_head
+from app.response_model import ResponseModel
 
 router = APIRouter(tags=["health"])
+
+
+class Ready(ResponseModel):
+    status: str
+
+
+class NotReady(ResponseModel):
+    status: str
+    reason: str
 
 
 @router.get("/healthz")
@@ -19,7 +29,7 @@ def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz")
+@router.get("/readyz", response_model=Ready, responses={503: {"model": NotReady}})
 async def readyz(request: Request) -> Any:
     """Ready when the database answers, its schema is at the migrations' head, and
     writes are stored (a full disk leaves reads working: see ``app.storage_health``)."""
@@ -41,5 +51,5 @@ async def readyz(request: Request) -> Any:
 
     ok, reason = await run_in_threadpool(check)
     if ok:
-        return {"status": "ready"}
+        return Ready(status="ready")
     return JSONResponse({"status": "not ready", "reason": reason}, status_code=503)

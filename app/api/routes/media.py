@@ -6,14 +6,13 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import FileResponse
-from sqlalchemy import select
 from starlette.datastructures import UploadFile
 
 from app.api.body import parse_json, read_body
 from app.api.deps import EngineDep, IngestKey, Int8Id, ReadKey, SessionDep, SettingsDep
 from app.media import intake
+from app.media.schemas import ImageJobOut, MediaJobOut, SubmittedJobOut, SubmittedJobs, job_status
 from app.media.store import MediaRejected, image_path
-from app.models.media import MediaJob
 
 router = APIRouter(prefix="/api/v1/media", tags=["media"])
 
@@ -21,7 +20,7 @@ router = APIRouter(prefix="/api/v1/media", tags=["media"])
 @router.post("")
 async def submit_media(
     request: Request, principal: IngestKey, settings: SettingsDep, engine: EngineDep
-) -> dict[str, Any]:
+) -> SubmittedJobs:
     """Multipart images (``file`` parts with ``stream``, ``sample_id`` and optional
     ``trace_id`` per file, in order) or JSON ``{"items": [{"stream", "sample_id",
     "trace_id"?, "text"}]}``. Re-sending a ``(stream, sample_id)`` returns its job."""
@@ -45,7 +44,7 @@ async def submit_media(
             )
     except MediaRejected as exc:
         raise HTTPException(exc.status, str(exc)) from None
-    return {"jobs": [{"id": j.id, "sample_id": j.sample_id, "status": j.status} for j in jobs]}
+    return SubmittedJobs(jobs=[SubmittedJobOut.model_validate(j) for j in jobs])
 
 
 async def _image_specs(request: Request, settings: Any) -> list[intake.ImageUpload]:
@@ -78,16 +77,21 @@ async def _image_specs(request: Request, settings: Any) -> list[intake.ImageUplo
 
 
 @router.get("/{job_id}")
-def get_job(job_id: Int8Id, principal: ReadKey, session: SessionDep) -> dict[str, Any]:
-    job = session.scalar(
-        select(MediaJob).where(MediaJob.id == job_id, MediaJob.project_id == principal.project_id)
-    )
+def get_job(job_id: Int8Id, principal: ReadKey, session: SessionDep) -> ImageJobOut | MediaJobOut:
+    job = intake.get_job(session, project_id=principal.project_id, job_id=job_id)
     if job is None:
         raise HTTPException(404, f"job_id: no media job {job_id} in this project")
-    return intake.job_view(job)
+    return job_status(job)
 
 
-@router.get("/{key}/image")
+_IMAGE = {"schema": {"type": "string", "format": "binary"}}
+
+
+@router.get(
+    "/{key}/image",
+    response_class=FileResponse,
+    responses={200: {"content": {t: _IMAGE for t in ("image/jpeg", "image/png", "image/webp")}}},
+)
 def get_image(
     key: str,
     principal: ReadKey,

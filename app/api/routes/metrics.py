@@ -45,7 +45,11 @@ def check_scraper(request: Request) -> None:
         )
 
 
-@router.get("/metrics", response_class=Response)
+@router.get(
+    "/metrics",
+    response_class=Response,
+    responses={200: {"content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}}}},
+)
 async def metrics(request: Request) -> Response:
     check_scraper(request)
 

@@ -6,24 +6,25 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException, Query, Response
 from pydantic import ConfigDict, Field
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.api.deps import AdminKey, EngineDep, Int4Id, ReadKey, SessionDep, SettingsDep
 from app.db import write_session
-from app.models import DetectorRun, Monitor
+from app.models import Monitor
 from app.models.base import UTCTime
-from app.monitors import defaults
+from app.monitors import defaults, store
 from app.monitors.detection import DetectorConfigError
 from app.monitors.runner import run_monitor
-from app.monitors.schemas import MonitorCreate, MonitorPatch, RunRequest
-from app.monitors.slots import DetectorsBusy
-from app.monitors.store import (
-    create_monitor,
-    monitor_dict,
-    run_dict,
-    update_monitor,
+from app.monitors.schemas import (
+    MonitorCreate,
+    MonitorList,
+    MonitorOut,
+    MonitorPatch,
+    RunList,
+    RunOut,
+    RunRequest,
 )
+from app.monitors.slots import DetectorsBusy
 from app.request_model import RequestModel
 
 router = APIRouter(prefix="/api/v1/monitors", tags=["monitors"])
@@ -39,34 +40,32 @@ class DefaultsRequest(RequestModel):
 
 
 def _get(session: Session, project_id: int, monitor_id: int) -> Monitor:
-    monitor = session.get(Monitor, monitor_id)
-    if monitor is None or monitor.project_id != project_id:
+    monitor = store.get_monitor(session, project_id=project_id, monitor_id=monitor_id)
+    if monitor is None:
         raise HTTPException(404, f"monitor {monitor_id} not found in this project")
     return monitor
 
 
 @router.get("")
-def list_monitors(principal: ReadKey, session: SessionDep) -> dict[str, Any]:
-    rows = session.scalars(
-        select(Monitor).where(Monitor.project_id == principal.project_id).order_by(Monitor.id)
-    )
-    return {"monitors": [monitor_dict(m) for m in rows]}
+def list_monitors(principal: ReadKey, session: SessionDep) -> MonitorList:
+    rows = store.list_monitors(session, project_id=principal.project_id)
+    return MonitorList(monitors=[MonitorOut.model_validate(m) for m in rows])
 
 
 @router.post("", status_code=201)
-def create(body: MonitorCreate, principal: AdminKey, engine: EngineDep) -> dict[str, Any]:
+def create(body: MonitorCreate, principal: AdminKey, engine: EngineDep) -> MonitorOut:
     try:
         with write_session(engine) as session:
-            monitor = create_monitor(session, project_id=principal.project_id, body=body)
+            monitor = store.create_monitor(session, project_id=principal.project_id, body=body)
     except DetectorConfigError as exc:
         raise HTTPException(422, str(exc)) from None
-    return monitor_dict(monitor)
+    return MonitorOut.model_validate(monitor)
 
 
 @router.post("/defaults", status_code=201)
 def create_defaults(
     principal: AdminKey, engine: EngineDep, body: DefaultsRequest | None = None
-) -> dict[str, Any]:
+) -> MonitorList:
     """Create a monitor per failure mode (skipping names that exist); return all seven."""
     body = body or DefaultsRequest.model_validate({})
     unknown = sorted(set(body.detector_params) - {m["failure_mode"] for m in defaults.DEFAULTS})
@@ -82,26 +81,26 @@ def create_defaults(
             )
     except DetectorConfigError as exc:
         raise HTTPException(422, str(exc)) from None
-    return {"monitors": [monitor_dict(m) for m in monitors]}
+    return MonitorList(monitors=[MonitorOut.model_validate(m) for m in monitors])
 
 
 @router.get("/{monitor_id}")
-def get_monitor(monitor_id: Int4Id, principal: ReadKey, session: SessionDep) -> dict[str, Any]:
-    return monitor_dict(_get(session, principal.project_id, monitor_id))
+def get_monitor(monitor_id: Int4Id, principal: ReadKey, session: SessionDep) -> MonitorOut:
+    return MonitorOut.model_validate(_get(session, principal.project_id, monitor_id))
 
 
 @router.patch("/{monitor_id}")
 def patch_monitor(
     monitor_id: Int4Id, body: MonitorPatch, principal: AdminKey, engine: EngineDep
-) -> dict[str, Any]:
+) -> MonitorOut:
     try:
         with write_session(engine) as session:
-            monitor = update_monitor(
+            monitor = store.update_monitor(
                 session, monitor=_get(session, principal.project_id, monitor_id), patch=body
             )
     except DetectorConfigError as exc:
         raise HTTPException(422, str(exc)) from None
-    return monitor_dict(monitor)
+    return MonitorOut.model_validate(monitor)
 
 
 @router.delete("/{monitor_id}", status_code=204)
@@ -119,7 +118,7 @@ def run_now(
     session: SessionDep,
     settings: SettingsDep,
     body: RunRequest | None = None,
-) -> dict[str, Any]:
+) -> RunOut:
     """Run the monitor now (or as of ``now``) and return the persisted run."""
     _get(session, principal.project_id, monitor_id)
     try:
@@ -134,7 +133,7 @@ def run_now(
         raise HTTPException(429, str(exc), headers={"Retry-After": "5"}) from None
     if run is None:
         raise HTTPException(404, f"monitor {monitor_id} not found in this project")
-    return run_dict(run)
+    return RunOut.model_validate(run)
 
 
 @router.get("/{monitor_id}/runs")
@@ -146,17 +145,10 @@ def list_runs(
     until: UTCTime | None = Query(None, description="at < until (ISO-8601)"),
     status: str | None = Query(None, pattern="^(ok|insufficient_data|failed)$"),
     limit: int = Query(500, ge=1, le=5000),
-) -> dict[str, Any]:
+) -> RunList:
     """The latest ``limit`` runs in the range, oldest first (a time series for charts)."""
     _get(session, principal.project_id, monitor_id)
-    q = select(DetectorRun).where(DetectorRun.monitor_id == monitor_id)
-    if since is not None:
-        q = q.where(DetectorRun.at >= since)
-    if until is not None:
-        q = q.where(DetectorRun.at < until)
-    if status is not None:
-        q = q.where(DetectorRun.status == status)
-    rows = list(
-        session.scalars(q.order_by(DetectorRun.at.desc(), DetectorRun.id.desc()).limit(limit))
+    rows = store.list_runs(
+        session, monitor_id=monitor_id, since=since, until=until, status=status, limit=limit
     )
-    return {"runs": [run_dict(r) for r in reversed(rows)]}
+    return RunList(runs=[RunOut.model_validate(r) for r in rows])

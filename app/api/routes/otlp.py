@@ -14,11 +14,47 @@ from app.otlp.service import export_traces
 
 router = APIRouter(tags=["otlp"])
 
+_PROTOBUF = {"schema": {"type": "string", "format": "binary"}}
+_EXPORT_REQUEST = {
+    "type": "object",
+    "description": "ExportTraceServiceRequest in OTLP/JSON (resourceSpans, scopeSpans, spans)",
+    "properties": {"resourceSpans": {"type": "array", "items": {"type": "object"}}},
+}
+_EXPORT_RESPONSE = {
+    "type": "object",
+    "description": "ExportTraceServiceResponse; partialSuccess when spans were refused",
+    "properties": {
+        "partialSuccess": {
+            "type": "object",
+            "properties": {
+                "rejectedSpans": {"type": "string", "description": "int64, as OTLP/JSON writes it"},
+                "errorMessage": {"type": "string"},
+            },
+        }
+    },
+}
+
 
 @router.post(
     "/v1/traces",
     response_class=Response,
-    responses={200: {"content": {"application/x-protobuf": {}, "application/json": {}}}},
+    responses={
+        200: {
+            "content": {
+                "application/x-protobuf": _PROTOBUF,
+                "application/json": {"schema": _EXPORT_RESPONSE},
+            }
+        }
+    },
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/x-protobuf": _PROTOBUF,
+                "application/json": {"schema": _EXPORT_REQUEST},
+            },
+        }
+    },
 )
 async def otlp_traces(request: Request, principal: IngestKey, settings: SettingsDep) -> Response:
     """An ``ExportTraceServiceRequest``; answers per the OTLP/HTTP spec in the request's

@@ -6,7 +6,6 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Response
 from fastapi.responses import JSONResponse, StreamingResponse
-from sqlalchemy import select
 
 from app.api.deps import AdminKey, AnnotateKey, EngineDep, Int8Id, ReadKey, SessionDep
 from app.labeling import claims, queues
@@ -14,43 +13,64 @@ from app.labeling.errors import LeaseConflict
 from app.labeling.export import label_lines
 from app.labeling.fill import fill_queue
 from app.labeling.samples import item_payloads
-from app.labeling.schemas import ClaimRequest, LabelRequest, LeaseRequest, QueueCreate, QueueUpdate
+from app.labeling.schemas import (
+    ClaimedItems,
+    ClaimRequest,
+    FillOut,
+    LabelRequest,
+    LabelSaved,
+    LeaseEnded,
+    LeaseLost,
+    LeaseRequest,
+    QueueCreate,
+    QueueList,
+    QueueOut,
+    QueueStats,
+    QueueUpdate,
+    QueueWithItems,
+)
 from app.labeling.stats import queue_stats
-from app.models.labeling import QueueItem
+from app.models.labeling import LabelQueue
 
 router = APIRouter(prefix="/api/v1", tags=["queues"])
 
 LEASE_CONFLICT: dict[int | str, dict[str, Any]] = {
-    409: {"description": "lease lost; the body says what to do"}
+    409: {"model": LeaseLost, "description": "lease lost; the body says what to do"}
 }
 
 
 @router.post("/queues", status_code=201)
-def create_queue(body: QueueCreate, principal: AdminKey, session: SessionDep) -> dict[str, Any]:
+def create_queue(body: QueueCreate, principal: AdminKey, session: SessionDep) -> QueueOut:
     queue = queues.create_queue(session, project_id=principal.project_id, body=body)
-    return queues.queue_dict(queue)
+    return QueueOut.model_validate(queue)
 
 
 @router.get("/queues")
-def list_queues(principal: AdminKey, session: SessionDep) -> dict[str, Any]:
+def list_queues(principal: AdminKey, session: SessionDep) -> QueueList:
     found = queues.list_queues(session, project_id=principal.project_id)
     counts = queues.item_counts(session, queue_ids=[q.id for q in found])
-    return {"queues": [queues.queue_dict(q, counts=counts[q.id]) for q in found]}
+    return QueueList(queues=[_with_items(q, counts[q.id]) for q in found])
+
+
+def _with_items(queue: LabelQueue, counts: dict[str, int]) -> QueueWithItems:
+    return QueueWithItems.model_validate(
+        {**QueueOut.model_validate(queue).model_dump(), "items": counts}
+    )
 
 
 @router.get("/queues/{name}")
-def get_queue(name: str, principal: AdminKey, session: SessionDep) -> dict[str, Any]:
+def get_queue(name: str, principal: AdminKey, session: SessionDep) -> QueueWithItems:
     queue = queues.get_queue(session, project_id=principal.project_id, name=name)
     counts = queues.item_counts(session, queue_ids=[queue.id])
-    return queues.queue_dict(queue, counts=counts[queue.id])
+    return _with_items(queue, counts[queue.id])
 
 
 @router.patch("/queues/{name}")
 def update_queue(
     name: str, body: QueueUpdate, principal: AdminKey, session: SessionDep
-) -> dict[str, Any]:
+) -> QueueOut:
     queue = queues.update_queue(session, project_id=principal.project_id, name=name, body=body)
-    return queues.queue_dict(queue)
+    return QueueOut.model_validate(queue)
 
 
 @router.delete("/queues/{name}", status_code=204)
@@ -60,18 +80,16 @@ def delete_queue(name: str, principal: AdminKey, session: SessionDep) -> Respons
 
 
 @router.post("/queues/{name}/fill")
-def fill_now(
-    name: str, principal: AdminKey, session: SessionDep, engine: EngineDep
-) -> dict[str, Any]:
+def fill_now(name: str, principal: AdminKey, session: SessionDep, engine: EngineDep) -> FillOut:
     """Run the fill job for this queue now (within its budget for the current period)."""
     queue = queues.get_queue(session, project_id=principal.project_id, name=name)
-    return fill_queue(engine, queue_id=queue.id).as_dict()
+    return FillOut.model_validate(fill_queue(engine, queue_id=queue.id))
 
 
 @router.post("/queues/{name}/claim")
 def claim(
     name: str, body: ClaimRequest, principal: AnnotateKey, session: SessionDep, engine: EngineDep
-) -> dict[str, Any]:
+) -> ClaimedItems:
     queue = queues.get_queue(session, project_id=principal.project_id, name=name)
     # End the session's read transaction: on SQLite (WAL) it would keep reading the
     # snapshot from before the claim commits.
@@ -84,14 +102,12 @@ def claim(
         n=body.n,
         lease_seconds=body.lease_seconds or queue.lease_seconds,
     )
-    rows = {i.id: i for i in session.scalars(select(QueueItem).where(QueueItem.id.in_(ids)))}
-    items = [rows[i] for i in ids]
-    return {
-        "items": item_payloads(session, project_id=principal.project_id, items=items, queue=queue)
-    }
+    items = claims.claimed_items(session, ids=ids)
+    payloads = item_payloads(session, project_id=principal.project_id, items=items, queue=queue)
+    return ClaimedItems.model_validate({"items": payloads})
 
 
-@router.post("/queue-items/{item_id}/label", responses=LEASE_CONFLICT)
+@router.post("/queue-items/{item_id}/label", response_model=LabelSaved, responses=LEASE_CONFLICT)
 def label(item_id: Int8Id, body: LabelRequest, principal: AnnotateKey, engine: EngineDep) -> Any:
     try:
         return claims.label_item(
@@ -121,12 +137,12 @@ def _end(item_id: int, body: LeaseRequest, principal: Any, engine: Any, action: 
         return JSONResponse(exc.body, status_code=409)
 
 
-@router.post("/queue-items/{item_id}/skip", responses=LEASE_CONFLICT)
+@router.post("/queue-items/{item_id}/skip", response_model=LeaseEnded, responses=LEASE_CONFLICT)
 def skip(item_id: Int8Id, body: LeaseRequest, principal: AnnotateKey, engine: EngineDep) -> Any:
     return _end(item_id, body, principal, engine, "skip")
 
 
-@router.post("/queue-items/{item_id}/release", responses=LEASE_CONFLICT)
+@router.post("/queue-items/{item_id}/release", response_model=LeaseEnded, responses=LEASE_CONFLICT)
 def release(item_id: Int8Id, body: LeaseRequest, principal: AnnotateKey, engine: EngineDep) -> Any:
     return _end(item_id, body, principal, engine, "release")
 
@@ -137,12 +153,16 @@ def stats(
     principal: ReadKey,
     session: SessionDep,
     window_hours: float = Query(24.0, gt=0, le=24 * 90),
-) -> dict[str, Any]:
+) -> QueueStats:
     queue = queues.get_queue(session, project_id=principal.project_id, name=name)
-    return queue_stats(session, queue=queue, window_hours=window_hours)
+    return QueueStats.model_validate(queue_stats(session, queue=queue, window_hours=window_hours))
 
 
-@router.get("/queues/{name}/labels.jsonl")
+@router.get(
+    "/queues/{name}/labels.jsonl",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"application/x-ndjson": {"schema": {"type": "string"}}}}},
+)
 def export_labels(
     name: str, principal: ReadKey, session: SessionDep, engine: EngineDep
 ) -> StreamingResponse:

@@ -2,8 +2,8 @@
 
 The cookie holds only the key's id, an expiry and a random nonce, signed with
 HMAC-SHA256 under the installation's session secret (``TELLTALE_SECRET_KEY``, or one
-generated on first start: see ``app.web.logins``); the API key itself never leaves the login
-form. The signature alone is not enough: ``app.web.logins`` also requires the session's row,
+generated on first start: see ``app.auth.logins``); the API key itself never leaves the login
+form. The signature alone is not enough: ``app.auth.logins`` also requires the session's row,
 which logout deletes, and re-reads the key row, so a revoked key ends its sessions at once. The CSRF
 token is an HMAC of the session nonce (synchroniser token): forms carry it in a hidden
 field, the UI's fetch calls in an ``X-CSRF-Token`` header.

@@ -12,16 +12,23 @@ import hashlib
 import secrets
 from datetime import UTC, datetime
 
-from fastapi import Request
+from fastapi import HTTPException, Request
 from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.auth.cookies import (
+    COOKIE,
+    WebSession,
+    csrf_ok,
+    decode_session,
+    encode_session,
+    new_session,
+)
 from app.keys import Principal, principal_for_key_id
 from app.models import InstallationSecret
 from app.models import WebSession as WebSessionRow
 from app.models.base import utcnow
-from app.web.session import COOKIE, WebSession, decode_session, encode_session, new_session
 
 SESSION_SECRET = "session"
 
@@ -108,3 +115,25 @@ def end_login(request: Request, web: WebSession) -> None:
             delete(WebSessionRow).where(WebSessionRow.nonce_hash == _nonce_hash(web.nonce))
         )
         session.commit()
+
+
+_SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+
+
+def cookie_principal(request: Request) -> Principal | None:
+    """The web UI's session cookie, for the UI's own calls to the JSON API.
+
+    A cookie is sent by the browser on its own, so unsafe methods also need the session's
+    CSRF token in ``X-CSRF-Token``.
+    """
+    if not request.cookies.get(COOKIE):
+        return None
+    login = current_login(request)
+    if login is None:
+        return None
+    web, principal = login
+    if request.method not in _SAFE_METHODS and not csrf_ok(
+        session_secret(request), web.nonce, request.headers.get("x-csrf-token")
+    ):
+        raise HTTPException(403, "missing or wrong X-CSRF-Token for a cookie-authenticated request")
+    return principal

@@ -1,0 +1,39 @@
+"""Request dependencies shared by the JSON API and the pages: the engine, the settings, a
+session per request, and the bounded id types every path and query id uses."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated
+
+from annotated_types import Interval
+from fastapi import Depends, Request
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from app.settings import Settings
+
+
+def get_engine(request: Request) -> Engine:
+    return request.app.state.engine
+
+
+def get_settings_dep(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+def get_session(request: Request) -> Iterator[Session]:
+    with request.app.state.sessionmaker() as session:
+        yield session
+
+
+# Row ids as their columns hold them: INTEGER is int4 on PostgreSQL (projects, keys,
+# monitors, channels, silences, label queues), BIGINT int8 (traces, runs, findings, alerts,
+# queue items, media jobs). Past the column an id would overflow the driver (a 500 on
+# SQLite, a DataError on PostgreSQL); bounded here it is a 422 naming the parameter.
+Int4Id = Annotated[int, Interval(ge=1, le=2**31 - 1)]
+Int8Id = Annotated[int, Interval(ge=1, le=2**63 - 1)]
+
+EngineDep = Annotated[Engine, Depends(get_engine)]
+SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
+SessionDep = Annotated[Session, Depends(get_session)]

@@ -1,0 +1,62 @@
+"""Answers of the trace routes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.response_model import ResponseModel, Time
+
+
+class TraceOut(ResponseModel):
+    trace_id: str
+    agent: str
+    agent_version: str
+    started_at: Time | None
+    ended_at: Time | None
+    status: str
+    input_hash: str | None
+    entry_point: str | None
+    source: str
+    counterfactual_of: str | None
+    attributes: dict[str, Any]
+
+
+class TracePage(ResponseModel):
+    traces: list[TraceOut]
+    next_cursor: str | None
+
+
+class SpanOut(ResponseModel):
+    span_id: str
+    parent_span_id: str | None
+    kind: str
+    name: str
+    tool_name: str | None
+    status: str
+    error_type: str | None
+    started_at: Time | None
+    ended_at: Time | None
+    step_index: int | None
+    confidence: float | None
+    attributes: dict[str, Any]
+
+
+class ScoreOut(ResponseModel):
+    name: str
+    value: float
+    kind: str
+    source: str
+    created_at: Time
+
+
+class TraceSteps(ResponseModel):
+    """Spans and scores of a trace whose trace row has not arrived (yet)."""
+
+    trace_id: str
+    spans: list[SpanOut]
+    scores: list[ScoreOut]
+
+
+class TraceDetail(TraceOut):
+    spans: list[SpanOut]
+    scores: list[ScoreOut]

@@ -1,0 +1,72 @@
+"""Trace queries, scoped to one project."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.models import Score, Span, Trace
+from app.pagination import Page, paginate
+from app.traces.schemas import ScoreOut, SpanOut, TraceDetail, TraceOut, TraceSteps
+from detectors.records import step_order_key
+
+
+def list_traces(
+    session: Session,
+    *,
+    project_id: int,
+    agent: str | None = None,
+    status: str | None = None,
+    source: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    limit: int = 50,
+    cursor: int | None = None,
+) -> Page[Trace]:
+    """Newest first; ``since <= started_at < until``."""
+    q = select(Trace).where(Trace.project_id == project_id)
+    if agent is not None:
+        q = q.where(Trace.agent == agent)
+    if status is not None:
+        q = q.where(Trace.status == status)
+    if source is not None:
+        q = q.where(Trace.source == source)
+    if since is not None:
+        q = q.where(Trace.started_at >= since)
+    if until is not None:
+        q = q.where(Trace.started_at < until)
+    return paginate(session, q, id_column=Trace.id, limit=limit, cursor=cursor)
+
+
+def get_trace(
+    session: Session, *, project_id: int, trace_id: str
+) -> TraceDetail | TraceSteps | None:
+    """The trace with its spans in step order and its scores; None when nothing is stored.
+
+    Spans may arrive before their trace row (OTLP exporters send them in any order): then
+    the answer has the spans and scores under the trace id alone.
+    """
+    pid = project_id
+    trace = session.scalar(select(Trace).where(Trace.project_id == pid, Trace.trace_id == trace_id))
+    spans = session.scalars(
+        select(Span).where(Span.project_id == pid, Span.trace_id == trace_id)
+    ).all()
+    if trace is None and not spans:
+        return None
+    ordered = sorted(
+        spans,
+        key=lambda s: step_order_key(
+            {"step_index": s.step_index, "started_at": s.started_at, "span_id": s.span_id}
+        ),
+    )
+    scores = session.scalars(
+        select(Score).where(Score.project_id == pid, Score.trace_id == trace_id).order_by(Score.id)
+    ).all()
+    span_out = [SpanOut.model_validate(s) for s in ordered]
+    score_out = [ScoreOut.model_validate(s) for s in scores]
+    if trace is None:
+        return TraceSteps(trace_id=trace_id, spans=span_out, scores=score_out)
+    fields = TraceOut.model_validate(trace).model_dump()
+    return TraceDetail.model_validate({**fields, "spans": span_out, "scores": score_out})
