@@ -7,52 +7,27 @@ The receivers take protobuf or JSON, gzip allowed, with the auth and size limits
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from app.api.body import read_body
 from app.api.deps import IngestKey, ReadKey, SessionDep, SettingsDep
-from app.ingest.admission import Overloaded
+from app.api.routes.otlp import otlp_answer
 from app.ingest.limits import IngestLimits
-from app.otlp.responses import logs_response, metrics_response, status_response, wire_format
+from app.otlp.openapi import otlp_operation
+from app.otlp.responses import logs_response, metrics_response
 from app.otlp.signals import export_logs, export_metrics
 from app.otlp.span_events import span_events_of_trace
 
 router = APIRouter(tags=["otlp"])
-_ANSWERS: dict[int | str, dict[str, Any]] = {
-    200: {"content": {"application/x-protobuf": {}, "application/json": {}}}
-}
 
 
-async def _answer(
-    request: Request, limit: int, export: Callable[[bytes, str], Awaitable[Response]]
-) -> Response:
-    wire = wire_format(request.headers.get("content-type"))
-    if wire is None:
-        return status_response(
-            wire=None,
-            status=415,
-            message="Content-Type must be application/x-protobuf or application/json",
-        )
-    try:
-        return await export(await read_body(request, limit=limit), wire)
-    except HTTPException as exc:
-        return status_response(
-            wire=wire, status=exc.status_code, message=str(exc.detail), headers=exc.headers
-        )
-    except Overloaded as exc:
-        return status_response(
-            wire=wire,
-            status=429,
-            message="ingest write path is saturated; retry later",
-            headers={"Retry-After": str(exc.retry_after)},
-        )
-
-
-@router.post("/v1/logs", response_class=Response, responses=_ANSWERS)
+@router.post(
+    "/v1/logs",
+    response_class=Response,
+    **otlp_operation(signal="Logs", items="resourceLogs", rejected="rejectedLogRecords"),
+)
 async def otlp_logs(request: Request, principal: IngestKey, settings: SettingsDep) -> Response:
     """An ``ExportLogsServiceRequest``: GenAI events of spans are stored, other records
     counted; 200 (``partial_success`` when records were refused), 400, 413, 415, 429."""
@@ -70,10 +45,14 @@ async def otlp_logs(request: Request, principal: IngestKey, settings: SettingsDe
             wire=wire, rejected=result.rejected, error_message=result.error_message
         )
 
-    return await _answer(request, settings.max_request_bytes, export)
+    return await otlp_answer(request, settings.max_request_bytes, export)
 
 
-@router.post("/v1/metrics", response_class=Response, responses=_ANSWERS)
+@router.post(
+    "/v1/metrics",
+    response_class=Response,
+    **otlp_operation(signal="Metrics", items="resourceMetrics", rejected="rejectedDataPoints"),
+)
 async def otlp_metrics(request: Request, principal: IngestKey, settings: SettingsDep) -> Response:
     """An ``ExportMetricsServiceRequest``: data points are counted, not stored; 200, 400,
     413, 415."""
@@ -82,7 +61,7 @@ async def otlp_metrics(request: Request, principal: IngestKey, settings: Setting
         await export_metrics(body=body, wire=wire)
         return metrics_response(wire=wire)
 
-    return await _answer(request, settings.max_request_bytes, export)
+    return await otlp_answer(request, settings.max_request_bytes, export)
 
 
 @router.get("/api/v1/traces/{trace_id}/span-events", tags=["traces"])
