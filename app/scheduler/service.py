@@ -66,16 +66,21 @@ class SchedulerService:
         now = self.clock()
         runs: list[DetectorRun] = []
         for monitor_id, slot, interval in leader.due_monitors(self.engine, now=now):
+            # Each claim and run is stamped with the time it really starts: a tick's start
+            # time goes stale behind a slow monitor, and a stale claim would schedule the
+            # next slot in the past, where another process runs it again at once.
+            started = self.clock()
             try:
                 won = leader.claim_monitor(
-                    self.engine, monitor_id=monitor_id, slot=slot, interval_s=interval, now=now
-                )
+                    self.engine, monitor_id=monitor_id, slot=slot, interval_s=interval,
+                    now=started,
+                )  # fmt: skip
                 if won is None:
                     continue
                 run = run_monitor(
                     self.engine,
                     monitor_id=monitor_id,
-                    now=now,
+                    now=started,
                     scheduled_for=won,
                     detector_factory=self.detector_factory,
                     public_url=self.settings.public_url,
