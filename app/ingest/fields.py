@@ -46,7 +46,8 @@ def as_str(value: Any, field: str, max_len: int) -> str:
     if type(value) is str:  # the common case, checked first: this runs for every field
         if len(value) > max_len:
             raise FieldError(field, f"must be at most {max_len} characters")
-        check_text(value, field)
+        if "\x00" in value or not value.isascii():  # inline: the common text needs no call
+            check_text(value, field)
         return value
     if isinstance(value, bool) or not isinstance(value, int):
         raise FieldError(field, f"must be a string, not {type(value).__name__}")
