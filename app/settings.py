@@ -50,6 +50,9 @@ class Settings(BaseSettings):
     # Where uploaded media is kept for the labeling UI, and for how long.
     media_dir: str = "./media"
     media_retention_days: int = Field(default=30, gt=0)
+    # Traces, spans, scores, embeddings, event ids, runs and delivered notifications older
+    # than this are deleted hourly (app/retention); a project's retention_days overrides it.
+    retention_days: int = Field(default=30, gt=0)
     # Upload limits per image: bytes (413) and pixels from the header (413, before decoding).
     media_max_bytes: int = Field(default=20 * 1024 * 1024, gt=0)
     media_max_pixels: int = Field(default=40_000_000, gt=0)

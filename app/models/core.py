@@ -26,6 +26,8 @@ class Project(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(128), unique=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # Days its data is kept; None follows Settings.retention_days.
+    retention_days: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class ApiKey(Base):
