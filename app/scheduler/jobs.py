@@ -1,4 +1,5 @@
-"""The periodic jobs the scheduler runs beside the monitors: queue fillers, lease reapers.
+"""The periodic jobs the scheduler runs beside the monitors: queue fillers, lease reapers,
+data retention.
 
 A job is ``func(engine, sessionmaker, settings)``, run every ``interval_seconds``; a failing
 job is logged and runs again at its next interval. ``exclusive=True`` (the default) runs a
@@ -18,6 +19,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from app.labeling import jobs as labeling
+from app.retention import purge as retention
 from app.settings import Settings
 
 PeriodicFunc = Callable[[Engine, Any, Settings], Any]
@@ -40,4 +42,5 @@ def periodic_jobs() -> list[PeriodicJob]:
     return [
         PeriodicJob("labeling_fill", labeling.fill_due_queues, labeling.FILL_EVERY_SECONDS),
         PeriodicJob("labeling_reaper", labeling.reap_leases, labeling.REAP_EVERY_SECONDS),
+        PeriodicJob("data_retention", retention.purge_expired_data, retention.PURGE_EVERY_SECONDS),
     ]
