@@ -14,6 +14,7 @@ from app.api.routes import (
     monitors,
     otlp,
     otlp_logs,
+    retention,
     silences,
     streams,
     traces,
@@ -36,3 +37,4 @@ api_router.include_router(alerts.router)
 api_router.include_router(silences.router)
 api_router.include_router(channels.router)
 api_router.include_router(media.router)
+api_router.include_router(retention.router)
