@@ -208,3 +208,21 @@ def test_ingest_keeps_succeeding_while_the_job_runs(client: Any, make_key: Any, 
     assert during >= 1, "no ingest batch was answered while the job ran"
     assert set(answers) == {200}
     assert _count(engine, Trace) == len(answers)
+
+
+def test_an_event_resent_after_its_retention_is_accepted_again(
+    client: Any, make_key: Any, engine: Engine
+) -> None:
+    key = make_key("ingest")
+    batch = {"events": [{"id": "ev-1", "type": "trace", "body": {"trace_id": "t-1"}}]}
+    assert client.post("/api/v1/ingest", json=batch, headers=auth(key)).json()["accepted"] == 1
+    assert client.post("/api/v1/ingest", json=batch, headers=auth(key)).json()["duplicates"] == 1
+    with write_session(engine) as s:
+        s.execute(update(Trace).values(created_at=OLD))
+        s.execute(update(IngestEvent).values(created_at=OLD))
+
+    purge_all(engine, default_days=30, now=NOW)
+
+    again = client.post("/api/v1/ingest", json=batch, headers=auth(key)).json()
+    assert again["accepted"] == 1 and again["duplicates"] == 0
+    assert _count(engine, Trace) == 1
