@@ -76,3 +76,10 @@ def test_event_literals_match_the_checkers() -> None:
     assert choices(ScoreBody, "kind") == set(events.SCORE_KINDS)
     assert choices(ScoreBody, "source") == set(events.SCORE_SOURCES)
     assert "stream" in EmbeddingBody.model_fields
+
+
+def test_no_cdn_backed_docs_pages(client):
+    """/docs and /redoc would load Swagger/ReDoc from a CDN, which the CSP refuses."""
+    assert client.get("/docs").status_code == 404
+    assert client.get("/redoc").status_code == 404
+    assert client.get("/openapi.json").status_code == 200
