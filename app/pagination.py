@@ -37,3 +37,16 @@ def paginate(
     page = rows[:limit]
     more = len(rows) > limit
     return Page(page, str(getattr(page[-1], id_column.key)) if more else None)
+
+
+def where_given(query: Select[Any], *filters: tuple[Any, Any, Any]) -> Select[Any]:
+    """``query`` narrowed by each ``(column, operator, value)`` whose value was given.
+
+    List routes take optional filters; this keeps each store's query one readable list
+    instead of an ``if x is not None`` chain per parameter, e.g.
+    ``where_given(q, (Trace.agent, eq, agent), (Trace.started_at, ge, since))``.
+    """
+    for column, op, value in filters:
+        if value is not None:
+            query = query.where(op(column, value))
+    return query

@@ -8,6 +8,7 @@ included, and nothing Telltale generates needs showing once.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from operator import eq
 from typing import Any, Literal
 
 from sqlalchemy import select
@@ -17,6 +18,7 @@ from app.alerts.outbound import OutboundPolicy
 from app.alerts.schemas import ChannelCreate, ChannelOut, SilenceCreate, SilenceOut
 from app.db import project_row
 from app.models import Alert, AlertEvent, Channel, Silence
+from app.pagination import where_given
 
 
 def create_channel(
@@ -193,15 +195,13 @@ def list_alerts(
     limit: int = 100,
 ) -> list[Alert]:
     """Most recently fired first."""
-    q = select(Alert).where(Alert.project_id == project_id)
-    if state is not None:
-        q = q.where(Alert.state == state)
-    if severity is not None:
-        q = q.where(Alert.severity == severity)
-    if failure_mode is not None:
-        q = q.where(Alert.failure_mode == failure_mode)
-    if monitor_id is not None:
-        q = q.where(Alert.monitor_id == monitor_id)
+    q = where_given(
+        select(Alert).where(Alert.project_id == project_id),
+        (Alert.state, eq, state),
+        (Alert.severity, eq, severity),
+        (Alert.failure_mode, eq, failure_mode),
+        (Alert.monitor_id, eq, monitor_id),
+    )
     return list(
         session.scalars(q.order_by(Alert.last_fired_at.desc(), Alert.id.desc()).limit(limit))
     )

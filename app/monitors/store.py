@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from operator import eq, ge, lt
 from typing import Any
 
 from sqlalchemy import Select, select
@@ -13,7 +14,7 @@ from app.models import DetectorRun, Finding, Monitor
 from app.models.base import utcnow
 from app.monitors.detection import DetectorConfigError, build_detector
 from app.monitors.schemas import MonitorCreate, MonitorPatch
-from app.pagination import Page, paginate
+from app.pagination import Page, paginate, where_given
 
 
 def _selection_json(data: dict[str, Any]) -> dict[str, Any]:
@@ -117,13 +118,12 @@ def list_runs(
     limit: int = 500,
 ) -> list[DetectorRun]:
     """The latest ``limit`` runs with ``since <= at < until``, oldest first (a chart's series)."""
-    q = _newest_runs(monitor_id)
-    if since is not None:
-        q = q.where(DetectorRun.at >= since)
-    if until is not None:
-        q = q.where(DetectorRun.at < until)
-    if status is not None:
-        q = q.where(DetectorRun.status == status)
+    q = where_given(
+        _newest_runs(monitor_id),
+        (DetectorRun.at, ge, since),
+        (DetectorRun.at, lt, until),
+        (DetectorRun.status, eq, status),
+    )
     return list(reversed(session.scalars(q.limit(limit)).all()))
 
 
@@ -139,13 +139,11 @@ def list_findings(
     cursor: int | None = None,
 ) -> Page[Finding]:
     """Findings (runs that fired), newest first."""
-    q = select(Finding).where(Finding.project_id == project_id)
-    if failure_mode is not None:
-        q = q.where(Finding.failure_mode == failure_mode)
-    if monitor_id is not None:
-        q = q.where(Finding.monitor_id == monitor_id)
-    if since is not None:
-        q = q.where(Finding.at >= since)
-    if until is not None:
-        q = q.where(Finding.at < until)
+    q = where_given(
+        select(Finding).where(Finding.project_id == project_id),
+        (Finding.failure_mode, eq, failure_mode),
+        (Finding.monitor_id, eq, monitor_id),
+        (Finding.at, ge, since),
+        (Finding.at, lt, until),
+    )
     return paginate(session, q, id_column=Finding.id, limit=limit, cursor=cursor)

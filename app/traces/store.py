@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
+from operator import eq, ge, lt
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.models import Score, Span, Trace
-from app.pagination import Page, paginate
+from app.pagination import Page, paginate, where_given
 from app.traces.schemas import ScoreOut, SpanOut, TraceDetail, TraceOut, TraceSteps
 from detectors.records import step_order_key
 
@@ -26,17 +27,14 @@ def list_traces(
     cursor: int | None = None,
 ) -> Page[Trace]:
     """Newest first; ``since <= started_at < until``."""
-    q = select(Trace).where(Trace.project_id == project_id)
-    if agent is not None:
-        q = q.where(Trace.agent == agent)
-    if status is not None:
-        q = q.where(Trace.status == status)
-    if source is not None:
-        q = q.where(Trace.source == source)
-    if since is not None:
-        q = q.where(Trace.started_at >= since)
-    if until is not None:
-        q = q.where(Trace.started_at < until)
+    q = where_given(
+        select(Trace).where(Trace.project_id == project_id),
+        (Trace.agent, eq, agent),
+        (Trace.status, eq, status),
+        (Trace.source, eq, source),
+        (Trace.started_at, ge, since),
+        (Trace.started_at, lt, until),
+    )
     return paginate(session, q, id_column=Trace.id, limit=limit, cursor=cursor)
 
 
