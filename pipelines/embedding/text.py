@@ -118,11 +118,7 @@ class MiniLMEmbedder:
         if self.precision == "fp16":
             model = model.half()
         self._model = model.eval()
-        # get_embedding_dimension since sentence-transformers 6; the older name before.
-        get_dim = getattr(model, "get_embedding_dimension", None) or getattr(
-            model, "get_sentence_embedding_dimension"
-        )
-        dim = int(get_dim())
+        dim = int(model.get_embedding_dimension())  # the name since sentence-transformers 6
         if dim != self.dim:
             raise ValueError(f"model in {str(folder)!r} gives {dim}-d vectors, expected {self.dim}")
 
