@@ -7,12 +7,16 @@ vector. Everything a pick needs (argmax, the chosen row, the update) is a device
 the loop queues ``budget`` rounds of kernels and the host waits once, at the end, for the
 indices, novelties and radius.
 
-Half precision (``distance_dtype=torch.float16``) halves the bytes each pick reads, which
-is what the time is made of. Only the products are half: squared norms, the
-|x|² + |c|² − 2x·c sum and the running minima stay float32, so for unit-norm embeddings a
-distance is off by about 1e-3 at most (fp16 keeps 11 significant bits of each x·c in
-[−1, 1]) and picks differ from the float32 ones only where two candidates are that close
-to a tie.
+Half precision (``distance_dtype=torch.float16``) keeps a float16 copy of the candidates for
+the per-pick product, which halves the bytes each pick reads, which is what the time is
+made of. Products accumulate and come out in float32 (cuBLAS ``out_dtype``); norms, the
+|x|² + |c|² − 2x·c sum and the running minima are float32. The minima are then off by the
+input rounding (~1e-4 on a squared distance between unit vectors), so each pick re-scores
+the 16 best approximate candidates exactly, in float32 from the candidates as given,
+against the anchors and every pick so far (16 × k × d flops): picks, novelties and the
+radius are those of float32. Candidates passed as float16 are used as they are (1 GB for
+1M × 512 instead of 3), and the results are exact for those rounded rows. On CPU, which
+has no fast float16 product, the rows are widened to float32 per product.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import numpy as np
 import torch
 
 _ROW_CHUNK, _ANCHOR_CHUNK = 8192, 32768
+_REFINE = 16  # approximate best candidates re-scored exactly per float16 pick
 
 
 def sq_norms(x: torch.Tensor) -> torch.Tensor:
@@ -32,6 +37,15 @@ def sq_norms(x: torch.Tensor) -> torch.Tensor:
         block = x[i : i + _ROW_CHUNK * 8].float()
         out[i : i + len(block)] = (block * block).sum(dim=1)
     return out
+
+
+def products(x: torch.Tensor, y_t: torch.Tensor) -> torch.Tensor:
+    """``x @ y_t`` in float32, reading ``x`` in its own dtype."""
+    if x.dtype == torch.float32:
+        return x @ y_t
+    if x.is_cuda:
+        return torch.mm(x, y_t.to(x.dtype), out_dtype=torch.float32)
+    return x.float() @ y_t.float()
 
 
 def min_sq_distances_to(
@@ -44,7 +58,7 @@ def min_sq_distances_to(
         xc = x[i : i + _ROW_CHUNK]
         best = torch.full((len(xc),), float("inf"), device=x.device)
         for j in range(0, len(a), _ANCHOR_CHUNK):
-            dots = (xc @ a[j : j + _ANCHOR_CHUNK].T).float()
+            dots = products(xc, a[j : j + _ANCHOR_CHUNK].T)
             block = torch.add(a_sq[j : j + _ANCHOR_CHUNK], dots, alpha=-2.0)
             best = torch.minimum(best, block.min(dim=1).values)
         torch.minimum(out[i : i + len(xc)], best + x_sq[i : i + len(xc)], out=out[i : i + len(xc)])
@@ -57,40 +71,75 @@ def kcenter_resident(
     weight2: torch.Tensor | None,
     *,
     distance_dtype: torch.dtype = torch.float32,
+    refine: int = _REFINE,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Plain k-center greedy on ``x.device``; returns device tensors (picks, novelty², radius²).
 
     ``x`` is used in place when it already has ``distance_dtype`` (no copy of a 1 GB
-    matrix); otherwise it is converted once. Ties go to the lowest index (``argmax``
-    returns the first maximum), as on the numpy path.
+    matrix); otherwise it is converted once. Ties go to the lowest index, as on the numpy
+    path. With float16 the running minima are approximate; each pick takes the ``refine``
+    best approximate candidates and re-scores them exactly (float32, from ``x`` as given,
+    against the anchors and every pick so far), so the picks and novelties are those of
+    float32 unless more than ``refine`` candidates sit within ~1e-4 of the best.
     """
     device = x.device
+    half = distance_dtype != torch.float32
     with torch.inference_mode():
+        x = x.contiguous()
         xd = x if x.dtype == distance_dtype else x.to(distance_dtype)
-        xd = xd.contiguous()
-        x_sq = sq_norms(xd)  # of the rounded rows, so a pick's distance to itself is ~0
-        min_d2 = torch.full((len(xd),), float("inf"), device=device)
+        x_sq = sq_norms(xd)  # of the rows the products read, so a pick's self-distance is ~0
+        exact_sq = sq_norms(x) if half and xd is not x else x_sq
+        anchor_d2 = torch.full((len(x),), float("inf"), device=device)
         for anchors in anchor_sets:
-            min_sq_distances_to(xd, x_sq, anchors.to(device), min_d2)
-        min_d2.clamp_(min=0.0)
+            min_sq_distances_to(x if half else xd, exact_sq, anchors.to(device), anchor_d2)
+        anchor_d2.clamp_(min=0.0)
+        min_d2 = anchor_d2.clone()
         w2 = None if weight2 is None else weight2.to(device, torch.float32)
         picks = torch.empty(budget, dtype=torch.int64, device=device)
         novelty2 = torch.empty(budget, dtype=torch.float32, device=device)
+        centers = torch.empty((budget if half else 0, x.shape[1]), device=device)
         d2 = torch.empty_like(min_d2)
+        m = min(refine, len(x))
+
+        def exact_d2(rows: torch.Tensor, k: int) -> torch.Tensor:
+            """float32 min squared distance of ``rows`` to the anchors and the first k picks."""
+            out = anchor_d2.index_select(0, rows)
+            if k:
+                r = x.index_select(0, rows).float()
+                d2c = torch.addmm(exact_sq.index_select(0, picks[:k]), r, centers[:k].T, alpha=-2.0)
+                d2c += exact_sq.index_select(0, rows)[:, None]
+                out = torch.minimum(out, d2c.clamp_(min=0.0).min(dim=1).values)
+            # Rows already picked hold an exact 0 in min_d2; keep it (rounding gives ~1e-7).
+            return torch.where(min_d2.index_select(0, rows) == 0.0, 0.0, out)
+
         for k in range(budget):
             score = min_d2 if w2 is None else min_d2 * w2
-            # keepdim keeps `pick` a 1-element device tensor: indexing with it never
-            # synchronises with the host (a 0-d index would call .item()).
-            pick = torch.argmax(score, dim=0, keepdim=True)
+            if half:
+                top = torch.topk(score, m, sorted=False).indices
+                exact = exact_d2(top, k)
+                exact_score = exact if w2 is None else exact * w2.index_select(0, top)
+                # Lowest index among the exact maxima, as the float32 path's argmax gives.
+                ties = torch.where(exact_score == exact_score.max(), top, len(x))
+                pick = ties.min().reshape(1)
+                novelty2[k : k + 1] = exact_d2(pick, k)
+                centers[k : k + 1] = x.index_select(0, pick).float()
+            else:
+                # keepdim keeps `pick` a 1-element device tensor: indexing with it never
+                # synchronises with the host (a 0-d index would call .item()).
+                pick = torch.argmax(score, dim=0, keepdim=True)
+                novelty2[k : k + 1] = min_d2.index_select(0, pick)
             picks[k : k + 1] = pick
-            novelty2[k : k + 1] = min_d2.index_select(0, pick)
-            center = xd.index_select(0, pick).squeeze(0)
-            dots = torch.mv(xd, center)
-            torch.add(x_sq, dots, alpha=-2.0, out=d2)  # float32 from here on
+            dots = products(xd, xd.index_select(0, pick).T).squeeze(1)
+            torch.add(x_sq, dots, alpha=-2.0, out=d2)
             d2.add_(x_sq.index_select(0, pick)).clamp_(min=0.0)
             torch.minimum(min_d2, d2, out=min_d2)
             min_d2.index_fill_(0, pick, 0.0)
-        radius2 = min_d2.max() if len(xd) else torch.zeros((), device=device)
+        if not len(x):
+            return picks, novelty2, torch.zeros((), device=device)
+        if half:
+            radius2 = exact_d2(torch.topk(min_d2, m, sorted=False).indices, budget).max()
+        else:
+            radius2 = min_d2.max()
         return picks, novelty2, radius2
 
 
@@ -115,7 +164,7 @@ def kcenter_numpy_inputs(
     """Checked numpy inputs in, numpy out: copies ``x`` to the device once, then as above."""
     device = device or default_device()
     picks, novelty2, radius2 = kcenter_resident(
-        torch.from_numpy(x).to(device, _DTYPES[precision]),
+        torch.from_numpy(x).to(device),  # float32 kept for the exact re-scoring
         budget,
         [torch.from_numpy(a) for a in anchor_sets],
         None if weight2 is None else torch.from_numpy(weight2),
