@@ -39,13 +39,21 @@ def sq_norms(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+_MIXED_MM = {"ok": True}  # False once torch.mm(out_dtype=float32) proved unsupported here
+
+
 def products(x: torch.Tensor, y_t: torch.Tensor) -> torch.Tensor:
     """``x @ y_t`` in float32, reading ``x`` in its own dtype."""
     if x.dtype == torch.float32:
         return x @ y_t
-    if x.is_cuda:
-        return torch.mm(x, y_t.to(x.dtype), out_dtype=torch.float32)
-    return x.float() @ y_t.float()
+    if not x.is_cuda:
+        return x.float() @ y_t.float()
+    if _MIXED_MM["ok"]:
+        try:
+            return torch.mm(x, y_t.to(x.dtype), out_dtype=torch.float32)
+        except (RuntimeError, TypeError):  # an older torch or GPU: half output instead
+            _MIXED_MM["ok"] = False
+    return (x @ y_t.to(x.dtype)).float()
 
 
 def min_sq_distances_to(
