@@ -53,7 +53,6 @@ class BatchPreparer:
         self._cuda = device.type == "cuda"
         self._preprocess = preprocess
         self.device_decoder = device_decoder
-        self.decode_on_device = device_decoder is not None
         self._pixel_dtype = pixel_dtype
         self.max_pixels = max_pixels
         self.prepare_threads = prepare_threads
@@ -104,7 +103,7 @@ class BatchPreparer:
             for index in range(start, stop):
                 try:
                     probes[index] = probe = probe_image(
-                        items[index], max_pixels=self.max_pixels, for_device=self.decode_on_device
+                        items[index], max_pixels=self.max_pixels, for_device=self.device_decoder is not None
                     )
                 except ImageRejected as exc:
                     failures[index] = str(exc)

@@ -109,34 +109,18 @@ class ClipEmbedder:
         self._autocast_dtype = _AUTOCAST_DTYPES.get(self.precision)
         self.pixel_dtype = self._autocast_dtype or torch.float32
         self.pixel_spec = PixelSpec.from_preprocess_cfg(clip.visual.preprocess_cfg)
-        self.decoder = resolve_decoder(decoder, cuda=self._cuda)
-        if self.pixel_spec is None and self.decoder != "pil":
-            if decoder != "auto":
-                raise ValueError(
-                    f"{model}'s preprocess cannot be mirrored on the device; use decoder='pil'"
-                )
-            self.decoder = "pil"
-        device_decoder = (
-            None
-            if self.pixel_spec is None
-            else build_device_decoder(
-                self.decoder,
-                self.device,
-                self.pixel_spec,
-                max_batch=batch_size,
-                hw_decoder_load=hw_decoder_load,
-            )
-        )
         self._preparer = BatchPreparer(
             device=self.device,
             preprocess=self._preprocess,
-            device_decoder=device_decoder,
+            device_decoder=None,
             pixel_dtype=self.pixel_dtype,
             max_pixels=max_pixels,
             decode_threads=decode_threads or min(16, os.cpu_count() or 1),
             prepare_threads=prepare_threads or (2 if self._cuda else 1),
         )
-        self.decode_on_device = self._preparer.decode_on_device
+        self._hw_decoder_load = hw_decoder_load
+        self.decoder = "pil"
+        self.use_decoder(decoder)
         self.dim = configured_embedding_dim(model) or self.embed_texts([""]).shape[1]
         if self._cuda:
             torch.cuda.synchronize(self.device)
@@ -213,6 +197,38 @@ class ClipEmbedder:
         return ImageEmbeddings(
             vectors, tuple(ItemError(i, message) for i, message in sorted(failures.items()))
         )
+
+    def use_decoder(self, decoder: str) -> None:
+        """Switch the JPEG decoder of the device path (see the ``decoder`` parameter).
+
+        Raises ``ValueError`` when it cannot run here. Not thread-safe against a running
+        :meth:`embed_images`; benchmarks switch between runs to compare decoders on one model.
+        """
+        name = resolve_decoder(decoder, cuda=self._cuda)
+        if self.pixel_spec is None and name != "pil":
+            if decoder != "auto":
+                raise ValueError(
+                    f"{self.model_name}'s preprocess cannot be mirrored on the device; "
+                    "use decoder='pil'"
+                )
+            name = "pil"
+        self._preparer.device_decoder = (
+            None
+            if self.pixel_spec is None
+            else build_device_decoder(
+                name,
+                self.device,
+                self.pixel_spec,
+                max_batch=self.batch_size,
+                hw_decoder_load=self._hw_decoder_load,
+            )
+        )
+        self.decoder = name
+
+    @property
+    def decode_on_device(self) -> bool:
+        """Whether JPEGs the probe passes are decoded on the device (any decoder but PIL)."""
+        return self._preparer.device_decoder is not None
 
     def encode_pixel_batch(self, pixels: torch.Tensor) -> torch.Tensor:
         """Model only: normalised ``(n, 3, S, S)`` pixels on the device to unit vectors."""

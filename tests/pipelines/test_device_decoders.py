@@ -254,3 +254,20 @@ def test_cuda_decoder_matches_pil(
     items = [jpegs[0], corrupt_scan(jpegs[1]), jpegs[2], jpegs[3][: len(jpegs[3]) // 2]]
     result = fast.embed_images(items, errors="return")
     assert [index for index, _ in result.errors] == [1, 3], result.errors
+
+
+def test_use_decoder_switches_one_embedder(
+    make_embedder: Callable[..., ClipEmbedder], jpegs: list[bytes]
+) -> None:
+    embedder = make_embedder(decoder="pil")
+    assert embedder.decoder == "pil" and not embedder.decode_on_device
+    reference = embedder.embed_images(jpegs)
+    embedder.use_decoder("torchvision")
+    assert embedder.decoder == "torchvision" and embedder.decode_on_device
+    cosine = np.sum(embedder.embed_images(jpegs) * reference, axis=1)
+    assert cosine.min() > 0.999
+    with pytest.raises(ValueError, match="needs a CUDA device"):
+        embedder.use_decoder("nvimgcodec")
+    assert embedder.decoder == "torchvision"  # a refused switch leaves the decoder as it was
+    embedder.use_decoder("auto")
+    assert embedder.decoder == "pil"  # auto on CPU
