@@ -276,7 +276,7 @@ def test_vit_b_32_random_init_on_cpu(jpegs: list[bytes]) -> None:
     assert_unit_rows(texts, dim=512)
 
 
-# The CUDA path (nvJPEG on side streams) runs only where a GPU is: bench/gpu_embed_check.sh
+# The CUDA path (nvJPEG on side streams) runs only where a GPU is: bench/gpu_check.sh
 # runs this file there. CI has no GPU, so these skip in CI.
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
