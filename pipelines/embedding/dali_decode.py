@@ -14,6 +14,10 @@ No EXIF rotation: PIL's ``Image.open`` does not rotate either.
 
 A batch DALI fails on (a stream the probe passed but the decoder rejects) goes to the
 fallback decoder, which isolates the bad items; the failed pipeline is rebuilt.
+
+On a CPU device the same graph runs as a CPU-only pipeline (libjpeg-turbo decode). The
+service never picks that (``resolve_decoder`` wants CUDA for DALI); it is how the graph's
+geometry and normalisation are tested where there is no GPU.
 """
 
 from __future__ import annotations
@@ -77,16 +81,17 @@ class DaliDecoder:
         fallback: DeviceDecoder,
         threads: int = 4,
     ) -> None:
-        if device.type != "cuda":
-            raise ValueError("the DALI decoder needs a CUDA device")
         if not 0.0 <= hw_decoder_load <= 1.0:
             raise ValueError(f"hw_decoder_load must be in [0, 1], got {hw_decoder_load}")
         import nvidia.dali  # noqa: F401  (fail here, with the import error, not in a thread)
 
         self.device = device
-        self.device_index = (
-            device.index if device.index is not None else torch.cuda.current_device()
-        )
+        self._cuda = device.type == "cuda"
+        self.device_index: int | None = None  # None: a CPU-only pipeline
+        if self._cuda:
+            self.device_index = (
+                device.index if device.index is not None else torch.cuda.current_device()
+            )
         self.spec = spec
         self.max_batch = max_batch
         self.hw_decoder_load = hw_decoder_load
@@ -112,12 +117,13 @@ class DaliDecoder:
             heights = fn.external_source(name="heights", dtype=types.FLOAT)
             crop_x = fn.external_source(name="crop_x", dtype=types.FLOAT)
             crop_y = fn.external_source(name="crop_y", dtype=types.FLOAT)
+            hardware = {"hw_decoder_load": self.hw_decoder_load} if self._cuda else {}
             images = fn.decoders.image(
                 jpegs,
-                device="mixed",
+                device="mixed" if self._cuda else "cpu",
                 output_type=types.RGB,
-                hw_decoder_load=self.hw_decoder_load,
                 adjust_orientation=False,
+                **hardware,
             )
             images = fn.resize(
                 images, resize_x=widths, resize_y=heights, interp_type=interp, antialias=True
@@ -174,6 +180,9 @@ class DaliDecoder:
         (out,) = pipe.run()
         size = self.spec.size
         pixels = torch.empty((len(datas), 3, size, size), dtype=torch.float32, device=self.device)
+        if not self._cuda:
+            feed_ndarray(out.as_tensor(), pixels)
+            return pixels
         stream = torch.cuda.current_stream(self.device)
         # DALI reuses its output buffers on the next run: copy out on this thread's stream
         # and wait for that copy before this pipeline runs again.

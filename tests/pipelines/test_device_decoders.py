@@ -271,3 +271,32 @@ def test_use_decoder_switches_one_embedder(
     assert embedder.decoder == "torchvision"  # a refused switch leaves the decoder as it was
     embedder.use_decoder("auto")
     assert embedder.decoder == "pil"  # auto on CPU
+
+
+needs_dali = pytest.mark.skipif(
+    not installed_backends() >= {"dali"}, reason="nvidia-dali is not installed"
+)
+
+
+@needs_dali
+def test_dali_graph_on_cpu_matches_torchvision_path(jpegs: list[bytes]) -> None:
+    """The DALI graph (sizes, crop, normalisation) as a CPU pipeline, against the tensor path."""
+    from pipelines.embedding.dali_decode import DaliDecoder
+
+    fallback = TorchvisionDecoder(CPU, SPEC)
+    decoder = DaliDecoder(CPU, SPEC, max_batch=8, fallback=fallback)
+    got = decoder.decode_resize(jpegs, probes(jpegs))
+    want = fallback.decode_resize(jpegs, probes(jpegs))
+    assert got.refused == {} and got.positions == list(range(len(jpegs)))
+    assert got.pixels is not None and want.pixels is not None
+    expected = torch.empty_like(got.pixels)
+    expected[want.positions] = want.pixels
+    step = 1.0 / (255.0 * min(SPEC.std))  # one uint8 level in normalised units
+    diff = (got.pixels - expected).abs()
+    assert float(diff.max()) <= 1.01 * step and float(diff.mean()) < 0.2 * step
+    # A batch DALI fails on goes to the fallback, which names the bad item; then DALI again.
+    items = [jpegs[0], b"\xff\xd8\xff" + bytes(40), jpegs[2]]  # geometry: the good probes
+    mixed = decoder.decode_resize(items, probes(jpegs[:3]))
+    assert list(mixed.refused) == [1] and mixed.positions == [0, 2]
+    again = decoder.decode_resize(jpegs, probes(jpegs))
+    assert again.pixels is not None and torch.equal(again.pixels, got.pixels)
