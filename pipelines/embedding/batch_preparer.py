@@ -103,7 +103,9 @@ class BatchPreparer:
             for index in range(start, stop):
                 try:
                     probes[index] = probe = probe_image(
-                        items[index], max_pixels=self.max_pixels, for_device=self.device_decoder is not None
+                        items[index],
+                        max_pixels=self.max_pixels,
+                        for_device=self.device_decoder is not None,
                     )
                 except ImageRejected as exc:
                     failures[index] = str(exc)

@@ -147,7 +147,11 @@ def build_device_decoder(
     max_batch: int,
     hw_decoder_load: float,
 ) -> DeviceDecoder | None:
-    """The backend for a resolved name; None for ``pil`` (no device decode)."""
+    """The backend for a resolved name; None for ``pil`` (no device decode).
+
+    A package that is present but does not import (a CUDA mismatch, a missing library)
+    raises ``ValueError`` with the import error, like a package that is absent.
+    """
     factories: dict[str, Callable[[], DeviceDecoder]] = {
         "torchvision": lambda: TorchvisionDecoder(device, spec),
         "nvimgcodec": lambda: _nvimgcodec(device, spec, hw_decoder_load),
@@ -155,7 +159,11 @@ def build_device_decoder(
     }
     if name == "pil":
         return None
-    return factories[name]()
+    try:
+        return factories[name]()
+    except ImportError as exc:
+        package = OPTIONAL_MODULES.get(name, ("", name))[1]
+        raise ValueError(f"image decoder {name!r} could not load {package}: {exc}") from exc
 
 
 def _nvimgcodec(device: torch.device, spec: PixelSpec, hw_decoder_load: float) -> DeviceDecoder:

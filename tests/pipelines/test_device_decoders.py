@@ -300,3 +300,20 @@ def test_dali_graph_on_cpu_matches_torchvision_path(jpegs: list[bytes]) -> None:
     assert list(mixed.refused) == [1] and mixed.positions == [0, 2]
     again = decoder.decode_resize(jpegs, probes(jpegs))
     assert again.pixels is not None and torch.equal(again.pixels, got.pixels)
+
+
+def test_a_package_that_does_not_import_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    from pipelines.embedding.device_decoders import build_device_decoder
+
+    real_import = builtins.__import__
+
+    def broken(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name.startswith("nvidia"):
+            raise ImportError("libnvimgcodec.so.0: cannot open shared object file")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", broken)
+    with pytest.raises(ValueError, match="could not load nvidia-nvimgcodec-cu13.*libnvimgcodec"):
+        build_device_decoder("nvimgcodec", CPU, SPEC, max_batch=4, hw_decoder_load=0.5)
