@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -63,6 +63,9 @@ class Settings(BaseSettings):
     embed_pretrained: str | None = None
     embed_device: str = "auto"
     embed_batch_size: int = Field(default=256, gt=0)
+    # JPEG decoder of the embed worker's device path (pipelines/embedding/device_decoders.py):
+    # auto takes DALI, else nvImageCodec, else torchvision on CUDA, and PIL on CPU.
+    image_decoder: Literal["auto", "dali", "nvimgcodec", "torchvision", "pil"] = "auto"
     # Signs the web UI's session cookies and CSRF tokens. Unset (the default), each
     # installation generates a random one on first use and keeps it in its database, so
     # there is no public default that works anywhere; set it only to choose your own.

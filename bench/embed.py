@@ -1,18 +1,22 @@
-"""Embedding throughput: the model alone on preprocessed tensors, and JPEG bytes end to end.
+"""Embedding throughput: every JPEG decoder side by side, the model alone, texts, k-center.
 
     .venv/bin/python bench/embed.py --device cpu --n 64 --batch-size 32 --random-init
     python3 bench/embed.py --device cuda --models ViT-B-32,ViT-L-14 --n 16384 \\
-        --batch-size 1024 --random-init --out embed.json
+        --batch-size 1024 --random-init --text --kcenter --out embed.json
 
-Prints one JSON object: ``env`` and one entry per model in ``results`` with ``device``,
-``model``, ``precision``, ``batch_size``, ``breakdown`` (with ``--breakdown``: each stage's
-milliseconds per batch, alone and beside the other), ``raw_img_per_s`` (model only, on normalised
-tensors already on the device), ``prep_img_per_s`` (JPEG bytes to normalised tensors, no
-model) and ``e2e_jpeg_img_per_s`` (JPEG bytes to L2-normalised numpy vectors; median of
-``--repeat`` runs), and ``parity``: cosine between the fast path's vectors and those of PIL
-decode + open_clip preprocess + the eager model, for the first 64 JPEGs. Random init by default because no weights can be downloaded here;
-throughput does not depend on the weights. The synthetic JPEGs are smooth images with
-photo-like noise, each side 256-500 px, quality 90, so every image has its own size.
+Prints one JSON object: ``env``; ``results``, one entry per model with ``raw_img_per_s``
+(model only, on normalised tensors already on the device) and ``decoders``, one entry per
+JPEG decoder (``--decoders``; default every one usable here: dali, nvimgcodec, torchvision,
+pil) with ``prep_img_per_s`` (JPEG bytes to normalised tensors, no model),
+``e2e_jpeg_img_per_s`` (JPEG bytes to L2-normalised numpy vectors, median of ``--repeat``),
+``parity`` (cosine, in fp32, between the model's vectors for that decoder's pixels and for
+PIL decode + open_clip preprocess, first 64 JPEGs; the bar is min >= 0.999) and with
+``--breakdown`` each stage's milliseconds per batch, alone and beside the other; ``text``
+(``--text``: MiniLM and the first model's text tower, texts/s by batch size); ``kcenter``
+(``--kcenter``: seconds for ``--kcenter-k`` picks of ``--kcenter-n`` x ``--kcenter-d``,
+float32 and float16, candidates resident on the device). Random init by default because
+no weights can be downloaded here; throughput does not depend on the weights. The
+synthetic JPEGs are smooth images with photo-like noise, each side 256-500 px, quality 90.
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ import os
 import platform
 import statistics
 import sys
-import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -37,9 +40,11 @@ import torch
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.embed_checks import breakdown, parity  # noqa: E402
+from bench.kcenter import kcenter_timing  # noqa: E402
+from bench.text_embed import text_throughput  # noqa: E402
 from pipelines.embedding import ClipEmbedder  # noqa: E402
-from pipelines.embedding.gpu_decode import decode_jpegs, resize_center_crop  # noqa: E402
-from pipelines.embedding.image_probe import probe_image  # noqa: E402
+from pipelines.embedding.device_decoders import installed_backends  # noqa: E402
 
 
 def synthetic_jpegs(
@@ -110,85 +115,40 @@ def prep_throughput(embedder: ClipEmbedder, jpegs: list[bytes]) -> float:
         return len(jpegs) / (time.perf_counter() - start)
 
 
-def parity(embedder: ClipEmbedder, jpegs: list[bytes]) -> dict[str, Any]:
-    """The fast path (device decode and tensor resize) against the reference one
-    (PIL decode and open_clip's preprocess, eager model), on the same weights."""
-    fast = embedder.embed_images(jpegs)
-    reference = torch.stack(
-        [embedder._preprocess(Image.open(io.BytesIO(j)).convert("RGB")) for j in jpegs]
-    ).to(embedder.device, dtype=embedder.pixel_dtype)
-    if embedder.device.type == "cuda":
-        reference = reference.contiguous(memory_format=torch.channels_last)
-    slow = embedder.encode_pixel_batch(reference).cpu().numpy()
-    cosine = np.sum(fast * slow, axis=1)
-    return {
-        "n": len(jpegs),
-        "min_cosine": round(float(cosine.min()), 6),
-        "median_cosine": round(float(np.median(cosine)), 6),
-    }
-
-
-def breakdown(embedder: ClipEmbedder, jpegs: list[bytes], reps: int = 3) -> dict[str, Any]:
-    """Milliseconds per batch for each stage alone, then decode and model each timed while
-    the other runs in a loop on another thread: if they overlap, the times barely move."""
-    device, spec = embedder.device, embedder.pixel_spec
-    assert spec is not None
-    batch = jpegs[: embedder.batch_size]
-    decoded = [d for d in decode_jpegs(batch, device) if isinstance(d, torch.Tensor)]
-    pixels, _ = resize_center_crop(decoded, spec)
-    pixels = pixels.to(embedder.pixel_dtype)
-    if device.type == "cuda":
-        pixels = pixels.contiguous(memory_format=torch.channels_last)
-
-    def timed(step: Callable[[], object]) -> float:
-        times = []
-        for _ in range(reps):
-            synchronize(device)
+def bench_decoder(embedder: ClipEmbedder, jpegs: list[bytes], args: argparse.Namespace) -> dict:
+    """Decode alone, end to end and parity for the embedder's current decoder."""
+    result: dict[str, Any] = {"decoder": embedder.decoder}
+    started = time.perf_counter()
+    try:
+        embedder.embed_images(jpegs[: args.batch_size])  # warm up (DALI builds its pipelines)
+        if args.breakdown and embedder.decode_on_device:
+            result["breakdown"] = breakdown(embedder, jpegs)
+        result["prep_img_per_s"] = round(prep_throughput(embedder, jpegs), 1)
+        runs = []
+        for _ in range(args.repeat):
             start = time.perf_counter()
-            step()
-            synchronize(device)
-            times.append(time.perf_counter() - start)
-        return round(statistics.median(times) * 1000, 1)
-
-    def decode() -> object:
-        return decode_jpegs(batch, device)
-
-    def model() -> object:
-        return embedder.encode_pixel_batch(pixels)
-
-    def while_looping(background: Callable[[], object], step: Callable[[], object]) -> float:
-        stop = threading.Event()
-
-        def loop() -> None:
-            with torch.inference_mode():
-                while not stop.is_set():
-                    background()
-                    if device.type == "cuda":
-                        torch.cuda.current_stream(device).synchronize()
-
-        thread = threading.Thread(target=loop)
-        thread.start()
-        try:
-            time.sleep(0.2)
-            with torch.inference_mode():
-                return timed(step)
-        finally:
-            stop.set()
-            thread.join()
-
-    with torch.inference_mode():
-        result: dict[str, Any] = {
-            "batch": len(batch),
-            "probe_ms": timed(
-                lambda: [probe_image(j, max_pixels=embedder.max_pixels) for j in batch]
-            ),
-            "decode_ms": timed(decode),
-            "resize_ms": timed(lambda: resize_center_crop(decoded, spec)),
-            "model_ms": timed(model),
-        }
-    result["decode_ms_while_model_loops"] = while_looping(model, decode)
-    result["model_ms_while_decode_loops"] = while_looping(decode, model)
+            vectors = embedder.embed_images(jpegs)
+            runs.append(len(jpegs) / (time.perf_counter() - start))
+            if time.perf_counter() - args.t0 > args.time_budget:
+                break
+        assert vectors.shape == (len(jpegs), embedder.dim) and np.isfinite(vectors).all()
+        result["e2e_jpeg_img_per_s"] = round(statistics.median(runs), 1)
+        result["e2e_runs"] = [round(r, 1) for r in runs]
+        result["parity"] = parity(embedder, jpegs[: min(64, len(jpegs))])
+    except Exception as exc:  # keep what was measured before the failure
+        result["error"] = repr(exc)
+        result["traceback"] = traceback.format_exc()[-2000:]
+    result["seconds"] = round(time.perf_counter() - started, 1)
     return result
+
+
+def decoders_to_run(args: argparse.Namespace) -> list[str]:
+    if args.decoders != "all":
+        return [d.strip() for d in args.decoders.split(",") if d.strip()]
+    if args.device != "cuda":
+        return ["torchvision", "pil"]
+    present = installed_backends()
+    return [d for d in ("dali", "nvimgcodec") if d in present] + ["torchvision", "pil"]
 
 
 def bench_model(model: str, jpegs: list[bytes], args: argparse.Namespace) -> dict[str, Any]:
@@ -200,7 +160,8 @@ def bench_model(model: str, jpegs: list[bytes], args: argparse.Namespace) -> dic
         device=args.device,
         precision=args.precision,
         batch_size=args.batch_size,
-        decode_on_device=False if args.cpu_decode else None,
+        decoder="pil",
+        hw_decoder_load=args.hw_decoder_load,
         prepare_threads=args.prepare_threads,
     )
     result: dict[str, Any] = {
@@ -214,29 +175,32 @@ def bench_model(model: str, jpegs: list[bytes], args: argparse.Namespace) -> dic
         "precision": embedder.precision,
         "batch_size": args.batch_size,
         "n": len(jpegs),
-        "decode_on_device": embedder.decode_on_device,
+        "hw_decoder_load": args.hw_decoder_load,
         "prepare_threads": embedder._preparer.prepare_threads,
         "weights": "random_init" if args.random_init else str(args.pretrained),
+        "decoders": {},
     }
     try:
-        if args.breakdown:
-            result["breakdown"] = breakdown(embedder, jpegs)
         result["raw_img_per_s"] = round(raw_throughput(embedder, args), 1)
-        embedder.embed_images(jpegs[: args.batch_size])  # warm up
-        result["prep_img_per_s"] = round(prep_throughput(embedder, jpegs), 1)
-        runs = []
-        for _ in range(args.repeat):
-            start = time.perf_counter()
-            vectors = embedder.embed_images(jpegs)
-            runs.append(len(jpegs) / (time.perf_counter() - start))
+        for name in decoders_to_run(args):
             if time.perf_counter() - args.t0 > args.time_budget:
-                break
-        assert vectors.shape == (len(jpegs), embedder.dim) and np.isfinite(vectors).all()
-        result["e2e_jpeg_img_per_s"] = round(statistics.median(runs), 1)
-        result["e2e_runs"] = [round(r, 1) for r in runs]
-        result["parity"] = parity(embedder, jpegs[: min(64, len(jpegs))])
+                result["decoders"][name] = {"skipped": "time budget spent"}
+                continue
+            try:
+                embedder.use_decoder(name)
+            except (ValueError, ImportError) as exc:
+                result["decoders"][name] = {"error": repr(exc)}
+                continue
+            result["decoders"][name] = bench_decoder(embedder, jpegs, args)
         if embedder.device.type == "cuda":
             result["max_gpu_memory_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
+        if args.text and "text" not in args.report:
+            args.report["text"] = text_throughput(
+                device=args.device,
+                n=args.text_n,
+                batch_sizes=[int(b) for b in args.text_batch_sizes.split(",")],
+                clip_embedder=embedder,
+            )
     except Exception as exc:  # keep what was measured before the failure
         result["error"] = repr(exc)
         result["traceback"] = traceback.format_exc()[-2000:]
@@ -250,11 +214,18 @@ def environment() -> dict[str, Any]:
     import open_clip
     import torchvision
 
+    versions: dict[str, Any] = {}
+    for name, module in (("dali", "nvidia.dali"), ("nvimgcodec", "nvidia.nvimgcodec")):
+        try:
+            versions[name] = __import__(module, fromlist=["__version__"]).__version__
+        except Exception as exc:  # noqa: BLE001  not installed, or broken: say which
+            versions[name] = f"unavailable: {type(exc).__name__}"
     return {
         "python": platform.python_version(),
         "torch": torch.__version__,
         "torchvision": torchvision.__version__,
         "open_clip": open_clip.__version__,
+        **versions,
         "cpu_count": os.cpu_count(),
         "cuda_available": torch.cuda.is_available(),
     }
@@ -264,6 +235,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--models", default="ViT-B-32", help="comma-separated open_clip names")
+    parser.add_argument("--decoders", default="all", help="comma-separated, or all usable")
+    parser.add_argument("--hw-decoder-load", type=float, default=0.75, help="DALI/nvImageCodec")
     parser.add_argument("--n", type=int, default=64, help="JPEGs per end-to-end run")
     parser.add_argument("--sides", default="256,500", help="MIN,MAX px per side of the JPEGs")
     parser.add_argument("--unique", type=int, default=1024, help="distinct JPEGs, cycled to n")
@@ -271,13 +244,19 @@ def main() -> None:
     parser.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16", "fp16"])
     parser.add_argument("--random-init", action="store_true", help="untrained weights")
     parser.add_argument("--pretrained", default=None, help="open_clip tag or checkpoint path")
-    parser.add_argument("--cpu-decode", action="store_true", help="PIL decode even on CUDA")
     parser.add_argument("--prepare-threads", type=int, default=None, help="default: 2 on CUDA")
     parser.add_argument("--breakdown", action="store_true", help="time each stage too")
     parser.add_argument("--repeat", type=int, default=3, help="end-to-end runs (median)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed raw model calls")
     parser.add_argument("--min-seconds", type=float, default=2.0, help="per raw measurement")
     parser.add_argument("--min-iters", type=int, default=3, help="per raw measurement")
+    parser.add_argument("--text", action="store_true", help="text embeddings, texts/s")
+    parser.add_argument("--text-n", type=int, default=256, help="texts per measurement")
+    parser.add_argument("--text-batch-sizes", default="16,64,256")
+    parser.add_argument("--kcenter", action="store_true", help="k-center selection seconds")
+    parser.add_argument("--kcenter-n", type=int, default=20_000)
+    parser.add_argument("--kcenter-d", type=int, default=128)
+    parser.add_argument("--kcenter-k", type=int, default=100)
     parser.add_argument("--time-budget", type=float, default=600.0, help="stop repeats after")
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
     args = parser.parse_args()
@@ -301,6 +280,25 @@ def main() -> None:
         },
         "results": [],
     }
+    args.report = report
+
+    def save() -> None:
+        if args.out is not None:
+            args.out.write_text(json.dumps(report, indent=2))
+
+    if args.kcenter:  # first: it needs ~3 GB of device memory free, and minutes at most
+        try:
+            report["kcenter"] = kcenter_timing(
+                n=args.kcenter_n,
+                d=args.kcenter_d,
+                k=args.kcenter_k,
+                device=torch.device(args.device),
+            )
+        except Exception as exc:  # noqa: BLE001  keep the other figures
+            report["kcenter"] = {"error": repr(exc), "traceback": traceback.format_exc()[-2000:]}
+        if args.device == "cuda":
+            torch.cuda.empty_cache()
+        save()
     for model in [m.strip() for m in args.models.split(",") if m.strip()]:
         if time.perf_counter() - args.t0 > args.time_budget:
             report["results"].append({"model": model, "skipped": "time budget spent"})
@@ -311,11 +309,9 @@ def main() -> None:
             report["results"].append(
                 {"model": model, "error": repr(exc), "traceback": traceback.format_exc()[-2000:]}
             )
-        if args.out is not None:
-            args.out.write_text(json.dumps(report, indent=2))
+        save()
     report["total_seconds"] = round(time.perf_counter() - args.t0, 1)
-    if args.out is not None:
-        args.out.write_text(json.dumps(report, indent=2))
+    save()
     print(json.dumps(report, indent=2))
 
 

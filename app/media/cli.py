@@ -28,6 +28,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="local checkpoint path or open_clip pretrained tag",
     )
     p.add_argument("--device", default=s.embed_device, help="auto, cpu, cuda or cuda:N")
+    p.add_argument(
+        "--decoder",
+        default=s.image_decoder,
+        choices=["auto", "dali", "nvimgcodec", "torchvision", "pil"],
+        help="JPEG decoder for the device path (TELLTALE_IMAGE_DECODER)",
+    )
     p.add_argument("--batch-size", type=int, default=s.embed_batch_size, help="jobs per batch")
     p.add_argument("--poll-interval", type=float, default=1.0, help="seconds between idle polls")
     p.add_argument(
@@ -59,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
             device=args.device,
             batch_size=args.batch_size,
             random_init=args.random_init,
+            decoder=args.decoder,
             max_pixels=settings.media_max_pixels,
         )
     except ValueError as exc:

@@ -1,10 +1,11 @@
 """Image items to device-ready pixel batches, in background threads, ahead of the model.
 
-A prepare thread probes a slice of items, decodes its baseline JPEGs on the device (nvJPEG
-on CUDA) and everything else with PIL in a thread pool, then resizes and normalises on the
-device, all on its own side CUDA stream; a CUDA event marks the batch ready. Two prepare
-threads on CUDA let one thread's Python resize loop run while the other waits on nvJPEG,
-which releases the GIL.
+A prepare thread probes a slice of items, hands the JPEGs the probe passed to the device
+decoder (DALI, nvImageCodec or torchvision: ``device_decoders.py``), which decodes,
+resizes and normalises them on the device, and everything else to PIL in a thread pool,
+all on its own side CUDA stream; a CUDA event marks the batch ready. Two prepare threads
+on CUDA keep one batch decoding while the other's Python work runs (the decoders release
+the GIL).
 """
 
 from __future__ import annotations
@@ -20,13 +21,7 @@ from dataclasses import dataclass, field
 import torch
 
 from pipelines.embedding.cpu_decode import Preprocess, collect_decodes, submit_pil_decodes
-from pipelines.embedding.gpu_decode import (
-    PixelSpec,
-    decode_jpegs,
-    normalization_constants,
-    normalize,
-    resize_center_crop,
-)
+from pipelines.embedding.device_decoders import DeviceDecoder
 from pipelines.embedding.image_probe import ImageProbe, ImageRejected, probe_image
 
 
@@ -48,8 +43,7 @@ class BatchPreparer:
         *,
         device: torch.device,
         preprocess: Preprocess,
-        pixel_spec: PixelSpec | None,
-        decode_on_device: bool,
+        device_decoder: DeviceDecoder | None,
         pixel_dtype: torch.dtype,
         max_pixels: int,
         decode_threads: int,
@@ -58,10 +52,7 @@ class BatchPreparer:
         self.device = device
         self._cuda = device.type == "cuda"
         self._preprocess = preprocess
-        self.pixel_spec = pixel_spec
-        self.decode_on_device = decode_on_device and pixel_spec is not None
-        if pixel_spec is not None:
-            self._scale, self._shift = normalization_constants(pixel_spec, device)
+        self.device_decoder = device_decoder
         self._pixel_dtype = pixel_dtype
         self.max_pixels = max_pixels
         self.prepare_threads = prepare_threads
@@ -112,7 +103,9 @@ class BatchPreparer:
             for index in range(start, stop):
                 try:
                     probes[index] = probe = probe_image(
-                        items[index], max_pixels=self.max_pixels, for_device=self.decode_on_device
+                        items[index],
+                        max_pixels=self.max_pixels,
+                        for_device=self.device_decoder is not None,
                     )
                 except ImageRejected as exc:
                     failures[index] = str(exc)
@@ -122,23 +115,18 @@ class BatchPreparer:
             parts: list[torch.Tensor] = []
             rows: list[int] = []
             if device_rows:
-                decoded = decode_jpegs([items[i] for i in device_rows], self.device)  # type: ignore[misc]
-                images = [
-                    (i, d)
-                    for i, d in zip(device_rows, decoded, strict=True)
-                    if not isinstance(d, str)
-                ]
+                assert self.device_decoder is not None
+                decoded = self.device_decoder.decode_resize(
+                    [items[i] for i in device_rows],  # type: ignore[misc]
+                    [probes[i] for i in device_rows],
+                )
                 # The device decoder refused these; PIL either reads them or says why not.
-                refused = [
-                    i for i, d in zip(device_rows, decoded, strict=True) if isinstance(d, str)
-                ]
+                refused = [device_rows[position] for position in sorted(decoded.refused)]
                 pil_rows += refused
                 pil_futures += self._submit_pil(items, refused, probes)
-                if images:
-                    assert self.pixel_spec is not None
-                    pixels, order = resize_center_crop([d for _, d in images], self.pixel_spec)
-                    parts.append(normalize(pixels, self._scale, self._shift))
-                    rows.extend(images[position][0] for position in order)
+                if decoded.pixels is not None:
+                    parts.append(decoded.pixels)
+                    rows.extend(device_rows[position] for position in decoded.positions)
             pil_pixels = []
             for index, result in zip(pil_rows, collect_decodes(pil_futures), strict=True):
                 if isinstance(result, str):

@@ -4,12 +4,12 @@ Images flow through a two-stage pipeline: :class:`BatchPreparer` threads decode,
 normalise the next batches on side CUDA streams while the calling thread runs the model on
 the current one, and vectors are copied back to the host one batch late.
 
-Measured on an H200 (bench/embed.py --breakdown, ViT-B-32, batches of 1,024): the two
-stages do not overlap well. torchvision's nvJPEG decoder runs on a default-priority pool
-stream with host waits between its phases, so while the model's kernels fill the GPU one
-decode call takes 252 ms instead of 41 ms; end to end is about the sum of the stages, not
-the slower one. A decoder that takes a caller's high-priority stream (nvImageCodec, say) or
-decoding in a separate process would let them overlap.
+Measured on an H200 (bench/embed.py --breakdown, ViT-B-32, batches of 1,024): with
+torchvision's nvJPEG decoder the two stages do not overlap. It holds a process-wide lock
+for the whole call and decodes on a pool stream behind the model's kernels, so one decode
+call takes 252 ms instead of 41 ms and end to end is about the sum of the stages. Hence the
+other decoders (``decoder="dali"`` or ``"nvimgcodec"``, see ``device_decoders.py``), which
+decode on their own or the caller's stream; which is faster is for bench/embed.py to say.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from pipelines.embedding.batch_preparer import BatchPreparer, PreparedBatch, record_event
+from pipelines.embedding.device_decoders import build_device_decoder, resolve_decoder
 from pipelines.embedding.gpu_decode import PixelSpec
 from pipelines.embedding.image_probe import DEFAULT_MAX_PIXELS, ImageItemError, ItemError
 from pipelines.embedding.model_loading import configured_embedding_dim, load_open_clip
@@ -63,10 +64,13 @@ class ClipEmbedder:
     random_init : build untrained weights; for tests and benchmarks only.
     max_pixels : refuse images with more pixels than this (decompression-bomb guard).
     decode_threads : PIL decode threads; defaults to the CPU count, at most 16.
-    decode_on_device : decode JPEGs with ``torchvision.io.decode_jpeg`` on the model's device
-        and resize there; defaults to True on CUDA. On CPU it exercises the same code path.
-    prepare_threads : batches prepared at once. Two on CUDA, so one thread's Python resize
-        loop runs while the other waits on nvJPEG (which releases the GIL).
+    decoder : JPEG decoder for the device path: ``"auto"`` (DALI, else nvImageCodec, else
+        torchvision on CUDA; PIL on CPU), ``"dali"``, ``"nvimgcodec"``, ``"torchvision"``
+        (nvJPEG on CUDA; on CPU it exercises the same tensor code) or ``"pil"`` (PIL and
+        open_clip's preprocess for everything). See ``device_decoders.py``.
+    hw_decoder_load : share of each batch for the hardware JPEG engines (DALI, nvImageCodec).
+    prepare_threads : batches prepared at once. Two on CUDA, so one batch decodes while the
+        other thread's Python work runs.
     """
 
     def __init__(
@@ -80,13 +84,16 @@ class ClipEmbedder:
         random_init: bool = False,
         max_pixels: int = DEFAULT_MAX_PIXELS,
         decode_threads: int | None = None,
-        decode_on_device: bool | None = None,
+        decoder: str = "auto",
+        hw_decoder_load: float = 0.75,
         prepare_threads: int | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         if max_pixels < 1:
             raise ValueError(f"max_pixels must be at least 1, got {max_pixels}")
+        if not 0.0 <= hw_decoder_load <= 1.0:
+            raise ValueError(f"hw_decoder_load must be in [0, 1], got {hw_decoder_load}")
         self.device = _resolve_device(device)
         self.precision = _resolve_precision(precision, self.device)
         self.model_name = model
@@ -101,18 +108,19 @@ class ClipEmbedder:
         self._tokenizer = open_clip.get_tokenizer(model)
         self._autocast_dtype = _AUTOCAST_DTYPES.get(self.precision)
         self.pixel_dtype = self._autocast_dtype or torch.float32
+        self.pixel_spec = PixelSpec.from_preprocess_cfg(clip.visual.preprocess_cfg)
         self._preparer = BatchPreparer(
             device=self.device,
             preprocess=self._preprocess,
-            pixel_spec=PixelSpec.from_preprocess_cfg(clip.visual.preprocess_cfg),
-            decode_on_device=self._cuda if decode_on_device is None else decode_on_device,
+            device_decoder=None,
             pixel_dtype=self.pixel_dtype,
             max_pixels=max_pixels,
             decode_threads=decode_threads or min(16, os.cpu_count() or 1),
             prepare_threads=prepare_threads or (2 if self._cuda else 1),
         )
-        self.pixel_spec = self._preparer.pixel_spec
-        self.decode_on_device = self._preparer.decode_on_device
+        self._hw_decoder_load = hw_decoder_load
+        self.decoder = "pil"
+        self.use_decoder(decoder)
         self.dim = configured_embedding_dim(model) or self.embed_texts([""]).shape[1]
         if self._cuda:
             torch.cuda.synchronize(self.device)
@@ -189,6 +197,38 @@ class ClipEmbedder:
         return ImageEmbeddings(
             vectors, tuple(ItemError(i, message) for i, message in sorted(failures.items()))
         )
+
+    def use_decoder(self, decoder: str) -> None:
+        """Switch the JPEG decoder of the device path (see the ``decoder`` parameter).
+
+        Raises ``ValueError`` when it cannot run here. Not thread-safe against a running
+        :meth:`embed_images`; benchmarks switch between runs to compare decoders on one model.
+        """
+        name = resolve_decoder(decoder, cuda=self._cuda)
+        if self.pixel_spec is None and name != "pil":
+            if decoder != "auto":
+                raise ValueError(
+                    f"{self.model_name}'s preprocess cannot be mirrored on the device; "
+                    "use decoder='pil'"
+                )
+            name = "pil"
+        self._preparer.device_decoder = (
+            None
+            if self.pixel_spec is None
+            else build_device_decoder(
+                name,
+                self.device,
+                self.pixel_spec,
+                max_batch=self.batch_size,
+                hw_decoder_load=self._hw_decoder_load,
+            )
+        )
+        self.decoder = name
+
+    @property
+    def decode_on_device(self) -> bool:
+        """Whether JPEGs the probe passes are decoded on the device (any decoder but PIL)."""
+        return self._preparer.device_decoder is not None
 
     def encode_pixel_batch(self, pixels: torch.Tensor) -> torch.Tensor:
         """Model only: normalised ``(n, 3, S, S)`` pixels on the device to unit vectors."""

@@ -114,14 +114,14 @@ def test_device_path_matches_pil_path(
 ) -> None:
     """The batched decode_jpeg + tensor resize path (used on CUDA) agrees with PIL + preprocess."""
     pil = make_embedder()
-    device = make_embedder(decode_on_device=True)
+    device = make_embedder(decoder="torchvision")
     assert device.decode_on_device and not pil.decode_on_device
     expected = pil.embed_images(jpegs)
     got = device.embed_images(jpegs)
     cosine = np.sum(expected * got, axis=1)
     assert cosine.min() > 0.999, cosine
     # Several prepare threads and small batches: rows still land in input order.
-    threaded = make_embedder(decode_on_device=True, prepare_threads=3, batch_size=2)
+    threaded = make_embedder(decoder="torchvision", prepare_threads=3, batch_size=2)
     np.testing.assert_allclose(threaded.embed_images(jpegs), got, atol=1e-6)
 
 
@@ -196,7 +196,7 @@ def test_bad_items_are_reported_per_item(embedder: ClipEmbedder, jpegs: list[byt
 def test_device_path_reports_corrupt_items(
     make_embedder: Callable[..., ClipEmbedder], jpegs: list[bytes]
 ) -> None:
-    device = make_embedder(decode_on_device=True)
+    device = make_embedder(decoder="torchvision")
     result = device.embed_images([jpegs[0], corrupt_scan(jpegs[1]), jpegs[2]], errors="return")
     assert [index for index, _ in result.errors] == [1]
     assert result.errors[0].message.startswith("corrupt JPEG")
@@ -276,7 +276,7 @@ def test_vit_b_32_random_init_on_cpu(jpegs: list[bytes]) -> None:
     assert_unit_rows(texts, dim=512)
 
 
-# The CUDA path (nvJPEG on side streams) runs only where a GPU is: bench/gpu_embed_check.sh
+# The CUDA path (nvJPEG on side streams) runs only where a GPU is: bench/gpu_check.sh
 # runs this file there. CI has no GPU, so these skip in CI.
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
@@ -288,7 +288,7 @@ def test_cuda_fast_path_matches_reference_path(
 ) -> None:
     """nvJPEG + tensor resize against PIL + open_clip preprocess, on the GPU."""
     fast = make_embedder(device="cuda", precision=precision)
-    reference = make_embedder(device="cuda", precision=precision, decode_on_device=False)
+    reference = make_embedder(device="cuda", precision=precision, decoder="pil")
     assert fast.decode_on_device and not reference.decode_on_device
     cosine = np.sum(fast.embed_images(jpegs) * reference.embed_images(jpegs), axis=1)
     assert cosine.min() > (0.999 if precision == "fp32" else 0.99), cosine

@@ -305,3 +305,24 @@ def test_cli_embed_worker_once(
         get_settings.cache_clear()
     assert {j.status for j in jobs_by_sample(engine).values()} == {"done"}
     assert embedding_counts(engine) == {"s0": 1, "s1": 1, "s2": 1}
+
+
+def test_cli_embed_worker_takes_the_decoder_setting(
+    settings: Settings,
+    tiny_model: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from app.cli import main
+    from app.settings import get_settings
+
+    monkeypatch.setenv("TELLTALE_DATABASE_URL", settings.database_url)
+    monkeypatch.setenv("TELLTALE_IMAGE_DECODER", "dali")
+    get_settings.cache_clear()
+    try:
+        args = ["embed-worker", "--once", "--random-init", "--model", tiny_model, "--device", "cpu"]
+        assert main(args) == 2  # DALI needs CUDA: refused before any job is claimed
+        assert "image decoder 'dali' needs a CUDA device" in caplog.text
+        assert main([*args, "--decoder", "pil"]) == 0
+    finally:
+        get_settings.cache_clear()
