@@ -8,6 +8,8 @@ Conventions read, first match wins:
 - agent: the outermost agent span's own name (:func:`agent_identity`), else a workflow's,
   else the resource's ``service.name`` / ``service.version``;
 - tool: only a tool span names one (an LLM span's ``gen_ai.tool.name`` lists tools offered);
+  the calls an LLM span requested are read from its messages (:mod:`app.otlp.tool_calls`);
+- models, tokens, cost and error types under one name each (:mod:`app.otlp.normalise`);
 - ``telltale.*`` extras (README, "OpenTelemetry (OTLP) ingestion") fill trace and span
   columns and scores; trace-level ones may ride on the resource (``OTEL_RESOURCE_ATTRIBUTES``). A bad ``telltale.*`` value does not cost the span: the value is left
   in the attributes and a warning goes back in ``partial_success.error_message``.
@@ -28,6 +30,8 @@ import orjson
 from app.ingest.events import SCORE_KINDS, SCORE_SOURCES, SOURCES, ValidEvent
 from app.ingest.limits import IngestLimits
 from app.otlp.decode import STATUS_ERROR, DecodedSpan
+from app.otlp.normalise import error_type, normalise
+from app.otlp.tool_calls import add_tool_calls
 
 _GENAI_KIND = {
     "invoke_agent": "agent",
@@ -53,7 +57,6 @@ _OPENINFERENCE_KIND = {
 }
 _TRACELOOP_KIND = {"agent": "agent", "tool": "tool", "workflow": "chain", "task": "step"}
 _LLM_REQUEST_TYPE = {"chat": "llm", "completion": "llm", "embedding": "embedding"}
-_OTEL_SPAN_KIND = {1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
 _SCORE_PREFIX = "telltale.score."
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MAX_MESSAGES = 10
@@ -111,36 +114,6 @@ def _tool_name(attrs: dict[str, Any], kind: str) -> str | None:
     return _text(name if name is not None else attrs.get("traceloop.entity.name"), 128)
 
 
-def _error_type(sp: DecodedSpan) -> str | None:
-    err = sp.attributes.get("error.type")
-    if err not in (None, ""):
-        return str(err)[:128]
-    for ev in sp.events:
-        if ev["name"] == "exception" and ev["attributes"].get("exception.type"):
-            return str(ev["attributes"]["exception.type"])[:128]
-    return None
-
-
-def _normalise(attrs: dict[str, Any], sp: DecodedSpan) -> dict[str, Any]:
-    """Fill the GenAI names from their OpenInference / legacy twins, add OTLP context."""
-    if "gen_ai.request.model" not in attrs and isinstance(attrs.get("llm.model_name"), str):
-        attrs["gen_ai.request.model"] = attrs["llm.model_name"]
-    if "gen_ai.provider.name" not in attrs:
-        for legacy in ("gen_ai.system", "llm.provider", "llm.system"):
-            if isinstance(attrs.get(legacy), str):
-                attrs["gen_ai.provider.name"] = attrs[legacy]
-                break
-    if sp.scope:
-        attrs["otel.scope.name"] = sp.scope
-    if sp.kind in _OTEL_SPAN_KIND:
-        attrs["otel.span.kind"] = _OTEL_SPAN_KIND[sp.kind]
-    if sp.status_message:
-        attrs["otel.status_message"] = sp.status_message
-    if sp.events:
-        attrs["otel.events"] = sp.events
-    return attrs
-
-
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
@@ -163,6 +136,8 @@ def map_spans(
         where = f"span {sp.span_id}"
         kind = span_kind(attrs)
         failed = sp.status_code == STATUS_ERROR or attrs.get("error.type") not in (None, "")
+        if kind == "llm":
+            add_tool_calls(attrs)
         started = ns_to_datetime(sp.start_ns)
         ended = ns_to_datetime(sp.end_ns)
         row = {
@@ -173,12 +148,12 @@ def map_spans(
             "name": sp.name[:256],
             "tool_name": _tool_name(attrs, kind),
             "status": "error" if failed else "ok",
-            "error_type": _error_type(sp),
+            "error_type": error_type(sp),
             "started_at": started,
             "ended_at": ended,
             "step_index": _step_index(attrs, where, out),
             "confidence": _confidence(attrs, where, out),
-            "attributes": _normalise(attrs, sp),
+            "attributes": normalise(attrs, sp),
         }
         out.events.append(ValidEvent(index, f"otlp:{sp.trace_id}:{sp.span_id}", "span", row))
         _scores(sp, index, ended or started, out)
@@ -191,7 +166,7 @@ def map_spans(
 
 
 def _oversize(sp: DecodedSpan, limit: int) -> str | None:
-    # Measured as stored: the attributes plus the events that _normalise adds to them.
+    # Measured as stored: the attributes plus the events that normalise() adds to them.
     size = len(orjson.dumps(sp.attributes)) + (len(orjson.dumps(sp.events)) if sp.events else 0)
     return f"attributes: {size} bytes as JSON exceed the limit of {limit}" if size > limit else None
 

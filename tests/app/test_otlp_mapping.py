@@ -194,7 +194,7 @@ def test_genai_tree_maps_to_rows_scores_and_one_trace() -> None:
     assert any("telltale.confidence" in m for m in mapped.messages)
     assert rows[SPAN]["tool_name"] == "search" and rows[SPAN]["error_type"] == "TimeoutError"
     assert rows[SPAN]["step_index"] == 3
-    assert rows[SPAN]["attributes"]["gen_ai.request.model"] == "m1"
+    assert rows[SPAN]["attributes"]["gen_ai.response.model"] == "m1"
     (score,) = [ev for ev in mapped.events if ev.type == "score"]
     assert score.event_id == f"otlp:{TRACE}:{PARENT}:score:resolved"
     assert (score.row["name"], score.row["value"], score.row["kind"]) == ("resolved", 1.0, "true")
