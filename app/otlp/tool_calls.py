@@ -12,7 +12,10 @@ convention:
   function.arguments}``; results are ``llm.input_messages.N.message`` with role ``tool``,
   ``tool_call_id`` and ``content``;
 - OpenLLMetry / OpenLIT: ``gen_ai.completion.N.tool_calls.M.{id,name,arguments}``; results
-  ``gen_ai.prompt.N`` with role ``tool``, ``tool_call_id`` and ``content``.
+  ``gen_ai.prompt.N`` with role ``tool``, ``tool_call_id`` and ``content``;
+- OpenLIT 1.45 on the LLM span: ``gen_ai.tool.call.id`` ("call_1, call_2"), ``gen_ai.tool.name``
+  and ``gen_ai.tool.args`` joined by ", " in the same order. Only with call ids: a
+  ``gen_ai.tool.name`` alone lists the tools *offered*, which are no calls.
 
 The span keeps them as ``telltale.tool_calls.requested`` (``[{id, name, arguments}]``) and
 ``telltale.tool_calls.results`` (``[{id, outcome}]``); the detectors turn requested calls
@@ -25,6 +28,7 @@ a non-empty top-level ``error`` key; otherwise ``ok``.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -69,7 +73,11 @@ def outcome(content: Any) -> str:
 
 def add_tool_calls(attrs: dict[str, Any]) -> None:
     """Write the two lists onto an LLM span's attributes when it carries any."""
-    requested = _otel_calls(attrs.get("gen_ai.output.messages")) or _flat_calls(attrs)
+    requested = (
+        _otel_calls(attrs.get("gen_ai.output.messages"))
+        or _flat_calls(attrs)
+        or _openlit_calls(attrs)
+    )
     results = _otel_results(attrs.get("gen_ai.input.messages")) or _flat_results(attrs)
     if requested:
         attrs[REQUESTED] = requested[:MAX_CALLS]
@@ -87,7 +95,7 @@ def _messages(value: Any) -> list[Any]:
 
 
 def _parts(value: Any) -> list[dict[str, Any]]:
-    out = []
+    out: list[tuple[dict[str, Any], dict[str, Any]]] = []
     for message in _messages(value):
         if isinstance(message, dict) and isinstance(message.get("parts"), list):
             out.extend((message, p) for p in message["parts"] if isinstance(p, dict))
@@ -162,3 +170,33 @@ def _flat_results(attrs: dict[str, Any]) -> list[dict[str, Any]]:
         if out:
             break
     return out
+
+
+def _openlit_calls(attrs: dict[str, Any]) -> list[dict[str, Any]]:
+    ids, names = attrs.get("gen_ai.tool.call.id"), attrs.get("gen_ai.tool.name")
+    if not isinstance(ids, str) or not isinstance(names, str) or not ids.strip():
+        return []
+    id_list = [i.strip() for i in ids.split(",")]
+    name_list = [n.strip() for n in names.split(",")]
+    if len(id_list) != len(name_list):
+        return []
+    args = _json_sequence(attrs.get("gen_ai.tool.args"), len(id_list))
+    calls = [_call(i, n, a) for i, n, a in zip(id_list, name_list, args, strict=True)]
+    return [c for c in calls if c is not None]
+
+
+def _json_sequence(value: Any, count: int) -> list[Any]:
+    """``'{"a": 1}, {"b": 2}'`` -> the JSON values in order (the commas inside kept)."""
+    out: list[Any] = []
+    if isinstance(value, str):
+        decoder, text, at = json.JSONDecoder(), value, 0
+        while at < len(text) and len(out) < count:
+            try:
+                item, end = decoder.raw_decode(text, at)
+            except json.JSONDecodeError:
+                break
+            out.append(item)
+            at = end
+            while at < len(text) and text[at] in ", ":
+                at += 1
+    return out if len(out) == count else [None] * count
