@@ -22,6 +22,9 @@ from tests.instrumentations.envs import python_for
 from tests.instrumentations.fake_openai import FakeOpenAI
 
 AGENTS = Path(__file__).resolve().parent / "agents"
+# The agent scripts import the instrumentation libraries, which only their venvs have:
+# --doctest-modules must not import them here.
+collect_ignore = ["agents"]
 RUN_TIMEOUT_S = 240
 
 RunAgent = Callable[..., subprocess.CompletedProcess[str]]
