@@ -69,6 +69,8 @@ def run_agent(
         assert done.returncode == 0, f"{script} exited {done.returncode}:\n{done.stderr[-4000:]}"
         return done
 
+    run.telltale_url = live_server.url  # type: ignore[attr-defined]
+    run.ingest_key = key  # type: ignore[attr-defined]
     return run
 
 

@@ -3,7 +3,9 @@
 The libraries pin OpenTelemetry and ``openai`` releases that cannot share one environment
 with each other or with Telltale's own (OpenLLMetry and OpenLIT pin the OTel SDK; OpenLIT
 needs ``openai<3``; ``opentelemetry-util-genai`` 1.2b0/1.3b0 break ``openai-v2`` 2.4b0), so
-each gets its own venv from its locked requirements in ``requirements/<name>.txt``. The venv
+each gets its own venv from its locked requirements in ``requirements/<name>.txt`` (and
+``<name>.nodeps.txt``, installed with ``--no-deps``, for a package whose declared
+dependencies pip cannot resolve). The venv
 lives in ``.venv-instr/<name>-<key>`` (git-ignored; ``TELLTALE_INSTR_VENVS`` moves it), the
 key hashing the requirements and the interpreter, so a changed pin builds a new one and an
 unchanged one is reused between runs. A failed install raises: the tests then fail, they
@@ -32,6 +34,9 @@ def cache_dir() -> Path:
 
 def env_key(name: str) -> str:
     digest = hashlib.sha256((REQUIREMENTS / f"{name}.txt").read_bytes())
+    no_deps = REQUIREMENTS / f"{name}.nodeps.txt"
+    if no_deps.exists():
+        digest.update(no_deps.read_bytes())
     digest.update(f"{sys.version_info[:2]}{sys.platform}".encode())
     return digest.hexdigest()[:12]
 
@@ -64,6 +69,23 @@ def python_for(name: str) -> Path:
             ],
             f"installing the {name} instrumentation requirements",
         )
+        no_deps = REQUIREMENTS / f"{name}.nodeps.txt"
+        if no_deps.exists():
+            _run(
+                [
+                    str(python),
+                    "-m",
+                    "pip",
+                    "install",
+                    "--no-input",
+                    "-q",
+                    "--no-deps",
+                    "--disable-pip-version-check",
+                    "-r",
+                    str(no_deps),
+                ],
+                f"installing the {name} packages whose own pins cannot be resolved",
+            )
         stamp.write_text(env_key(name))
     return python
 

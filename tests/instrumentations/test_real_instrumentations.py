@@ -183,3 +183,16 @@ def test_openlit_openai(run_agent: RunAgent, stored: Stored) -> None:
     assert abs(first.attributes["gen_ai.usage.cost"] - 0.012) < 1e-9
     assert shape(failing) == [("llm", None, "error")]
     assert failing.steps[0].error_type == "openai.InternalServerError"
+
+
+def test_openllmetry_traceloop_openai(run_agent: RunAgent, stored: Stored) -> None:
+    done = run_agent(
+        "traceloop",
+        "traceloop_openai",
+        TRACELOOP_BASE_URL=run_agent.telltale_url,  # type: ignore[attr-defined]
+        TRACELOOP_HEADERS=f"Authorization=Bearer {run_agent.ingest_key}",  # type: ignore[attr-defined]
+    )
+    no_export_errors(done)
+    # The @agent spans name the agent; the LLM spans' gen_ai.completion.N.tool_calls.M.*
+    # are the requested calls and gen_ai.prompt.N (role tool) their results.
+    assert_plain_client_traces(stored(), "support-agent")
