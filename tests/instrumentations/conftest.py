@@ -52,7 +52,7 @@ def run_agent(
             "OPENAI_BASE_URL": fake_openai.base_url,
             "OPENAI_API_KEY": "sk-test-not-a-key",
             "OTEL_EXPORTER_OTLP_ENDPOINT": live_server.url,
-            "OTEL_EXPORTER_OTLP_HEADERS": f"Authorization=Bearer {key}",
+            "OTEL_EXPORTER_OTLP_HEADERS": f"Authorization=Bearer%20{key}",  # URL-encoded, per spec
             "OTEL_SERVICE_NAME": "support-service",
             "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
             "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "span_only",

@@ -27,7 +27,8 @@ from tests.instrumentations.fake_openai import FakeOpenAI
 
 Stored = Callable[[], list[dict[str, Any]]]
 EXPORT_ERROR = re.compile(
-    r"Failed to export|Exception while exporting|exporting .* failed|Transient error", re.I
+    r"Failed to export|Exception while exporting|exporting .* failed|Transient error|Header format invalid",
+    re.I,
 )
 REQUEST_MODEL, RESPONSE_MODEL = "gpt-4o-mini", "gpt-4o-mini-2024-07-18"
 # The fake server's usage: 10 tokens per input message, 5 per tool call asked + 5.
@@ -190,7 +191,7 @@ def test_openllmetry_traceloop_openai(run_agent: RunAgent, stored: Stored) -> No
         "traceloop",
         "traceloop_openai",
         TRACELOOP_BASE_URL=run_agent.telltale_url,  # type: ignore[attr-defined]
-        TRACELOOP_HEADERS=f"Authorization=Bearer {run_agent.ingest_key}",  # type: ignore[attr-defined]
+        TRACELOOP_HEADERS=f"Authorization=Bearer%20{run_agent.ingest_key}",  # type: ignore[attr-defined]
     )
     no_export_errors(done)
     # The @agent spans name the agent; the LLM spans' gen_ai.completion.N.tool_calls.M.*
