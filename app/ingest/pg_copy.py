@@ -31,6 +31,13 @@ _SPAN_COLS = (
     "ended_at",
     "step_index",
     "confidence",
+    "request_model",
+    "response_model",
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+    "cost",
+    "latency_ms",
     "attributes",
 )
 _SPAN_TYPES = (
@@ -46,6 +53,13 @@ _SPAN_TYPES = (
     "timestamptz",
     "timestamptz",
     "int4",
+    "float8",
+    "varchar",
+    "varchar",
+    "int4",
+    "int4",
+    "int4",
+    "float8",
     "float8",
     "jsonb",
 )

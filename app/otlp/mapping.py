@@ -30,7 +30,7 @@ import orjson
 from app.ingest.events import SCORE_KINDS, SCORE_SOURCES, SOURCES, ValidEvent
 from app.ingest.limits import IngestLimits
 from app.otlp.decode import STATUS_ERROR, DecodedSpan
-from app.otlp.normalise import error_type, normalise
+from app.otlp.normalise import columns, error_type, latency_ms, normalise
 from app.otlp.tool_calls import add_tool_calls
 
 _GENAI_KIND = {
@@ -154,7 +154,9 @@ def map_spans(
             "step_index": _step_index(attrs, where, out),
             "confidence": _confidence(attrs, where, out),
             "attributes": normalise(attrs, sp),
+            "latency_ms": latency_ms(sp.start_ns, sp.end_ns),
         }
+        row.update(columns(attrs))
         out.events.append(ValidEvent(index, f"otlp:{sp.trace_id}:{sp.span_id}", "span", row))
         _scores(sp, index, ended or started, out)
         acc = traces.get(sp.trace_id)

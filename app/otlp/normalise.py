@@ -115,3 +115,34 @@ def normalise(attrs: dict[str, Any], sp: DecodedSpan) -> dict[str, Any]:
     if sp.events:
         attrs["otel.events"] = sp.events
     return attrs
+
+
+def _int(value: Any) -> int | None:
+    number = _number(value)
+    if number is None or number != int(number) or not 0 <= number < 2**31:
+        return None
+    return int(number)
+
+
+def columns(attrs: dict[str, Any]) -> dict[str, Any]:
+    """The span's first-class columns from its normalised attributes (after normalise()).
+
+    A value of the wrong type or out of range leaves its column empty (the attribute stays).
+    """
+    cost = _number(attrs.get("gen_ai.usage.cost"))
+    request, response = attrs.get("gen_ai.request.model"), attrs.get("gen_ai.response.model")
+    return {
+        "request_model": request[:128] if isinstance(request, str) and request else None,
+        "response_model": response[:128] if isinstance(response, str) and response else None,
+        "input_tokens": _int(attrs.get("gen_ai.usage.input_tokens")),
+        "output_tokens": _int(attrs.get("gen_ai.usage.output_tokens")),
+        "total_tokens": _int(attrs.get("gen_ai.usage.total_tokens")),
+        "cost": float(cost) if cost is not None and cost >= 0 else None,
+    }
+
+
+def latency_ms(start_ns: int, end_ns: int) -> float | None:
+    """``(end - start)`` in milliseconds; None without both times or when end < start."""
+    if start_ns <= 0 or end_ns <= 0 or end_ns < start_ns:
+        return None
+    return (end_ns - start_ns) / 1e6

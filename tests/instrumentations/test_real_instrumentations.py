@@ -60,8 +60,21 @@ def usage(step: Any) -> tuple[Any, Any, Any]:
     )
 
 
+def llm_columns(trace: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """The normalised columns of the trace's LLM spans, as the trace detail API answers."""
+    cols = ("request_model", "response_model", "input_tokens", "output_tokens", "total_tokens")
+    spans = sorted((s for s in trace["spans"] if s["kind"] == "llm"), key=lambda s: s["started_at"])
+    for s in spans:
+        assert s["latency_ms"] is not None and s["latency_ms"] >= 0
+    return [tuple(s[c] for c in cols) for s in spans]
+
+
 def assert_plain_client_traces(traces: list[dict[str, Any]], agent: str) -> None:
     """The plain_loop agent: a tool loop with requested calls, then one failed call."""
+    assert llm_columns(traces[0]) == [
+        (REQUEST_MODEL, RESPONSE_MODEL, *FIRST_CALL),
+        (REQUEST_MODEL, RESPONSE_MODEL, *SECOND_CALL),
+    ]
     loop, failing = records(traces)
     assert (loop.agent, failing.agent) == (agent, agent)
     # No tool spans: the calls come from the first call's output messages, their outcomes
@@ -150,7 +163,11 @@ def test_openinference_langchain_tool_loop(
     for step in (loop.steps[0], loop.steps[3]):
         assert step.attributes["gen_ai.response.model"] == RESPONSE_MODEL
         assert step.attributes["gen_ai.request.model"] == REQUEST_MODEL
-    # LangGraph sends only the new messages' history: 1 then 4 input messages.
+    assert llm_columns(traces[0]) == [
+        (REQUEST_MODEL, RESPONSE_MODEL, 10, 15, 25),
+        (REQUEST_MODEL, RESPONSE_MODEL, 40, 5, 45),
+    ]
+    # LangGraph sends no system prompt: 1 then 4 input messages.
     assert usage(loop.steps[0]) == (10, 15, 25)
     assert usage(loop.steps[3]) == (40, 5, 45)
     # The 500 fails the LLM step; every wrapper above it inherits it and is no step.
@@ -162,7 +179,8 @@ def test_openinference_langchain_tool_loop(
 def test_openlit_openai(run_agent: RunAgent, stored: Stored) -> None:
     done = run_agent("openlit", "openlit_openai")
     no_export_errors(done)  # its metrics and GenAI events go to /v1/metrics and /v1/logs
-    loop, failing = records(stored())
+    traces = stored()
+    loop, failing = records(traces)
     # No agent span: the application_name (service.name) is the agent.
     assert (loop.agent, failing.agent) == ("support-agent", "support-agent")
     # The root span and OpenLIT's httpx POST spans under each LLM span are no steps. The
@@ -182,6 +200,8 @@ def test_openlit_openai(run_agent: RunAgent, stored: Stored) -> None:
     assert first.attributes["gen_ai.response.model"] == RESPONSE_MODEL
     # The local pricing_json: 20/1000 * 0.15 + 15/1000 * 0.6.
     assert abs(first.attributes["gen_ai.usage.cost"] - 0.012) < 1e-9
+    llm_spans = [s for s in traces[0]["spans"] if s["kind"] == "llm"]
+    assert sorted(round(s["cost"], 6) for s in llm_spans) == [0.0105, 0.012]
     assert shape(failing) == [("llm", None, "error")]
     assert failing.steps[0].error_type == "openai.InternalServerError"
 
