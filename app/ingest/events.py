@@ -144,6 +144,8 @@ def _score(i: int, eid: str, body: dict[str, Any], p: str, _limits: IngestLimits
         "value": req_float(body, "value", p),
         "kind": choice(body, "kind", p, SCORE_KINDS, "proxy"),
         "source": choice(body, "source", p, SCORE_SOURCES, "online"),
+        "label": opt_str(body, "label", p),
+        "explanation": opt_str(body, "explanation", p, 2000),
     }
     created = opt_time(body, "created_at", p)
     if created is not None:

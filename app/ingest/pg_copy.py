@@ -63,8 +63,28 @@ _SPAN_TYPES = (
     "float8",
     "jsonb",
 )
-_SCORE_COLS = ("project_id", "trace_id", "name", "value", "kind", "source", "created_at")
-_SCORE_TYPES = ("int4", "varchar", "varchar", "float8", "varchar", "varchar", "timestamptz")
+_SCORE_COLS = (
+    "project_id",
+    "trace_id",
+    "name",
+    "value",
+    "kind",
+    "source",
+    "created_at",
+    "label",
+    "explanation",
+)
+_SCORE_TYPES = (
+    "int4",
+    "varchar",
+    "varchar",
+    "float8",
+    "varchar",
+    "varchar",
+    "timestamptz",
+    "varchar",
+    "varchar",
+)
 _EMB_COLS = (
     "project_id",
     "stream",

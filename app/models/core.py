@@ -134,6 +134,9 @@ class Score(Base):
     kind: Mapped[str] = mapped_column(String(16), default="proxy")
     source: Mapped[str] = mapped_column(String(16), default="online")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # An evaluator's verdict beside its number ("relevant", "hallucinated") and its reason.
+    label: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    explanation: Mapped[str | None] = mapped_column(String(2000), nullable=True)
 
 
 class EmbeddingStream(Base):

@@ -30,6 +30,7 @@ import orjson
 from app.ingest.events import SCORE_KINDS, SCORE_SOURCES, ValidEvent
 from app.ingest.limits import IngestLimits
 from app.otlp.decode import STATUS_ERROR, DecodedSpan
+from app.otlp.evals import evaluation_scores
 from app.otlp.normalise import columns, error_type, latency_ms, normalise
 from app.otlp.tool_calls import add_tool_calls
 from app.otlp.trace_rows import TraceAcc, given
@@ -160,6 +161,7 @@ def map_spans(
         row.update(columns(attrs))
         out.events.append(ValidEvent(index, f"otlp:{sp.trace_id}:{sp.span_id}", "span", row))
         _scores(sp, index, ended or started, out)
+        out.events.extend(evaluation_scores(sp, index, ended or started))
         acc = traces.get(sp.trace_id)
         if acc is None:
             acc = traces[sp.trace_id] = TraceAcc(sp.trace_id)
@@ -219,6 +221,8 @@ def _scores(sp: DecodedSpan, index: int, at: datetime | None, out: MappedBatch) 
             "value": number,
             "kind": kind,
             "source": source,
+            "label": None,
+            "explanation": None,
         }
         if at is not None:
             row["created_at"] = at

@@ -54,6 +54,8 @@ class ScoreOut(ResponseModel):
     kind: str
     source: str
     created_at: Time
+    label: str | None
+    explanation: str | None
 
 
 class TraceSteps(ResponseModel):

@@ -1,4 +1,4 @@
-"""Normalised span columns: models, tokens, cost, latency
+"""Normalised span columns (models, tokens, cost, latency); score label and explanation
 
 Revision ID: 0008_normalised_spans
 Revises: 0007
@@ -28,11 +28,18 @@ _COLUMNS = (
 )
 
 
+_SCORE_COLUMNS = (("label", sa.String(length=128)), ("explanation", sa.String(length=2000)))
+
+
 def upgrade() -> None:
     for name, type_ in _COLUMNS:
         op.add_column("spans", sa.Column(name, type_, nullable=True))
+    for name, type_ in _SCORE_COLUMNS:
+        op.add_column("scores", sa.Column(name, type_, nullable=True))
 
 
 def downgrade() -> None:
+    for name, _ in reversed(_SCORE_COLUMNS):
+        op.drop_column("scores", name)
     for name, _ in reversed(_COLUMNS):
         op.drop_column("spans", name)

@@ -143,3 +143,45 @@ def test_native_ingest_takes_the_same_columns(client: Any, make_key: Any) -> Non
     answer = client.post("/api/v1/ingest", json={"events": [good, bad]}, headers=auth(key))
     assert answer.status_code == 200, answer.text
     assert "events[1].body.input_tokens" in answer.json()["rejected"][0]["error"]
+
+
+def test_evaluation_results_on_spans_become_scores() -> None:
+    event = {
+        "name": "gen_ai.evaluation.result",
+        "time_unix_nano": T0,
+        "attributes": {
+            "gen_ai.evaluation.name": "relevance",
+            "gen_ai.evaluation.score.value": 0.5,
+            "gen_ai.evaluation.score.label": "partly",
+            "gen_ai.evaluation.explanation": "half the question",
+        },
+    }
+    attrs = {
+        "openinference.span.kind": "EVALUATOR",
+        "evaluations.0.evaluation.name": "faithful",
+        "evaluations.0.evaluation.score": True,  # a bool is no score value
+        "annotations.1.annotation.name": "qa",
+        "annotations.1.annotation.score": 2,
+        "annotations.2.annotation.score": 1.0,  # no name
+    }
+    sp = DecodedSpan(
+        trace_id="ab" * 16,
+        span_id="cd" * 8,
+        parent_span_id=None,
+        name="judge",
+        kind=1,
+        start_ns=T0,
+        end_ns=T0 + 1,
+        status_code=0,
+        status_message="",
+        attributes=attrs,
+        resource={},
+        scope="",
+        events=[event],
+    )
+    scores = [ev for ev in map_spans([sp]).events if ev.type == "score"]
+    assert sorted((s.row["name"], s.row["value"], s.row["label"]) for s in scores) == [
+        ("qa", 2.0, None),
+        ("relevance", 0.5, "partly"),
+    ]
+    assert len({s.event_id for s in scores}) == 2

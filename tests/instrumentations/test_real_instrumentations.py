@@ -217,3 +217,19 @@ def test_openllmetry_traceloop_openai(run_agent: RunAgent, stored: Stored) -> No
     # The @agent spans name the agent; the LLM spans' gen_ai.completion.N.tool_calls.M.*
     # are the requested calls and gen_ai.prompt.N (role tool) their results.
     assert_plain_client_traces(stored(), "support-agent")
+
+
+def test_openinference_evaluations_become_scores(run_agent: RunAgent, stored: Stored) -> None:
+    done = run_agent("openinference", "openinference_evals")
+    no_export_errors(done)
+    (trace,) = stored()
+    got = sorted(
+        (s["name"], s["value"], s["label"], s["explanation"], s["source"]) for s in trace["scores"]
+    )
+    # The label-only "tone" annotation has no number: no score.
+    assert got == [
+        ("correctness", 0.8, "correct", "names the order", "online"),
+        ("helpfulness", 1.0, None, None, "human"),
+    ]
+    (rec,) = records([trace])
+    assert [s.kind for s in rec.steps] == ["llm", "evaluator"]
