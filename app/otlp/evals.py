@@ -4,7 +4,8 @@ Read, per convention (OpenInference encodes Phoenix annotations and evaluations 
 attributes, typically on an EVALUATOR span; OTel GenAI as an event):
 
 - ``annotations.N.annotation.*``, ``evaluations.N.evaluation.*`` and their ``trace.``
-  variants (OpenInference): ``name``, ``score``, ``label``, ``explanation``;
+  variants on an OpenInference span (one with ``openinference.span.kind``): ``name``,
+  ``score``, ``label``, ``explanation``;
 - a span event ``gen_ai.evaluation.result`` (OTel GenAI): ``gen_ai.evaluation.name``,
   ``gen_ai.evaluation.score.value``, ``.score.label``, ``gen_ai.evaluation.explanation``
   (the same event sent as a log record is read by :mod:`app.otlp.logs`).
@@ -76,7 +77,9 @@ def _events(sp: DecodedSpan) -> Iterator[tuple[str, dict[str, Any]]]:
 
 def evaluation_scores(sp: DecodedSpan, index: int, at: datetime | None) -> list[ValidEvent]:
     out = []
-    for where, fields in (*_openinference(sp.attributes), *_events(sp)):
+    # Only OpenInference spans carry its annotation attributes: others skip the key scan.
+    found = _openinference(sp.attributes) if "openinference.span.kind" in sp.attributes else ()
+    for where, fields in (*found, *_events(sp)):
         name, value = _text(fields.get("name"), 128), _value(fields.get("score"))
         if name is None or value is None:
             continue

@@ -31,7 +31,7 @@ from app.ingest.events import SCORE_KINDS, SCORE_SOURCES, ValidEvent
 from app.ingest.limits import IngestLimits
 from app.otlp.decode import STATUS_ERROR, DecodedSpan
 from app.otlp.evals import evaluation_scores
-from app.otlp.normalise import columns, error_type, latency_ms, normalise
+from app.otlp.normalise import NO_COLUMNS, columns, error_type, latency_ms, normalise
 from app.otlp.tool_calls import add_tool_calls
 from app.otlp.trace_rows import TraceAcc, given
 
@@ -155,13 +155,14 @@ def map_spans(
             "ended_at": ended,
             "step_index": _step_index(attrs, where, out),
             "confidence": _confidence(attrs, where, out),
-            "attributes": normalise(attrs, sp),
+            "attributes": normalise(attrs, sp, kind),
             "latency_ms": latency_ms(sp.start_ns, sp.end_ns),
         }
-        row.update(columns(attrs))
+        row.update(columns(attrs) if kind in ("llm", "embedding") else NO_COLUMNS)
         out.events.append(ValidEvent(index, f"otlp:{sp.trace_id}:{sp.span_id}", "span", row))
         _scores(sp, index, ended or started, out)
-        out.events.extend(evaluation_scores(sp, index, ended or started))
+        if sp.events or "openinference.span.kind" in attrs:
+            out.events.extend(evaluation_scores(sp, index, ended or started))
         acc = traces.get(sp.trace_id)
         if acc is None:
             acc = traces[sp.trace_id] = TraceAcc(sp.trace_id)

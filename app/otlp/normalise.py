@@ -80,6 +80,7 @@ def _invocation_model(attrs: dict[str, Any]) -> str | None:
 
 
 def _models_and_usage(attrs: dict[str, Any]) -> None:
+    # Membership tests first: this runs for every LLM span, and most send the GenAI names.
     if "gen_ai.response.model" not in attrs and isinstance(attrs.get("llm.model_name"), str):
         attrs["gen_ai.response.model"] = attrs["llm.model_name"]
     if "gen_ai.request.model" not in attrs:
@@ -87,20 +88,23 @@ def _models_and_usage(attrs: dict[str, Any]) -> None:
         if isinstance(model, str) and model:
             attrs["gen_ai.request.model"] = model
     for name, twins in _TOKEN_TWINS:
-        if _number(attrs.get(name)) is not None:
+        if name in attrs:
             continue
         for twin in twins:
-            if _number(attrs.get(twin)) is not None:
+            if twin in attrs and _number(attrs[twin]) is not None:
                 attrs[name] = attrs[twin]
                 break
-    given = [_number(attrs.get(f"gen_ai.usage.{side}_tokens")) for side in ("input", "output")]
-    if "gen_ai.usage.total_tokens" not in attrs and all(v is not None for v in given):
-        attrs["gen_ai.usage.total_tokens"] = sum(v for v in given if v is not None)
+    if "gen_ai.usage.total_tokens" not in attrs:
+        given = [_number(attrs.get(f"gen_ai.usage.{side}_tokens")) for side in ("input", "output")]
+        if given[0] is not None and given[1] is not None:
+            attrs["gen_ai.usage.total_tokens"] = given[0] + given[1]
 
 
-def normalise(attrs: dict[str, Any], sp: DecodedSpan) -> dict[str, Any]:
-    """Fill the GenAI names from their twins and add the OTLP context; returns ``attrs``."""
-    _models_and_usage(attrs)
+def normalise(attrs: dict[str, Any], sp: DecodedSpan, kind: str) -> dict[str, Any]:
+    """Fill the GenAI names from their twins (LLM and embedding spans) and add the OTLP
+    context; returns ``attrs``."""
+    if kind in ("llm", "embedding"):
+        _models_and_usage(attrs)
     if "gen_ai.provider.name" not in attrs:
         for legacy in ("gen_ai.system", "llm.provider", "llm.system"):
             if isinstance(attrs.get(legacy), str):
@@ -122,6 +126,12 @@ def _int(value: Any) -> int | None:
     if number is None or number != int(number) or not 0 <= number < 2**31:
         return None
     return int(number)
+
+
+# The columns of a span that is no LLM or embedding call (models and tokens are theirs).
+NO_COLUMNS: dict[str, Any] = dict.fromkeys(
+    ("request_model", "response_model", "input_tokens", "output_tokens", "total_tokens", "cost")
+)
 
 
 def columns(attrs: dict[str, Any]) -> dict[str, Any]:

@@ -46,6 +46,12 @@ _OI_INPUT = re.compile(r"^llm\.input_messages\.(\d+)\.message\.(role|tool_call_i
 _LEGACY_CALL = re.compile(r"^gen_ai\.completion\.(\d+)\.tool_calls\.(\d+)\.(id|name|arguments)$")
 _LEGACY_INPUT = re.compile(r"^gen_ai\.prompt\.(\d+)\.(role|tool_call_id|content)$")
 _FIELD = {"function.name": "name", "function.arguments": "arguments"}
+_FLAT_PREFIXES = (
+    "llm.output_messages.",
+    "llm.input_messages.",
+    "gen_ai.completion.",
+    "gen_ai.prompt.",
+)
 
 
 def outcome(content: Any) -> str:
@@ -73,12 +79,16 @@ def outcome(content: Any) -> str:
 
 def add_tool_calls(attrs: dict[str, Any]) -> None:
     """Write the two lists onto an LLM span's attributes when it carries any."""
+    # One pass finds the flattened message keys; most spans have none.
+    flat = [k for k in attrs if k.startswith(_FLAT_PREFIXES)]
     requested = (
         _otel_calls(attrs.get("gen_ai.output.messages"))
-        or _flat_calls(attrs)
+        or (_flat_calls(attrs, flat) if flat else [])
         or _openlit_calls(attrs)
     )
-    results = _otel_results(attrs.get("gen_ai.input.messages")) or _flat_results(attrs)
+    results = _otel_results(attrs.get("gen_ai.input.messages")) or (
+        _flat_results(attrs, flat) if flat else []
+    )
     if requested:
         attrs[REQUESTED] = requested[:MAX_CALLS]
     if results:
@@ -135,23 +145,21 @@ def _otel_results(value: Any) -> list[dict[str, Any]]:
 
 
 def _grouped(
-    attrs: dict[str, Any], pattern: re.Pattern[str]
+    attrs: dict[str, Any], keys: list[str], pattern: re.Pattern[str]
 ) -> dict[tuple[int, ...], dict[str, Any]]:
     groups: dict[tuple[int, ...], dict[str, Any]] = {}
-    for key, value in attrs.items():
-        if not key.startswith(("llm.", "gen_ai.completion.", "gen_ai.prompt.")):
-            continue
+    for key in keys:
         match = pattern.match(key)
         if match is not None:
             *index, name = match.groups()
-            groups.setdefault(tuple(int(i) for i in index), {})[_FIELD.get(name, name)] = value
+            groups.setdefault(tuple(int(i) for i in index), {})[_FIELD.get(name, name)] = attrs[key]
     return dict(sorted(groups.items()))
 
 
-def _flat_calls(attrs: dict[str, Any]) -> list[dict[str, Any]]:
+def _flat_calls(attrs: dict[str, Any], keys: list[str]) -> list[dict[str, Any]]:
     out = []
     for pattern in (_OI_CALL, _LEGACY_CALL):
-        for fields in _grouped(attrs, pattern).values():
+        for fields in _grouped(attrs, keys, pattern).values():
             call = _call(fields.get("id"), fields.get("name"), fields.get("arguments"))
             if call is not None:
                 out.append(call)
@@ -160,10 +168,10 @@ def _flat_calls(attrs: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _flat_results(attrs: dict[str, Any]) -> list[dict[str, Any]]:
+def _flat_results(attrs: dict[str, Any], keys: list[str]) -> list[dict[str, Any]]:
     out = []
     for pattern in (_OI_INPUT, _LEGACY_INPUT):
-        for fields in _grouped(attrs, pattern).values():
+        for fields in _grouped(attrs, keys, pattern).values():
             if fields.get("role") == "tool" and fields.get("tool_call_id") is not None:
                 result_id = str(fields["tool_call_id"])[:128]
                 out.append({"id": result_id, "outcome": outcome(fields.get("content"))})
