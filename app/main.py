@@ -25,6 +25,7 @@ from app.ingest.admission import Overloaded, WriteAdmission
 from app.media.retention import RetentionService
 from app.metrics import REQUEST_LATENCY, WRITE_QUEUE_DEPTH
 from app.monitors.runner import DETECTOR_SLOTS
+from app.otlp.responses import status_response, wire_format
 from app.scheduler.jobs import periodic_jobs
 from app.scheduler.service import SchedulerService
 from app.settings import Settings, get_settings
@@ -164,6 +165,15 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(req: Request, exc: StarletteHTTPException) -> Any:
+        if req.url.path in OTLP_PATHS:
+            # Raised before the route runs (401/403 from the key check): OTLP/HTTP says
+            # a google.rpc.Status in the request's encoding, as the route's own answers.
+            return status_response(
+                wire=wire_format(req.headers.get("content-type")),
+                status=exc.status_code,
+                message=str(exc.detail),
+                headers=exc.headers,
+            )
         if _wants_html(req):
             from app.web.deps import templates
 
@@ -176,6 +186,9 @@ def _install_error_handlers(app: FastAPI) -> None:
         return JSONResponse(
             {"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers
         )
+
+
+OTLP_PATHS = frozenset({"/v1/traces", "/v1/logs", "/v1/metrics"})
 
 
 def _wants_html(req: Request) -> bool:

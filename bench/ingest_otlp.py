@@ -7,6 +7,11 @@ traces of 10 spans (invoke_agent root, chat, execute_tool, retrieval), 10-20 att
 span, as the OpenTelemetry SDK's exporter would send them. Batches are encoded before the
 clock starts. Prints one JSON object with the same keys as bench/ingest.py plus
 ``"path": "otlp-protobuf"`` and the durable trace count.
+
+Then about ``--logs`` GenAI log records (``ExportLogsServiceRequest``s of one
+``gen_ai.client.inference.operation.details`` event per chat span of a trace batch just
+sent, with its input and output messages: 150 a request for batches of 500 spans) go to
+``/v1/logs``; ``logs_per_s`` counts the durable span events.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 
@@ -119,6 +125,37 @@ def span_batch(run: int, b: int, size: int, rng: random.Random) -> bytes:
     return req.SerializeToString()
 
 
+def log_batch(run: int, b: int, size: int) -> bytes:
+    """GenAI events of the chat spans of trace batch ``b`` (steps 1, 4, 7 of each trace)."""
+    req = ExportLogsServiceRequest()
+    rl = req.resource_logs.add()
+    rl.resource.attributes.extend([_kv("service.name", "support-bot")])
+    scope = rl.scope_logs.add()
+    scope.scope.name = "opentelemetry.instrumentation.genai"
+    chats = [i for i in range(size) if i % 10 in (1, 4, 7)]
+    for i in chats:
+        trace_no = i // 10
+        rec = scope.log_records.add()
+        rec.time_unix_nano = T0 + b * 10**10 + (i % 10) * STEP
+        rec.event_name = "gen_ai.client.inference.operation.details"
+        rec.trace_id = (run << 96 | b << 48 | trace_no + 1).to_bytes(16, "big")
+        rec.span_id = (b << 32 | i + 1).to_bytes(8, "big")
+        rec.attributes.extend(
+            [
+                _kv("gen_ai.operation.name", "chat"),
+                _kv(
+                    "gen_ai.input.messages",
+                    '[{"role":"user","parts":[{"type":"text","content":"where is my order?"}]}]',
+                ),
+                _kv(
+                    "gen_ai.output.messages",
+                    '[{"role":"assistant","parts":[{"type":"text","content":"on its way"}]}]',
+                ),
+            ]
+        )
+    return req.SerializeToString()
+
+
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -174,6 +211,7 @@ def main() -> None:
     p.add_argument("--clients", type=int, default=4)
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--logs", type=int, default=30_000, help="GenAI log records a repeat")
     args = p.parse_args()
 
     runs: list[dict[str, Any]] = []
@@ -206,6 +244,20 @@ def main() -> None:
                 cpu1 = _cpu_seconds(procs), _cpu_seconds(backends_after)
                 spans = count_rows(db_url, "spans") - before[0]
                 traces = count_rows(db_url, "traces") - before[1]
+                # 3 chat spans a trace: a batch of --batch spans has 0.3 * --batch events.
+                log_batches = min(len(bodies), -(-args.logs // (args.batch * 3 // 10)))
+                log_bodies = [log_batch(rep + 1, b, args.batch) for b in range(log_batches)]
+                events_before = count_rows(db_url, "span_events")
+                log_elapsed = drive(
+                    url,
+                    key,
+                    "/v1/logs",
+                    log_bodies,
+                    args.clients,
+                    "application/x-protobuf",
+                    success_is_empty=True,
+                )
+                logs = count_rows(db_url, "span_events") - events_before
                 server_us = (cpu1[0] - cpu0[0]) / spans * 1e6
                 # Backends opened during the run count from zero.
                 pg_us = (cpu1[1] - cpu0[1]) / spans * 1e6
@@ -216,6 +268,8 @@ def main() -> None:
                         "spans_s": round(elapsed, 3),
                         "spans_per_s": round(spans / elapsed),
                         "request_mb": round(sum(map(len, bodies)) / 1e6, 1),
+                        "logs": logs,
+                        "logs_per_s": round(logs / log_elapsed) if log_elapsed else None,
                         "server_cpu_us_per_span": round(server_us, 1),
                         "db_cpu_us_per_span": round(pg_us, 1),
                         # SQLite writes serialise in the server process: no 2-core figure.
@@ -233,6 +287,7 @@ def main() -> None:
                 "clients": args.clients,
                 "workers": args.workers,
                 "spans_per_s": statistics.median(r["spans_per_s"] for r in runs),
+                "logs_per_s": statistics.median(r["logs_per_s"] or 0 for r in runs),
                 "cpu_bound_spans_per_s_2_cores": (
                     statistics.median(r["cpu_bound_spans_per_s_2_cores"] for r in runs)
                     if args.db == "postgresql"

@@ -20,7 +20,9 @@ Conventions shared by the ingest contract, the scenario generator and the detect
 * output / input embeddings come from embedding events with ``trace_id`` set, in the streams
   ``<agent>.output`` and ``<agent>.input``;
 * *steps* are the agent's actions, not the wrapper spans around them nor the spans inside
-  one (:mod:`detectors.agent_steps`, read from ``span_id`` / ``parent_span_id``);
+  one (:mod:`detectors.agent_steps`, read from ``span_id`` / ``parent_span_id``); a trace
+  without tool spans gets a tool step for each call its LLM steps requested
+  (:mod:`detectors.requested_tools`);
 * *step order*: spans sort by ``step_index``, spans without one after every indexed span,
   then by start time, then by ``span_id``; ``Step.index`` is the position in that order
   (0, 1, 2, ... with no gaps), see :func:`step_order_key`.
@@ -36,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from detectors.agent_steps import agent_steps
+from detectors.requested_tools import with_requested_calls
 from detectors.result import DetectorResult
 
 __all__ = [
@@ -285,10 +288,7 @@ def _record(
         source=str(t.get("source") or "production"),
         counterfactual_of=t.get("counterfactual_of"),
         attributes=dict(t.get("attributes") or {}),
-        steps=tuple(
-            _step(i, s, inherited)
-            for i, (s, inherited) in enumerate(agent_steps(sorted(spans, key=step_order_key)))
-        ),
+        steps=_steps(spans),
         scores=tuple(
             Score(
                 name=str(s["name"]),
@@ -302,6 +302,13 @@ def _record(
         input_embedding=vectors.get((tid, "input")),
         output_embedding=vectors.get((tid, "output")),
     )
+
+
+def _steps(spans: list[Mapping[str, Any]]) -> tuple[Step, ...]:
+    kept = agent_steps(sorted(spans, key=step_order_key))
+    inherited = {id(s) for s, from_child in kept if from_child}
+    rows = with_requested_calls([s for s, _ in kept])
+    return tuple(_step(i, s, id(s) in inherited) for i, s in enumerate(rows))
 
 
 def _step(index: int, s: Mapping[str, Any], error_inherited: bool = False) -> Step:

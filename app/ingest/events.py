@@ -6,6 +6,7 @@ Shapes follow issue #2 / DESIGN.md §4; every error names its field as ``events[
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -104,6 +105,7 @@ def _trace(i: int, eid: str, body: dict[str, Any], p: str, limits: IngestLimits)
 
 def _span(i: int, eid: str, body: dict[str, Any], p: str, limits: IngestLimits) -> ValidEvent:
     status = choice(body, "status", p, SPAN_STATUS, "ok")
+    started, ended = opt_time(body, "started_at", p), opt_time(body, "ended_at", p)
     row = {
         "trace_id": req_str(body, "trace_id", p, 64),
         "span_id": req_str(body, "span_id", p, 64),
@@ -113,13 +115,26 @@ def _span(i: int, eid: str, body: dict[str, Any], p: str, limits: IngestLimits) 
         "tool_name": opt_str(body, "tool_name", p),
         "status": "ok" if status == "unset" else status,
         "error_type": opt_str(body, "error_type", p),
-        "started_at": opt_time(body, "started_at", p),
-        "ended_at": opt_time(body, "ended_at", p),
+        "started_at": started,
+        "ended_at": ended,
         "step_index": opt_int(body, "step_index", p),
         "confidence": opt_float(body, "confidence", p, 0.0, 1.0),
+        "request_model": opt_str(body, "request_model", p),
+        "response_model": opt_str(body, "response_model", p),
+        "input_tokens": opt_int(body, "input_tokens", p),
+        "output_tokens": opt_int(body, "output_tokens", p),
+        "total_tokens": opt_int(body, "total_tokens", p),
+        "cost": opt_float(body, "cost", p, 0.0),
         "attributes": opt_attributes(body, "attributes", p, limits),
     }
+    row["latency_ms"] = _latency_ms(started, ended)
     return ValidEvent(i, eid, "span", row)
+
+
+def _latency_ms(started: datetime | None, ended: datetime | None) -> float | None:
+    if started is None or ended is None or ended < started:
+        return None
+    return (ended - started).total_seconds() * 1000.0
 
 
 def _score(i: int, eid: str, body: dict[str, Any], p: str, _limits: IngestLimits) -> ValidEvent:
@@ -129,6 +144,8 @@ def _score(i: int, eid: str, body: dict[str, Any], p: str, _limits: IngestLimits
         "value": req_float(body, "value", p),
         "kind": choice(body, "kind", p, SCORE_KINDS, "proxy"),
         "source": choice(body, "source", p, SCORE_SOURCES, "online"),
+        "label": opt_str(body, "label", p),
+        "explanation": opt_str(body, "explanation", p, 2000),
     }
     created = opt_time(body, "created_at", p)
     if created is not None:

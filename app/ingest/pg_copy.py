@@ -31,6 +31,13 @@ _SPAN_COLS = (
     "ended_at",
     "step_index",
     "confidence",
+    "request_model",
+    "response_model",
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+    "cost",
+    "latency_ms",
     "attributes",
 )
 _SPAN_TYPES = (
@@ -47,10 +54,37 @@ _SPAN_TYPES = (
     "timestamptz",
     "int4",
     "float8",
+    "varchar",
+    "varchar",
+    "int4",
+    "int4",
+    "int4",
+    "float8",
+    "float8",
     "jsonb",
 )
-_SCORE_COLS = ("project_id", "trace_id", "name", "value", "kind", "source", "created_at")
-_SCORE_TYPES = ("int4", "varchar", "varchar", "float8", "varchar", "varchar", "timestamptz")
+_SCORE_COLS = (
+    "project_id",
+    "trace_id",
+    "name",
+    "value",
+    "kind",
+    "source",
+    "created_at",
+    "label",
+    "explanation",
+)
+_SCORE_TYPES = (
+    "int4",
+    "varchar",
+    "varchar",
+    "float8",
+    "varchar",
+    "varchar",
+    "timestamptz",
+    "varchar",
+    "varchar",
+)
 _EMB_COLS = (
     "project_id",
     "stream",

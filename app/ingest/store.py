@@ -177,6 +177,9 @@ def _write_rows(conn: Connection, project_id: int, events: list[ValidEvent]) -> 
         row = dict(ev.row, project_id=project_id)
         if ev.type in ("score", "embedding"):
             row.setdefault("created_at", now)
+            if ev.type == "score":  # one key set per executemany batch
+                row.setdefault("label", None)
+                row.setdefault("explanation", None)
         elif ev.type == "trace":
             row["created_at"] = now
         by_type.setdefault(ev.type, []).append(row)

@@ -87,6 +87,15 @@ class Span(Base):
     ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     step_index: Mapped[int | None] = mapped_column(Integer, nullable=True)
     confidence: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # Normalised from whichever convention sent them (app/otlp/normalise.py) or given
+    # natively; the raw attributes stay in ``attributes``.
+    request_model: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    response_model: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    input_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    output_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    total_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    cost: Mapped[float | None] = mapped_column(Float, nullable=True)
+    latency_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
     attributes: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
 
 
@@ -125,6 +134,9 @@ class Score(Base):
     kind: Mapped[str] = mapped_column(String(16), default="proxy")
     source: Mapped[str] = mapped_column(String(16), default="online")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # An evaluator's verdict beside its number ("relevant", "hallucinated") and its reason.
+    label: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    explanation: Mapped[str | None] = mapped_column(String(2000), nullable=True)
 
 
 class EmbeddingStream(Base):

@@ -138,7 +138,13 @@ def _evaluation_score(
         "value": float(value),
         "kind": "proxy",
         "source": "online",
+        "label": _label(attributes.get("gen_ai.evaluation.score.label"), 128),
+        "explanation": _label(attributes.get("gen_ai.evaluation.explanation"), 2000),
     }
     if at is not None:
         row["created_at"] = at
     out.events.append(ValidEvent(index, f"{event_id}:score", "score", row))
+
+
+def _label(value: Any, limit: int) -> str | None:
+    return value[:limit] if isinstance(value, str) and value else None

@@ -5,9 +5,11 @@ Conventions read, first match wins:
 - span kind: ``gen_ai.operation.name`` (OpenTelemetry GenAI), ``openinference.span.kind``
   (OpenInference / Phoenix), ``traceloop.span.kind`` and ``llm.request.type`` (OpenLLMetry),
   then any ``gen_ai.system`` / ``gen_ai.provider.name`` means an LLM call; else ``step``;
-- agent: the outermost agent span's own name (:func:`agent_identity`), else a workflow's,
+- agent: the outermost agent span's own name (:func:`app.otlp.trace_rows.agent_identity`), else a workflow's,
   else the resource's ``service.name`` / ``service.version``;
 - tool: only a tool span names one (an LLM span's ``gen_ai.tool.name`` lists tools offered);
+  the calls an LLM span requested are read from its messages (:mod:`app.otlp.tool_calls`);
+- models, tokens, cost and error types under one name each (:mod:`app.otlp.normalise`);
 - ``telltale.*`` extras (README, "OpenTelemetry (OTLP) ingestion") fill trace and span
   columns and scores; trace-level ones may ride on the resource (``OTEL_RESOURCE_ATTRIBUTES``). A bad ``telltale.*`` value does not cost the span: the value is left
   in the attributes and a warning goes back in ``partial_success.error_message``.
@@ -25,9 +27,13 @@ from typing import Any
 
 import orjson
 
-from app.ingest.events import SCORE_KINDS, SCORE_SOURCES, SOURCES, ValidEvent
+from app.ingest.events import SCORE_KINDS, SCORE_SOURCES, ValidEvent
 from app.ingest.limits import IngestLimits
 from app.otlp.decode import STATUS_ERROR, DecodedSpan
+from app.otlp.evals import evaluation_scores
+from app.otlp.normalise import NO_COLUMNS, columns, error_type, latency_ms, normalise
+from app.otlp.tool_calls import add_tool_calls
+from app.otlp.trace_rows import TraceAcc, given
 
 _GENAI_KIND = {
     "invoke_agent": "agent",
@@ -53,7 +59,6 @@ _OPENINFERENCE_KIND = {
 }
 _TRACELOOP_KIND = {"agent": "agent", "tool": "tool", "workflow": "chain", "task": "step"}
 _LLM_REQUEST_TYPE = {"chat": "llm", "completion": "llm", "embedding": "embedding"}
-_OTEL_SPAN_KIND = {1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
 _SCORE_PREFIX = "telltale.score."
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MAX_MESSAGES = 10
@@ -111,36 +116,6 @@ def _tool_name(attrs: dict[str, Any], kind: str) -> str | None:
     return _text(name if name is not None else attrs.get("traceloop.entity.name"), 128)
 
 
-def _error_type(sp: DecodedSpan) -> str | None:
-    err = sp.attributes.get("error.type")
-    if err not in (None, ""):
-        return str(err)[:128]
-    for ev in sp.events:
-        if ev["name"] == "exception" and ev["attributes"].get("exception.type"):
-            return str(ev["attributes"]["exception.type"])[:128]
-    return None
-
-
-def _normalise(attrs: dict[str, Any], sp: DecodedSpan) -> dict[str, Any]:
-    """Fill the GenAI names from their OpenInference / legacy twins, add OTLP context."""
-    if "gen_ai.request.model" not in attrs and isinstance(attrs.get("llm.model_name"), str):
-        attrs["gen_ai.request.model"] = attrs["llm.model_name"]
-    if "gen_ai.provider.name" not in attrs:
-        for legacy in ("gen_ai.system", "llm.provider", "llm.system"):
-            if isinstance(attrs.get(legacy), str):
-                attrs["gen_ai.provider.name"] = attrs[legacy]
-                break
-    if sp.scope:
-        attrs["otel.scope.name"] = sp.scope
-    if sp.kind in _OTEL_SPAN_KIND:
-        attrs["otel.span.kind"] = _OTEL_SPAN_KIND[sp.kind]
-    if sp.status_message:
-        attrs["otel.status_message"] = sp.status_message
-    if sp.events:
-        attrs["otel.events"] = sp.events
-    return attrs
-
-
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
@@ -152,7 +127,7 @@ def map_spans(
     spans: list[DecodedSpan], *, max_attributes_bytes: int = IngestLimits.max_attributes_bytes
 ) -> MappedBatch:
     out = MappedBatch()
-    traces: dict[str, _TraceAcc] = {}
+    traces: dict[str, TraceAcc] = {}
     for index, sp in enumerate(spans):
         error = sp.error or _oversize(sp, max_attributes_bytes)
         if error is not None:
@@ -163,6 +138,8 @@ def map_spans(
         where = f"span {sp.span_id}"
         kind = span_kind(attrs)
         failed = sp.status_code == STATUS_ERROR or attrs.get("error.type") not in (None, "")
+        if kind == "llm":
+            add_tool_calls(attrs)
         started = ns_to_datetime(sp.start_ns)
         ended = ns_to_datetime(sp.end_ns)
         row = {
@@ -173,25 +150,29 @@ def map_spans(
             "name": sp.name[:256],
             "tool_name": _tool_name(attrs, kind),
             "status": "error" if failed else "ok",
-            "error_type": _error_type(sp),
+            "error_type": error_type(sp),
             "started_at": started,
             "ended_at": ended,
             "step_index": _step_index(attrs, where, out),
             "confidence": _confidence(attrs, where, out),
-            "attributes": _normalise(attrs, sp),
+            "attributes": normalise(attrs, sp, kind),
+            "latency_ms": latency_ms(sp.start_ns, sp.end_ns),
         }
+        row.update(columns(attrs) if kind in ("llm", "embedding") else NO_COLUMNS)
         out.events.append(ValidEvent(index, f"otlp:{sp.trace_id}:{sp.span_id}", "span", row))
         _scores(sp, index, ended or started, out)
+        if sp.events or "openinference.span.kind" in attrs:
+            out.events.extend(evaluation_scores(sp, index, ended or started))
         acc = traces.get(sp.trace_id)
         if acc is None:
-            acc = traces[sp.trace_id] = _TraceAcc(sp.trace_id)
+            acc = traces[sp.trace_id] = TraceAcc(sp.trace_id)
         acc.add(sp, kind, failed, started, ended, out)
     out.traces = [acc.row() for acc in traces.values()]
     return out
 
 
 def _oversize(sp: DecodedSpan, limit: int) -> str | None:
-    # Measured as stored: the attributes plus the events that _normalise adds to them.
+    # Measured as stored: the attributes plus the events that normalise() adds to them.
     size = len(orjson.dumps(sp.attributes)) + (len(orjson.dumps(sp.events)) if sp.events else 0)
     return f"attributes: {size} bytes as JSON exceed the limit of {limit}" if size > limit else None
 
@@ -230,8 +211,8 @@ def _scores(sp: DecodedSpan, index: int, at: datetime | None, out: MappedBatch) 
         if number is None or not name or len(name) > 128:
             out.note(f"{where}: must be a finite number and the name 1-128 characters; ignored")
             continue
-        kind = _given(f"{key}.kind", sp.attributes, sp.resource) or "proxy"
-        source = _given(f"{key}.source", sp.attributes, sp.resource) or "online"
+        kind = given(f"{key}.kind", sp.attributes, sp.resource) or "proxy"
+        source = given(f"{key}.source", sp.attributes, sp.resource) or "online"
         if kind not in SCORE_KINDS or source not in SCORE_SOURCES:
             out.note(f"{where}: .kind must be one of {SCORE_KINDS}, .source one of {SCORE_SOURCES}")
             continue
@@ -241,130 +222,10 @@ def _scores(sp: DecodedSpan, index: int, at: datetime | None, out: MappedBatch) 
             "value": number,
             "kind": kind,
             "source": source,
+            "label": None,
+            "explanation": None,
         }
         if at is not None:
             row["created_at"] = at
         event_id = f"otlp:{sp.trace_id}:{sp.span_id}:score:{name}"
         out.events.append(ValidEvent(index, event_id, "score", row))
-
-
-_TRACE_FIELDS = (
-    ("input_hash", "telltale.input_hash", 128),
-    ("entry_point", "telltale.entry_point", 128),
-    ("counterfactual_of", "telltale.counterfactual_of", 64),
-)
-# Trace attributes the detectors read (detectors/records.py).
-_TRACE_ATTRIBUTES = (("decision", "telltale.decision"), ("task_type", "telltale.task_type"))
-# Where the trace's agent comes from, best first; within one, the earliest start wins
-# (an outer agent starts before the agents it calls). Merged across requests by the
-# stored ``otel.agent_key`` (app.otlp.traces).
-_AGENT_SPAN, _WORKFLOW_SPAN, _ROOT_SERVICE, _SERVICE = range(4)
-
-
-def agent_identity(sp: DecodedSpan, kind: str) -> tuple[int, str, str]:
-    """``(preference, name, version)``: an agent span's own name (``gen_ai.agent.name``,
-    OpenInference ``agent.name`` or the AGENT span's name, OpenLLMetry
-    ``traceloop.entity.name``), an OpenLLMetry workflow's name, else ``service.name``."""
-    attrs, res = sp.attributes, sp.resource
-    version = (
-        attrs.get("gen_ai.agent.version")
-        or attrs.get("telltale.agent_version")
-        or res.get("telltale.agent_version")
-        or res.get("service.version")
-        or ""
-    )
-    name: Any = attrs.get("gen_ai.agent.name") or attrs.get("agent.name")
-    tl_kind = attrs.get("traceloop.span.kind")
-    if name is None and tl_kind in ("agent", "workflow"):
-        name = attrs.get("traceloop.entity.name")
-    if name is None and kind == "agent" and "openinference.span.kind" in attrs:
-        name = sp.name
-    if name:
-        preference = _WORKFLOW_SPAN if tl_kind == "workflow" else _AGENT_SPAN
-        return preference, str(name)[:128], str(version)[:64]
-    preference = _ROOT_SERVICE if sp.parent_span_id is None else _SERVICE
-    return preference, str(res.get("service.name") or "")[:128], str(version)[:64]
-
-
-def _given(key: str, attrs: dict[str, Any], res: dict[str, Any]) -> Any:
-    # A span's own telltale.* value beats its resource's (OTEL_RESOURCE_ATTRIBUTES).
-    value = attrs.get(key)
-    return res.get(key) if value is None else value
-
-
-class _TraceAcc:
-    """What one request says about one trace; merged into the stored row by traces.py."""
-
-    def __init__(self, trace_id: str) -> None:
-        self.trace_id = trace_id
-        self.started: datetime | None = None
-        self.ended: datetime | None = None
-        self.failed = False
-        # rank 2: the root span is here; 1: an agent span; 0: only other spans.
-        self.rank = -1
-        self.agent_key = ""
-        self.agent = ""
-        self.agent_version = ""
-        self.fields: dict[str, Any] = {}
-        self.source: str | None = None
-        self.attributes: dict[str, Any] = {}
-        self.has_resource = False
-
-    def add(
-        self,
-        sp: DecodedSpan,
-        kind: str,
-        failed: bool,
-        started: datetime | None,
-        ended: datetime | None,
-        out: MappedBatch,
-    ) -> None:
-        if started is not None and (self.started is None or started < self.started):
-            self.started = started
-        if ended is not None and (self.ended is None or ended > self.ended):
-            self.ended = ended
-        is_root = sp.parent_span_id is None
-        if failed and (is_root or kind == "agent"):
-            self.failed = True
-        self.rank = max(self.rank, 2 if is_root else 1 if kind == "agent" else 0)
-        attrs, res = sp.attributes, sp.resource
-        preference, agent, version = agent_identity(sp, kind)
-        key = f"{preference}:{sp.start_ns:020d}:{sp.span_id}"
-        if agent and (not self.agent_key or key < self.agent_key):
-            self.agent_key, self.agent, self.agent_version = key, agent, version
-            agent_id = attrs.get("gen_ai.agent.id")
-            if agent_id is not None:
-                self.attributes["gen_ai.agent.id"] = str(agent_id)[:128]
-        for column, name, limit in _TRACE_FIELDS:
-            value = _given(name, attrs, res)
-            if value is not None and (is_root or column not in self.fields):
-                self.fields[column] = _text(value, limit)
-        for column, name in _TRACE_ATTRIBUTES:
-            value = _given(name, attrs, res)
-            if value is not None and (is_root or column not in self.attributes):
-                self.attributes[column] = value
-        source = _given("telltale.source", attrs, res)
-        if source is not None:
-            if source in SOURCES:
-                self.source = source
-            else:
-                out.note(f"span {sp.span_id}: telltale.source must be one of {SOURCES}; ignored")
-        if not self.has_resource:
-            self.has_resource = True
-            self.attributes.update({f"resource.{k}": v for k, v in res.items()})
-
-    def row(self) -> dict[str, Any]:
-        return {
-            "trace_id": self.trace_id,
-            "agent": self.agent,
-            "agent_version": self.agent_version,
-            "started_at": self.started,
-            "ended_at": self.ended,
-            "status": "error" if self.failed else "ok",
-            "input_hash": self.fields.get("input_hash"),
-            "entry_point": self.fields.get("entry_point"),
-            "counterfactual_of": self.fields.get("counterfactual_of"),
-            "source": self.source,
-            "attributes": {**self.attributes, "otel.agent_key": self.agent_key},
-            "rank": self.rank,
-        }

@@ -38,6 +38,13 @@ class SpanOut(ResponseModel):
     ended_at: Time | None
     step_index: int | None
     confidence: float | None
+    request_model: str | None
+    response_model: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    total_tokens: int | None
+    cost: float | None
+    latency_ms: float | None
     attributes: dict[str, Any]
 
 
@@ -47,6 +54,8 @@ class ScoreOut(ResponseModel):
     kind: str
     source: str
     created_at: Time
+    label: str | None
+    explanation: str | None
 
 
 class TraceSteps(ResponseModel):

@@ -93,6 +93,8 @@ def test_round_trip(client, make_key, engine):
             "kind": "true",
             "source": "online",
             "created_at": got["scores"][0]["created_at"],
+            "label": None,
+            "explanation": None,
         }
     ]
     listed = client.get("/api/v1/traces?agent=planner&status=error", headers=auth(reader)).json()

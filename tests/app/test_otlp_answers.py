@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import orjson
+import pytest
 from fastapi.testclient import TestClient
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -152,3 +153,20 @@ def test_saturation_is_429_with_retry_after(client: TestClient, make_key: Any) -
 def test_missing_key_is_401(client: TestClient) -> None:
     r = client.post("/v1/traces", content=request_pb([b"\x01" * 8]), headers=PB)
     assert r.status_code == 401
+
+
+@pytest.mark.parametrize("path", ["/v1/traces", "/v1/logs", "/v1/metrics"])
+def test_bad_key_is_a_google_rpc_status_in_the_request_encoding(
+    client: TestClient, path: str
+) -> None:
+    bad = {"Authorization": "Bearer tt_not-a-key"}
+    r = client.post(path, content=b"\x0a\x00", headers={**PB, **bad})
+    assert r.status_code == 401 and r.headers["content-type"] == "application/x-protobuf"
+    status = status_pb2.Status.FromString(r.content)
+    assert status.code == 16 and status.message  # UNAUTHENTICATED
+    r = client.post(path, content=b"{}", headers={"Content-Type": "application/json", **bad})
+    assert r.status_code == 401 and r.headers["content-type"] == "application/json"
+    assert orjson.loads(r.content)["code"] == 16
+    # Other routes keep FastAPI's JSON error.
+    r = client.get("/api/v1/traces", headers=bad)
+    assert r.status_code == 401 and "detail" in r.json()

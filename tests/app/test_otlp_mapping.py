@@ -194,7 +194,9 @@ def test_genai_tree_maps_to_rows_scores_and_one_trace() -> None:
     assert any("telltale.confidence" in m for m in mapped.messages)
     assert rows[SPAN]["tool_name"] == "search" and rows[SPAN]["error_type"] == "TimeoutError"
     assert rows[SPAN]["step_index"] == 3
-    assert rows[SPAN]["attributes"]["gen_ai.request.model"] == "m1"
+    # Models are normalised on LLM and embedding spans only (test_span_columns.py).
+    assert rows[SPAN]["attributes"]["llm.model_name"] == "m1"
+    assert "gen_ai.response.model" not in rows[SPAN]["attributes"]
     (score,) = [ev for ev in mapped.events if ev.type == "score"]
     assert score.event_id == f"otlp:{TRACE}:{PARENT}:score:resolved"
     assert (score.row["name"], score.row["value"], score.row["kind"]) == ("resolved", 1.0, "true")

@@ -269,7 +269,7 @@ def test_openinference_spans(live_server: LiveServer, make_key: Any) -> None:
         ("chain", None, None, None),
     ]
     llm = body["spans"][2]["attributes"]
-    assert (llm["gen_ai.request.model"], llm["gen_ai.provider.name"]) == ("claude-x", "anthropic")
+    assert (llm["gen_ai.response.model"], llm["gen_ai.provider.name"]) == ("claude-x", "anthropic")
 
 
 def test_wrong_key_is_refused(live_server: LiveServer, make_key: Any) -> None:

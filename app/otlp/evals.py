@@ -1,0 +1,100 @@
+"""Evaluation results sent on spans become scores of their trace.
+
+Read, per convention (OpenInference encodes Phoenix annotations and evaluations as span
+attributes, typically on an EVALUATOR span; OTel GenAI as an event):
+
+- ``annotations.N.annotation.*``, ``evaluations.N.evaluation.*`` and their ``trace.``
+  variants on an OpenInference span (one with ``openinference.span.kind``): ``name``,
+  ``score``, ``label``, ``explanation``;
+- a span event ``gen_ai.evaluation.result`` (OTel GenAI): ``gen_ai.evaluation.name``,
+  ``gen_ai.evaluation.score.value``, ``.score.label``, ``gen_ai.evaluation.explanation``
+  (the same event sent as a log record is read by :mod:`app.otlp.logs`).
+
+A score needs a name (1-128 characters) and a finite numeric value; a result with only a
+label is no score (Telltale's statistics need the number) and is kept in the attributes.
+Scores are ``proxy`` / ``online`` unless ``annotator_kind`` is ``HUMAN`` (source
+``human``). The event id names the span and the result's position, so a re-sent span is a
+duplicate.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from app.ingest.events import ValidEvent
+from app.otlp.decode import DecodedSpan
+
+_OI = re.compile(
+    r"^(?:trace\.)?(annotations|evaluations)\.(\d+)\.(annotation|evaluation)\."
+    r"(name|score|label|explanation|annotator_kind)$"
+)
+EVALUATION_EVENT = "gen_ai.evaluation.result"
+
+
+def _value(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _text(value: Any, limit: int) -> str | None:
+    return str(value)[:limit] if isinstance(value, str) and value else None
+
+
+def _openinference(attrs: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    found: dict[tuple[str, int], dict[str, Any]] = {}
+    for key, value in attrs.items():
+        if not key.startswith(("annotations.", "evaluations.", "trace.")):
+            continue
+        match = _OI.match(key)
+        if match is not None:
+            collection, index, _, field = match.groups()
+            scope = "trace." if key.startswith("trace.") else ""
+            found.setdefault((scope + collection, int(index)), {})[field] = value
+    for (collection, index), fields in sorted(found.items()):
+        yield f"{collection}.{index}", fields
+
+
+def _events(sp: DecodedSpan) -> Iterator[tuple[str, dict[str, Any]]]:
+    for i, ev in enumerate(sp.events):
+        if ev.get("name") != EVALUATION_EVENT:
+            continue
+        a = ev.get("attributes") or {}
+        yield (
+            f"event.{i}",
+            {
+                "name": a.get("gen_ai.evaluation.name"),
+                "score": a.get("gen_ai.evaluation.score.value"),
+                "label": a.get("gen_ai.evaluation.score.label"),
+                "explanation": a.get("gen_ai.evaluation.explanation"),
+            },
+        )
+
+
+def evaluation_scores(sp: DecodedSpan, index: int, at: datetime | None) -> list[ValidEvent]:
+    out = []
+    # Only OpenInference spans carry its annotation attributes: others skip the key scan.
+    found = _openinference(sp.attributes) if "openinference.span.kind" in sp.attributes else ()
+    for where, fields in (*found, *_events(sp)):
+        name, value = _text(fields.get("name"), 128), _value(fields.get("score"))
+        if name is None or value is None:
+            continue
+        human = str(fields.get("annotator_kind") or "").upper() == "HUMAN"
+        row: dict[str, Any] = {
+            "trace_id": sp.trace_id,
+            "name": name,
+            "value": value,
+            "kind": "proxy",
+            "source": "human" if human else "online",
+            "label": _text(fields.get("label"), 128),
+            "explanation": _text(fields.get("explanation"), 2000),
+        }
+        if at is not None:
+            row["created_at"] = at
+        event_id = f"otlp:{sp.trace_id}:{sp.span_id}:eval:{where}"
+        out.append(ValidEvent(index, event_id, "score", row))
+    return out

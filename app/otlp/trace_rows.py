@@ -1,0 +1,144 @@
+"""What one request's spans say about their traces: the agent, telltale.* fields, status.
+
+Split from :mod:`app.otlp.mapping` (which maps each span); the rows built here are merged
+into the stored trace rows by :mod:`app.otlp.traces`, in any arrival order.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from app.ingest.events import SOURCES
+from app.otlp.decode import DecodedSpan
+
+if TYPE_CHECKING:
+    from app.otlp.mapping import MappedBatch
+
+
+def _text(value: Any, limit: int) -> str | None:
+    if value is None or value == "":
+        return None
+    return str(value)[:limit]
+
+
+_TRACE_FIELDS = (
+    ("input_hash", "telltale.input_hash", 128),
+    ("entry_point", "telltale.entry_point", 128),
+    ("counterfactual_of", "telltale.counterfactual_of", 64),
+)
+# Trace attributes the detectors read (detectors/records.py).
+_TRACE_ATTRIBUTES = (("decision", "telltale.decision"), ("task_type", "telltale.task_type"))
+# Where the trace's agent comes from, best first; within one, the earliest start wins
+# (an outer agent starts before the agents it calls). Merged across requests by the
+# stored ``otel.agent_key`` (app.otlp.traces).
+_AGENT_SPAN, _WORKFLOW_SPAN, _ROOT_SERVICE, _SERVICE = range(4)
+
+
+def agent_identity(sp: DecodedSpan, kind: str) -> tuple[int, str, str]:
+    """``(preference, name, version)``: an agent span's own name (``gen_ai.agent.name``,
+    OpenInference ``agent.name`` or the AGENT span's name, OpenLLMetry
+    ``traceloop.entity.name``), an OpenLLMetry workflow's name, else ``service.name``."""
+    attrs, res = sp.attributes, sp.resource
+    version = (
+        attrs.get("gen_ai.agent.version")
+        or attrs.get("telltale.agent_version")
+        or res.get("telltale.agent_version")
+        or res.get("service.version")
+        or ""
+    )
+    name: Any = attrs.get("gen_ai.agent.name") or attrs.get("agent.name")
+    tl_kind = attrs.get("traceloop.span.kind")
+    if name is None and tl_kind in ("agent", "workflow"):
+        name = attrs.get("traceloop.entity.name")
+    if name is None and kind == "agent" and "openinference.span.kind" in attrs:
+        name = sp.name
+    if name:
+        preference = _WORKFLOW_SPAN if tl_kind == "workflow" else _AGENT_SPAN
+        return preference, str(name)[:128], str(version)[:64]
+    preference = _ROOT_SERVICE if sp.parent_span_id is None else _SERVICE
+    return preference, str(res.get("service.name") or "")[:128], str(version)[:64]
+
+
+def given(key: str, attrs: dict[str, Any], res: dict[str, Any]) -> Any:
+    # A span's own telltale.* value beats its resource's (OTEL_RESOURCE_ATTRIBUTES).
+    value = attrs.get(key)
+    return res.get(key) if value is None else value
+
+
+class TraceAcc:
+    """What one request says about one trace; merged into the stored row by traces.py."""
+
+    def __init__(self, trace_id: str) -> None:
+        self.trace_id = trace_id
+        self.started: datetime | None = None
+        self.ended: datetime | None = None
+        self.failed = False
+        # rank 2: the root span is here; 1: an agent span; 0: only other spans.
+        self.rank = -1
+        self.agent_key = ""
+        self.agent = ""
+        self.agent_version = ""
+        self.fields: dict[str, Any] = {}
+        self.source: str | None = None
+        self.attributes: dict[str, Any] = {}
+        self.has_resource = False
+
+    def add(
+        self,
+        sp: DecodedSpan,
+        kind: str,
+        failed: bool,
+        started: datetime | None,
+        ended: datetime | None,
+        out: MappedBatch,
+    ) -> None:
+        if started is not None and (self.started is None or started < self.started):
+            self.started = started
+        if ended is not None and (self.ended is None or ended > self.ended):
+            self.ended = ended
+        is_root = sp.parent_span_id is None
+        if failed and (is_root or kind == "agent"):
+            self.failed = True
+        self.rank = max(self.rank, 2 if is_root else 1 if kind == "agent" else 0)
+        attrs, res = sp.attributes, sp.resource
+        preference, agent, version = agent_identity(sp, kind)
+        key = f"{preference}:{sp.start_ns:020d}:{sp.span_id}"
+        if agent and (not self.agent_key or key < self.agent_key):
+            self.agent_key, self.agent, self.agent_version = key, agent, version
+            agent_id = attrs.get("gen_ai.agent.id")
+            if agent_id is not None:
+                self.attributes["gen_ai.agent.id"] = str(agent_id)[:128]
+        for column, name, limit in _TRACE_FIELDS:
+            value = given(name, attrs, res)
+            if value is not None and (is_root or column not in self.fields):
+                self.fields[column] = _text(value, limit)
+        for column, name in _TRACE_ATTRIBUTES:
+            value = given(name, attrs, res)
+            if value is not None and (is_root or column not in self.attributes):
+                self.attributes[column] = value
+        source = given("telltale.source", attrs, res)
+        if source is not None:
+            if source in SOURCES:
+                self.source = source
+            else:
+                out.note(f"span {sp.span_id}: telltale.source must be one of {SOURCES}; ignored")
+        if not self.has_resource:
+            self.has_resource = True
+            self.attributes.update({f"resource.{k}": v for k, v in res.items()})
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "trace_id": self.trace_id,
+            "agent": self.agent,
+            "agent_version": self.agent_version,
+            "started_at": self.started,
+            "ended_at": self.ended,
+            "status": "error" if self.failed else "ok",
+            "input_hash": self.fields.get("input_hash"),
+            "entry_point": self.fields.get("entry_point"),
+            "counterfactual_of": self.fields.get("counterfactual_of"),
+            "source": self.source,
+            "attributes": {**self.attributes, "otel.agent_key": self.agent_key},
+            "rank": self.rank,
+        }

@@ -1,0 +1,34 @@
+"""OpenLLMetry (``traceloop-sdk``) around the ``openai`` client, at its default settings.
+
+``Traceloop.init`` exports traces, metrics and logs to TRACELOOP_BASE_URL with
+TRACELOOP_HEADERS (set by the test to Telltale and an ingest key); telemetry to Traceloop
+itself is off. Each trace is one call of an ``@agent`` function (``traceloop.span.kind``
+``agent``), running plain_loop's tool loop and failing call.
+"""
+
+from __future__ import annotations
+
+import openai
+from plain_loop import failing_call, tool_loop
+from traceloop.sdk import Traceloop
+from traceloop.sdk.decorators import agent
+
+Traceloop.init(app_name="support-service", telemetry_enabled=False, disable_batch=True)
+client = openai.OpenAI(max_retries=0)
+
+
+@agent(name="support-agent")
+def tool_loop_agent() -> str:
+    return tool_loop(client)
+
+
+@agent(name="support-agent")
+def failing_agent() -> None:
+    failing_call(client)
+
+
+tool_loop_agent()
+try:
+    failing_agent()
+except openai.InternalServerError:
+    pass
