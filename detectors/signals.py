@@ -37,6 +37,11 @@ SIGNALS: Mapping[str, str] = MappingProxyType(
     }
 )
 
+# The span attributes detectors read from ``Step.attributes`` (step_error, tool results).
+# Monitor windows load only these keys of each span's attributes: real instrumentations
+# put prompts and completions there, which no detector reads. A detector that reads
+# another key adds it here.
+STEP_ATTRIBUTES = ("correct", "error_type", "result_count", "partial", "stale")
 # The needs that make a detector read embedding streams instead of traces.
 STREAM_SIGNALS = frozenset({"stream_embeddings"})
 # The needs that make trace windows carry per-trace embeddings.

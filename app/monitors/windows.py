@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session
 from app.models import Embedding, EmbeddingStream, Score, Span, Trace
 from app.monitors import sampling
 from detectors import records
+from detectors.signals import STEP_ATTRIBUTES
 
 DEFAULT_MAX_TRACES = 20_000
 DEFAULT_MAX_VECTORS = 50_000
@@ -62,8 +63,16 @@ _KEY_COLUMNS = (Trace.trace_id, Trace.source, Trace.input_hash, Trace.counterfac
 _SPAN_COLUMNS = (
     Span.trace_id, Span.span_id, Span.parent_span_id, Span.step_index, Span.kind, Span.name,
     Span.status, Span.tool_name, Span.error_type, Span.started_at, Span.ended_at, Span.confidence,
-    Span.attributes,
 )  # fmt: skip
+# Only the attribute keys detectors read (prompts and completions stay in the database).
+_SPAN_ATTRIBUTES = tuple(Span.attributes[k].label(f"a_{k}") for k in STEP_ATTRIBUTES)
+
+
+def _span_row(row: Any) -> dict[str, Any]:
+    out = dict(row)
+    attrs = {k: out.pop(f"a_{k}") for k in STEP_ATTRIBUTES}
+    out["attributes"] = {k: v for k, v in attrs.items() if v is not None}
+    return out
 
 
 def _in_window(
@@ -127,9 +136,14 @@ def load_trace_window(
         traces += session.execute(
             select(*_TRACE_COLUMNS).where(Trace.project_id == pid, Trace.trace_id.in_(chunk))
         ).mappings()
-        spans += session.execute(
-            select(*_SPAN_COLUMNS).where(Span.project_id == pid, Span.trace_id.in_(chunk))
-        ).mappings()
+        spans += map(
+            _span_row,
+            session.execute(
+                select(*_SPAN_COLUMNS, *_SPAN_ATTRIBUTES).where(
+                    Span.project_id == pid, Span.trace_id.in_(chunk)
+                )
+            ).mappings(),
+        )
         score_q = (
             select(
                 Score.trace_id, Score.name, Score.value, Score.kind, Score.source, Score.created_at

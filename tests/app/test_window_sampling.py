@@ -214,3 +214,17 @@ def test_cache_attaches_vectors_once_and_serves_later_callers() -> None:
     for with_embeddings in (False, True, True, False):
         cache.trace_window(key, with_embeddings=with_embeddings, load=load, attach=attach)
     assert calls == ["load", "attach"] and (cache.loads, cache.hits) == (1, 3)
+
+
+def test_steps_carry_only_the_attributes_detectors_read(engine: Engine) -> None:
+    pid = setup_project(engine, "p1")
+    attrs = {"partial": True, "result_count": 0, "gen_ai.input.messages": "x" * 5000}
+    _write(engine, pid, [
+        _trace(1),
+        {"id": "s1", "type": "span", "body": {
+            "trace_id": "t1", "span_id": "a", "kind": "tool", "tool_name": "search",
+            "started_at": T0.isoformat(), "attributes": attrs}},
+    ])  # fmt: skip
+    [record] = _load(engine, pid, max_traces=10).records
+    [step] = record.steps
+    assert dict(step.attributes) == {"partial": True, "result_count": 0}
