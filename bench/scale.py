@@ -24,6 +24,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -111,6 +113,44 @@ def cycle(db_url: str, end: str) -> dict:
     }
 
 
+@contextmanager
+def reused_db(name: str, rate: float) -> Iterator[str]:
+    """A kept PostgreSQL database per rate (created when missing), for repeated cycles."""
+    import psycopg
+
+    from bench.common import PG_ADMIN
+
+    db = f"{name}_{int(rate)}"
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (db,)).fetchone():
+            conn.execute(f"CREATE DATABASE {db}")
+    yield f"postgresql+psycopg://{PG_ADMIN.rsplit('/', 1)[0].split('://', 1)[1]}/{db}"
+
+
+def _has_data(url: str) -> bool:
+    from sqlalchemy import create_engine, inspect, text
+
+    engine = create_engine(url)
+    try:
+        if "monitors" not in inspect(engine).get_table_names():
+            return False
+        with engine.connect() as conn:
+            return bool(conn.execute(text("SELECT count(*) FROM monitors")).scalar())
+    finally:
+        engine.dispose()
+
+
+def reused_load(url: str, hours: float) -> dict:
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    with engine.begin() as conn:  # a clean slate for the cycle: no runs or alerts before it
+        for table in ("notifications", "alert_events", "findings", "alerts", "detector_runs"):
+            conn.execute(text(f"DELETE FROM {table}"))
+    engine.dispose()
+    return {"events": None, "load_s": None, "end": (T0 + timedelta(hours=hours)).isoformat()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rates", default="1000,10000,100000")
@@ -118,6 +158,10 @@ def main() -> None:
     ap.add_argument("--hours", type=float, default=6.0)
     ap.add_argument("--inject", default="FM-2")
     ap.add_argument("--strength", default="moderate")
+    ap.add_argument(
+        "--reuse", metavar="PG_DB",
+        help="load into this PostgreSQL database once and keep it; later runs reuse it",
+    )  # fmt: skip
     ap.add_argument("--cycle", nargs=2, metavar=("DB_URL", "END"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.cycle:
@@ -126,8 +170,12 @@ def main() -> None:
     out: dict[str, Any] = {"db": args.db, "hours": args.hours, "inject": args.inject,
                            "strength": args.strength, "rates": {}}  # fmt: skip
     for rate in (float(r) for r in args.rates.split(",")):
-        with fresh_db(args.db) as url:
-            loaded = load(url, rate, args.hours, args.inject or None, args.strength)
+        with reused_db(args.reuse, rate) if args.reuse else fresh_db(args.db) as url:
+            loaded = (
+                reused_load(url, args.hours)
+                if args.reuse and _has_data(url)
+                else load(url, rate, args.hours, args.inject or None, args.strength)
+            )
             proc = subprocess.run(
                 [sys.executable, "-m", "bench.scale", "--cycle", url, loaded["end"]],
                 capture_output=True, text=True, check=True,

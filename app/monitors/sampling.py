@@ -9,14 +9,14 @@ whole time range and what each statistic depends on:
 
 * every ``eval``-source trace (FM-5 compares them with production; they are few: a burst
   per agent and hour);
-* the production traces of a uniform, deterministic sample of *groups*, where a trace's
-  group is its input identity (``input_hash``) if it has one, else the trace it is a
-  counterfactual of, else itself. Repeated-input groups (FM-3) and counterfactual pairs
-  (FM-7) are thereby kept whole or dropped whole, never split, and a labeled trace is kept
-  at the same rate as an unlabeled one, so shares (label coverage, error rates, lifts) stay
-  unbiased estimates of the window's;
-* the group sample is ``hash(group) < rate``: the same trace is in or out in every run and
-  in both the reference and the current window, so consecutive runs see consistent data.
+* production traces by a two-stage hash sample (:func:`plan_sample`): input groups
+  (``input_hash``), then inside each kept group the pairs (a run with the counterfactuals
+  that name it). A counterfactual pair (FM-7) is never split; repeats of one input (FM-3)
+  stay together in proportion; every production trace is kept with the same probability,
+  labeled or not, so shares (label coverage, error rates, lifts) stay unbiased estimates of
+  the window's;
+* hashes, not random draws: the same trace is in or out in every run and in both the
+  reference and the current window, so consecutive runs see consistent data.
 
 Each sampled production trace stands for ``1 / rate`` traces: the rate and the counts are
 written to the run's evidence (``window_sample``) so a reader can scale counts back.
@@ -30,6 +30,9 @@ from dataclasses import dataclass
 from typing import Any
 
 _SCALE = float(1 << 64)
+# Groups a sampled window keeps at least (when it has them): enough that the number of
+# traces kept does not hang on a few large groups.
+MIN_GROUPS = 1000
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,7 @@ class SamplePlan:
     production_kept: int
     eval_kept: int
     rate: float
+    group_rate: float = 1.0
 
     def evidence(self) -> dict[str, Any]:
         """What the run's evidence records of this window's sample."""
@@ -52,23 +56,33 @@ class SamplePlan:
             "production_loaded": self.production_kept,
             "eval_loaded": self.eval_kept,
             "production_rate": round(self.rate, 6),
+            "group_rate": round(self.group_rate, 6),
             "weight": round(1.0 / self.rate, 6) if self.rate > 0 else None,
-            "method": "all" if self.rate >= 1.0 else "group-hash",
+            "method": "all" if self.rate >= 1.0 else "input-group then pair hash",
         }
 
 
 def group_key(row: Mapping[str, Any]) -> str:
-    """The unit a trace is sampled with (its input identity, its pair, or itself).
+    """The input group a trace is sampled with: its input identity, else its pair.
 
-    >>> group_key({"trace_id": "t2", "input_hash": None, "counterfactual_of": "t1"})
-    'pair:t1'
-    >>> group_key({"trace_id": "t1", "input_hash": None, "counterfactual_of": None})
-    'pair:t1'
     >>> group_key({"trace_id": "t3", "input_hash": "h9", "counterfactual_of": "t1"})
     'input:h9'
+    >>> group_key({"trace_id": "t1", "input_hash": None, "counterfactual_of": None})
+    'pair:t1'
     """
     if row.get("input_hash"):
         return f"input:{row['input_hash']}"
+    return pair_key(row)
+
+
+def pair_key(row: Mapping[str, Any]) -> str:
+    """The unit kept or dropped whole inside a group: a run and its counterfactuals.
+
+    >>> pair_key({"trace_id": "t2", "input_hash": "h", "counterfactual_of": "t1"})
+    'pair:t1'
+    >>> pair_key({"trace_id": "t1", "input_hash": "h", "counterfactual_of": None})
+    'pair:t1'
+    """
     return f"pair:{row.get('counterfactual_of') or row['trace_id']}"
 
 
@@ -82,13 +96,20 @@ def unit_hash(key: str) -> float:
     return int.from_bytes(digest, "big") / _SCALE
 
 
-def plan_sample(rows: Iterable[Mapping[str, Any]], *, max_production: int) -> SamplePlan:
+def plan_sample(
+    rows: Iterable[Mapping[str, Any]], *, max_production: int, min_groups: int = MIN_GROUPS
+) -> SamplePlan:
     """Choose the traces to load from the window's key rows.
 
     ``rows`` carry ``trace_id``, ``source``, ``input_hash`` and ``counterfactual_of``.
-    Production traces are sampled by group at ``rate = max_production / count`` (capped at
-    1), so about ``max_production`` are loaded; groups larger than average make the number
-    vary around it, never the rate.
+    The production rate is ``r = max_production / count`` (capped at 1). Sampling is in
+    two stages, each by hash: a group (:func:`group_key`) is in with ``r_g``, and inside
+    it a pair (:func:`pair_key`) with ``r / r_g``, so every trace is kept with ``r``.
+    ``r_g`` keeps about ``min_groups`` groups (all if there are fewer): production inputs
+    repeat with a long tail (in the scenario generator the largest of 450 inputs is 10% of
+    the traffic), and sampling whole groups alone let two or three of them decide how
+    many traces a window kept; sampling pairs inside kept groups keeps repeats (FM-3)
+    together in proportion and never splits a counterfactual pair (FM-7).
 
     >>> rows = [{"trace_id": f"t{i}", "source": "production", "input_hash": None,
     ...          "counterfactual_of": None} for i in range(1000)]
@@ -104,12 +125,20 @@ def plan_sample(rows: Iterable[Mapping[str, Any]], *, max_production: int) -> Sa
     production = [r for r in rows if (r.get("source") or "production") != "eval"]
     n_prod = len(production)
     rate = 1.0 if n_prod <= max_production else max_production / n_prod
+    n_groups = len({group_key(r) for r in production}) if rate < 1.0 else 0
+    group_rate = 1.0 if rate >= 1.0 else min(1.0, max(rate, min_groups / max(n_groups, 1)))
+    pair_rate = rate / group_rate
     kept: list[str] = []
     n_eval = n_kept = 0
     for r in rows:
         if (r.get("source") or "production") == "eval":
             n_eval += 1
-        elif rate < 1.0 and unit_hash(group_key(r)) >= rate:
+        elif rate < 1.0 and (
+            # Salted apart: a trace alone is its own group and pair, and the two stages
+            # must draw independently for the rates to multiply.
+            unit_hash("group|" + group_key(r)) >= group_rate
+            or unit_hash("pair|" + pair_key(r)) >= pair_rate
+        ):
             continue
         else:
             n_kept += 1
@@ -121,4 +150,5 @@ def plan_sample(rows: Iterable[Mapping[str, Any]], *, max_production: int) -> Sa
         production_kept=n_kept,
         eval_kept=n_eval,
         rate=rate,
+        group_rate=group_rate,
     )

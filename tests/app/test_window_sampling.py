@@ -17,7 +17,7 @@ from app.ingest.store import write_events
 from app.monitors import runner, windows
 from app.monitors.cycle import WindowCache
 from app.monitors.defaults import create_defaults
-from app.monitors.sampling import group_key, plan_sample
+from app.monitors.sampling import pair_key, plan_sample
 from app.scheduler.service import SchedulerService
 from app.settings import Settings
 from tests.app.engine_helpers import T0, setup_project
@@ -88,14 +88,14 @@ def test_sample_keeps_eval_groups_and_pairs_whole_over_the_whole_window(
     assert evals <= kept and window.sample.eval_kept == len(evals) == 40
     assert window.sample.rate == pytest.approx(400 / 1960)
     assert 300 <= window.sample.production_kept <= 500
-    # Groups (repeated inputs, counterfactual pairs) are all in or all out.
-    groups: dict[str, set[bool]] = {}
+    # Counterfactual pairs are kept or dropped whole.
+    pairs: dict[str, set[bool]] = {}
     for t, b in rows.items():
         if b["source"] != "eval":
-            groups.setdefault(group_key(b), set()).add(t in kept)
-    assert all(len(v) == 1 for v in groups.values())
-    pairs = [t for t, b in rows.items() if b.get("counterfactual_of") in kept]
-    assert pairs and all(t in kept for t in pairs)
+            pairs.setdefault(pair_key(b), set()).add(t in kept)
+    assert all(len(v) == 1 for v in pairs.values())
+    shadows = [t for t, b in rows.items() if b.get("counterfactual_of") in kept]
+    assert shadows and all(t in kept for t in shadows)
     # Spread over the whole window, not the newest rows: each 20-minute fifth is sampled
     # near the rate (the old "newest N" rule kept only the last 20 minutes).
     fifths = Counter(int((r.started_at - T0.timestamp()) // 1200) for r in window.records)
@@ -104,6 +104,24 @@ def test_sample_keeps_eval_groups_and_pairs_whole_over_the_whole_window(
     # The same traces every time: the sample is a hash of the group, not random.
     assert kept == {r.trace_id for r in _load(engine, pid, max_traces=400).records}
     assert window.sample.evidence()["weight"] == pytest.approx(1960 / 400, rel=1e-5)
+
+
+def test_long_tailed_input_groups_do_not_decide_the_sample_size() -> None:
+    """450 inputs with Zipf-like repeats (as the scenario generator makes): the number kept
+    stays near the target, and repeats of the big inputs stay together in proportion."""
+    rng = np.random.default_rng(5)
+    weights = 1.0 / np.arange(1, 451) ** 1.1
+    inputs = rng.choice(450, size=200_000, p=weights / weights.sum())
+    rows = [
+        {"trace_id": f"t{i}", "source": "production", "input_hash": f"h{k}",
+         "counterfactual_of": None}
+        for i, k in enumerate(inputs)
+    ]  # fmt: skip
+    plan = plan_sample(rows, max_production=20_000)
+    assert abs(plan.production_kept - 20_000) < 1_500
+    ids = set(plan.trace_ids)
+    kept = Counter(r["input_hash"] for r in rows if r["trace_id"] in ids)
+    assert kept["h0"] > 100  # the biggest input's repeats are there, many of them
 
 
 def test_group_hash_sample_estimates_shares_without_bias() -> None:
