@@ -65,12 +65,12 @@ _SPAN_COLUMNS = (
     Span.status, Span.tool_name, Span.error_type, Span.started_at, Span.ended_at, Span.confidence,
 )  # fmt: skip
 # Only the attribute keys detectors read (prompts and completions stay in the database).
-_SPAN_ATTRIBUTES = tuple(Span.attributes[k].label(f"a_{k}") for k in STEP_ATTRIBUTES)
+_SPAN_ATTRIBUTES = tuple(Span.attributes[k].label(f"a{i}") for i, k in enumerate(STEP_ATTRIBUTES))
 
 
 def _span_row(row: Any) -> dict[str, Any]:
     out = dict(row)
-    attrs = {k: out.pop(f"a_{k}") for k in STEP_ATTRIBUTES}
+    attrs = {k: out.pop(f"a{i}") for i, k in enumerate(STEP_ATTRIBUTES)}
     out["attributes"] = {k: v for k, v in attrs.items() if v is not None}
     return out
 
