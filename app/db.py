@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+import orjson
 from sqlalchemy import Connection, Engine, Row, Select, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -35,7 +36,10 @@ def make_engine(url: str, *, pool_size: int = 8) -> Engine:
     url = normalise_url(url)
     if url.startswith("sqlite"):
         engine = create_engine(
-            url, connect_args={"check_same_thread": False, "timeout": 30}, pool_pre_ping=True
+            url,
+            connect_args={"check_same_thread": False, "timeout": 30},
+            pool_pre_ping=True,
+            json_deserializer=orjson.loads,
         )
         event.listen(engine, "connect", _sqlite_pragmas)
 
@@ -51,8 +55,15 @@ def make_engine(url: str, *, pool_size: int = 8) -> Engine:
             conn.exec_driver_sql(mode)
 
         return engine
+    # orjson reads the JSON columns (span and trace attributes) about 3x faster than the
+    # json module: loading a monitor window decodes one attributes map per span.
     return create_engine(
-        url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True, pool_recycle=1800
+        url,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_pre_ping=True,
+        pool_recycle=1800,
+        json_deserializer=orjson.loads,
     )
 
 

@@ -37,6 +37,15 @@ SIGNALS: Mapping[str, str] = MappingProxyType(
     }
 )
 
+# The span attributes read from stored spans: by detectors from ``Step.attributes``
+# (step_error, tool results) and by ``records.from_rows`` for the tool calls an LLM step
+# requested (detectors/requested_tools.py). Monitor windows load only these keys of each
+# span's attributes: real instrumentations put prompts and completions there, which no
+# detector reads. A detector that reads another key adds it here.
+STEP_ATTRIBUTES = (
+    "correct", "error_type", "result_count", "partial", "stale",
+    "telltale.tool_calls.requested", "telltale.tool_calls.results",
+)  # fmt: skip
 # The needs that make a detector read embedding streams instead of traces.
 STREAM_SIGNALS = frozenset({"stream_embeddings"})
 # The needs that make trace windows carry per-trace embeddings.

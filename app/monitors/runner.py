@@ -27,6 +27,7 @@ from app.db import as_utc, write_session
 from app.models import DetectorRun, Finding, Monitor
 from app.models.base import utcnow
 from app.monitors import windows
+from app.monitors.cycle import WindowCache
 from app.monitors.detection import Detector, build_detector
 from app.monitors.slots import DetectorsBusy, DetectorSlots
 from detectors.result import DetectorResult
@@ -129,43 +130,61 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
-def _load(session: Session, monitor: Monitor, detector: Detector, w: Windows) -> tuple[Any, Any]:
+def _load(
+    session: Session,
+    monitor: Monitor,
+    detector: Detector,
+    w: Windows,
+    cache: WindowCache | None,
+) -> tuple[Any, Any, dict[str, Any]]:
+    """The reference and current windows, and what the run's evidence says of them."""
     sel = monitor.selection or {}
     needs = set(detector.needs)
+    pid = monitor.project_id
     if needs & STREAM_SIGNALS:
         streams = windows.embedding_streams(
-            session, project_id=monitor.project_id, stream=sel.get("stream"), agent=sel.get("agent")
+            session, project_id=pid, stream=sel.get("stream"), agent=sel.get("agent")
         )
-        pid = monitor.project_id
-        ref_vecs = {
-            s: windows.load_embedding_window(
-                session, project_id=pid, stream=s, start=w.reference_start, end=w.reference_end
-            )
-            for s in streams
-        }
-        cur_vecs = {
-            s: windows.load_embedding_window(
-                session, project_id=pid, stream=s, start=w.current_start, end=w.current_end
-            )
-            for s in streams
-        }
-        return ref_vecs, cur_vecs
+
+        def vectors(stream: str, start: datetime, end: datetime) -> np.ndarray:
+            def load() -> np.ndarray:
+                return windows.load_embedding_window(
+                    session, project_id=pid, stream=stream, start=start, end=end
+                )
+
+            return cache.vectors((pid, stream, start, end), load) if cache else load()
+
+        ref_vecs = {s: vectors(s, w.reference_start, w.reference_end) for s in streams}
+        cur_vecs = {s: vectors(s, w.current_start, w.current_end) for s in streams}
+        return ref_vecs, cur_vecs, {}
     tsel = windows.TraceSelection(
-        project_id=monitor.project_id,
+        project_id=pid,
         agent=sel.get("agent"),
         source=sel.get("source"),
         max_traces=int(sel.get("max_traces", windows.DEFAULT_MAX_TRACES)),
     )
     with_emb = bool(needs & TRACE_EMBEDDING_SIGNALS)
-    ref = windows.load_trace_records(
-        session, tsel, start=w.reference_start, end=w.reference_end, as_of=w.current_end,
-        with_embeddings=with_emb,
-    )  # fmt: skip
-    cur = windows.load_trace_records(
-        session, tsel, start=w.current_start, end=w.current_end, as_of=w.current_end,
-        with_embeddings=with_emb,
-    )  # fmt: skip
-    return ref, cur
+
+    def traces(start: datetime, end: datetime) -> windows.TraceWindow:
+        def load(embeddings: bool) -> windows.TraceWindow:
+            return windows.load_trace_window(
+                session, tsel, start=start, end=end, as_of=w.current_end,
+                with_embeddings=embeddings,
+            )  # fmt: skip
+
+        if cache is None:
+            return load(with_emb)
+        return cache.trace_window(
+            (tsel, start, end, w.current_end),
+            with_embeddings=with_emb,
+            load=lambda: load(False),
+            attach=lambda tw: windows.with_trace_embeddings(session, tw, project_id=pid),
+        )
+
+    ref = traces(w.reference_start, w.reference_end)
+    cur = traces(w.current_start, w.current_end)
+    sample = {"reference": ref.sample.evidence(), "current": cur.sample.evidence()}
+    return ref.records, cur.records, sample
 
 
 def _size(window: Any) -> int:
@@ -184,6 +203,7 @@ def run_monitor(
     public_url: str = "",
     slots: DetectorSlots = DETECTOR_SLOTS,
     refuse_when_busy: bool = False,
+    cache: WindowCache | None = None,
 ) -> DetectorRun | None:
     """Run the monitor as of ``now``; return the persisted run (None: monitor is gone).
 
@@ -191,6 +211,9 @@ def run_monitor(
     then is persisted as ``failed`` (the scheduler tries again next interval); with
     ``refuse_when_busy`` it does not wait: :class:`DetectorsBusy` is raised and nothing is
     persisted (``run now`` answers 429).
+
+    ``cache``: the scheduler cycle's shared windows (:mod:`app.monitors.cycle`); the
+    windows then end at the cycle's ``now``, so the monitors of one cycle share them.
     """
     now = as_utc(now) if now is not None else utcnow()
     started = time.perf_counter()
@@ -199,7 +222,9 @@ def run_monitor(
         if monitor is None:
             return None
         session.expunge(monitor)
-        w = window_bounds(monitor.selection or {}, now)
+        as_of = cache.now if cache is not None else now
+        w = window_bounds(monitor.selection or {}, as_of)
+        sample: dict[str, Any] = {}
         result: DetectorResult | None = None
         error: str | None = None
         n_ref = n_cur = 0
@@ -212,9 +237,9 @@ def run_monitor(
             handed_to_thread = False
             try:
                 detector = detector_factory(monitor.failure_mode, monitor.detector_params or {})
-                ref, cur = _load(session, monitor, detector, w)
+                ref, cur, sample = _load(session, monitor, detector, w, cache)
                 n_ref, n_cur = _size(ref), _size(cur)
-                epoch = now.timestamp()
+                epoch = as_of.timestamp()
                 handed_to_thread = True
                 result = call_with_time_limit(
                     lambda: detector.test(ref, cur, now=epoch),
@@ -235,6 +260,7 @@ def run_monitor(
         now=now,
         scheduled_for=scheduled_for,
         result=result,
+        sample=sample,
         error=error,
         n_ref=n_ref,
         n_cur=n_cur,
@@ -261,6 +287,7 @@ def _persist(
     now: datetime,
     scheduled_for: datetime | None,
     result: DetectorResult | None,
+    sample: Mapping[str, Any],
     error: str | None,
     n_ref: int,
     n_cur: int,
@@ -273,6 +300,8 @@ def _persist(
         status = "ok" if result.status == "ok" else "insufficient_data"
         fired = bool(result.fired) and status == "ok"
         evidence = jsonable(dict(result.evidence))
+        if sample:
+            evidence["window_sample"] = jsonable(sample)
     with write_session(engine) as session:
         run = DetectorRun(
             project_id=monitor.project_id,

@@ -6,12 +6,17 @@ the trace (labels are ``true`` scores from ``delayed``/``human`` sources; the de
 hides the ones created after ``now``), and input/output embeddings from the streams
 ``<agent>.input`` / ``<agent>.output`` joined on ``trace_id``. Embedding windows for FM-6
 are float32 matrices per stream.
+
+What a window holds at volume is sampled, never cut to the newest rows: traces by
+:mod:`app.monitors.sampling` (eval traces whole, production by group hash), vectors by a
+hash of their row id. Windows are read through :class:`app.monitors.cycle.WindowCache`
+when the scheduler runs several monitors in one cycle, so each is loaded once.
 """
 
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -20,7 +25,9 @@ from sqlalchemy import Select, or_, select
 from sqlalchemy.orm import Session
 
 from app.models import Embedding, EmbeddingStream, Score, Span, Trace
+from app.monitors import sampling
 from detectors import records
+from detectors.signals import STEP_ATTRIBUTES
 
 DEFAULT_MAX_TRACES = 20_000
 DEFAULT_MAX_VECTORS = 50_000
@@ -28,13 +35,22 @@ DEFAULT_MAX_VECTORS = 50_000
 
 @dataclass(frozen=True)
 class TraceSelection:
+    """Which traces a monitor reads; ``max_traces`` caps the *production* traces loaded
+    per window (a sample beyond it: :func:`app.monitors.sampling.plan_sample`)."""
+
     project_id: int
     agent: str | None = None
     source: str | None = None
     max_traces: int = DEFAULT_MAX_TRACES
 
 
-def _chunks(ids: list[str], size: int = 1000) -> list[list[str]]:
+@dataclass(frozen=True)
+class TraceWindow:
+    records: list[records.TraceRecord]
+    sample: sampling.SamplePlan
+
+
+def _chunks(ids: list[Any], size: int = 1000) -> list[list[Any]]:
     return [ids[i : i + size] for i in range(0, len(ids), size)]
 
 
@@ -43,18 +59,26 @@ _TRACE_COLUMNS = (
     Trace.status, Trace.input_hash, Trace.entry_point, Trace.source, Trace.counterfactual_of,
     Trace.attributes,
 )  # fmt: skip
+_KEY_COLUMNS = (Trace.trace_id, Trace.source, Trace.input_hash, Trace.counterfactual_of)
 _SPAN_COLUMNS = (
     Span.trace_id, Span.span_id, Span.parent_span_id, Span.step_index, Span.kind, Span.name,
     Span.status, Span.tool_name, Span.error_type, Span.started_at, Span.ended_at, Span.confidence,
-    Span.attributes,
 )  # fmt: skip
+# Only the attribute keys detectors read (prompts and completions stay in the database).
+_SPAN_ATTRIBUTES = tuple(Span.attributes[k].label(f"a{i}") for i, k in enumerate(STEP_ATTRIBUTES))
 
 
-def _trace_query(
-    sel: TraceSelection, start: datetime, end: datetime, as_of: datetime | None
+def _span_row(row: Any) -> dict[str, Any]:
+    out = dict(row)
+    attrs = {k: out.pop(f"a{i}") for i, k in enumerate(STEP_ATTRIBUTES)}
+    out["attributes"] = {k: v for k, v in attrs.items() if v is not None}
+    return out
+
+
+def _in_window(
+    q: Any, sel: TraceSelection, start: datetime, end: datetime, as_of: datetime | None
 ) -> Select[Any]:
-    """The newest ``max_traces`` traces of the window."""
-    q = select(*_TRACE_COLUMNS).where(
+    q = q.where(
         Trace.project_id == sel.project_id, Trace.started_at >= start, Trace.started_at < end
     )
     if as_of is not None:
@@ -63,7 +87,7 @@ def _trace_query(
         q = q.where(Trace.agent == sel.agent)
     if sel.source:
         q = q.where(Trace.source == sel.source)
-    return q.order_by(Trace.started_at.desc()).limit(sel.max_traces)
+    return q
 
 
 def load_trace_records(
@@ -75,26 +99,51 @@ def load_trace_records(
     as_of: datetime | None = None,
     with_embeddings: bool = True,
 ) -> list[records.TraceRecord]:
-    """The traces that started in ``[start, end)``, oldest first (:func:`records.from_rows`).
+    """The (sampled) traces that started in ``[start, end)``, oldest first."""
+    return load_trace_window(
+        session, sel, start=start, end=end, as_of=as_of, with_embeddings=with_embeddings
+    ).records
+
+
+def load_trace_window(
+    session: Session,
+    sel: TraceSelection,
+    *,
+    start: datetime,
+    end: datetime,
+    as_of: datetime | None = None,
+    with_embeddings: bool = True,
+) -> TraceWindow:
+    """The traces that started in ``[start, end)`` as records (:func:`records.from_rows`),
+    sampled beyond ``sel.max_traces`` production traces, with the sample's description.
 
     With ``as_of`` (the run's ``now``) a replayed run sees what a live one would have:
     traces that had ended by then and scores created by then.
     """
     pid = sel.project_id
-    traces: list[Any] = list(session.execute(_trace_query(sel, start, end, as_of)).mappings())
-    if not traces:
-        return []
-    # Children are fetched by explicit id lists in chunks: a plain index lookup per chunk,
-    # whatever the planner thinks of a LIMITed subquery on a freshly loaded table.
-    trace_ids = [t["trace_id"] for t in traces]
+    keys: list[Any] = list(
+        session.execute(_in_window(select(*_KEY_COLUMNS), sel, start, end, as_of)).mappings()
+    )
+    plan = sampling.plan_sample(keys, max_production=sel.max_traces)
+    if not plan.trace_ids:
+        return TraceWindow([], plan)
+    # Rows are fetched by explicit id lists in chunks: a plain index lookup per chunk,
+    # whatever the planner thinks of the window on a freshly loaded table.
+    traces: list[Any] = []
     spans: list[Any] = []
     scores: list[Any] = []
-    vectors: list[dict[str, Any]] = []
-    streams = [f"{a}.{side}" for a in {t["agent"] for t in traces} for side in ("input", "output")]
-    for chunk in _chunks(trace_ids):
-        spans += session.execute(
-            select(*_SPAN_COLUMNS).where(Span.project_id == pid, Span.trace_id.in_(chunk))
+    for chunk in _chunks(plan.trace_ids):
+        traces += session.execute(
+            select(*_TRACE_COLUMNS).where(Trace.project_id == pid, Trace.trace_id.in_(chunk))
         ).mappings()
+        spans += map(
+            _span_row,
+            session.execute(
+                select(*_SPAN_COLUMNS, *_SPAN_ATTRIBUTES).where(
+                    Span.project_id == pid, Span.trace_id.in_(chunk)
+                )
+            ).mappings(),
+        )
         score_q = (
             select(
                 Score.trace_id, Score.name, Score.value, Score.kind, Score.source, Score.created_at
@@ -105,20 +154,38 @@ def load_trace_records(
         if as_of is not None:
             score_q = score_q.where(Score.created_at <= as_of)
         scores += session.execute(score_q).mappings()
-        if not with_embeddings:
-            continue
+    window = TraceWindow(records.from_rows(traces, spans, scores), plan)
+    return with_trace_embeddings(session, window, project_id=pid) if with_embeddings else window
+
+
+def with_trace_embeddings(session: Session, window: TraceWindow, *, project_id: int) -> TraceWindow:
+    """The window with each record's ``<agent>.input`` / ``<agent>.output`` vectors
+    (the last row of each wins, as in :func:`records.from_rows`)."""
+    agents = {r.trace_id: r.agent for r in window.records}
+    streams = [f"{a}.{side}" for a in set(agents.values()) for side in ("input", "output")]
+    found: dict[tuple[str, str], np.ndarray] = {}
+    for chunk in _chunks(list(agents)):
         for row in session.execute(
             select(Embedding.trace_id, Embedding.stream, Embedding.vector)
             .where(
-                Embedding.project_id == pid,
+                Embedding.project_id == project_id,
                 Embedding.trace_id.in_(chunk),
                 Embedding.stream.in_(streams),
             )
             .order_by(Embedding.id)
         ):
-            vector = np.frombuffer(row.vector, dtype="<f4")
-            vectors.append({"trace_id": row.trace_id, "stream": row.stream, "vector": vector})
-    return records.from_rows(traces, spans, scores, vectors)
+            agent, _, side = str(row.stream).rpartition(".")
+            if agents.get(row.trace_id) == agent:
+                found[(row.trace_id, side)] = np.frombuffer(row.vector, dtype="<f4")
+    out = [
+        replace(
+            r,
+            input_embedding=found.get((r.trace_id, "input")),
+            output_embedding=found.get((r.trace_id, "output")),
+        )
+        for r in window.records
+    ]
+    return TraceWindow(out, window.sample)
 
 
 TRACE_STREAM_SUFFIXES = (".input", ".output")
@@ -151,20 +218,27 @@ def load_embedding_window(
     end: datetime,
     max_vectors: int = DEFAULT_MAX_VECTORS,
 ) -> np.ndarray:
-    """The newest ``max_vectors`` vectors of the stream created in ``[start, end)``."""
-    rows = session.execute(
-        select(Embedding.vector, Embedding.dim)
-        .where(
-            Embedding.project_id == project_id,
-            Embedding.stream == stream,
-            Embedding.created_at >= start,
-            Embedding.created_at < end,
-        )
-        .order_by(Embedding.created_at.desc())
-        .limit(max_vectors)
-    ).all()
-    if not rows:
+    """The stream's vectors created in ``[start, end)``, in arrival order; beyond
+    ``max_vectors``, a uniform sample by a hash of the row id over the whole window."""
+    in_window = (
+        Embedding.project_id == project_id,
+        Embedding.stream == stream,
+        Embedding.created_at >= start,
+        Embedding.created_at < end,
+    )
+    ids = list(session.scalars(select(Embedding.id).where(*in_window).order_by(Embedding.id)))
+    if not ids:
         return np.zeros((0, 0), dtype=np.float32)
+    if len(ids) > max_vectors:
+        rate = max_vectors / len(ids)
+        ids = [i for i in ids if sampling.unit_hash(f"embedding:{i}") < rate]
+    rows: list[Any] = []
+    for chunk in _chunks(ids):
+        rows += session.execute(
+            select(Embedding.vector, Embedding.dim)
+            .where(Embedding.id.in_(chunk))
+            .order_by(Embedding.id)
+        ).all()
     dim = rows[0].dim
     buf = b"".join(r.vector for r in rows if r.dim == dim)
     return np.frombuffer(buf, dtype="<f4").reshape(-1, dim)

@@ -26,6 +26,7 @@ from sqlalchemy import Engine, func, select
 from app import metrics
 from app.models import Alert, DetectorRun
 from app.models.base import utcnow
+from app.monitors.cycle import WindowCache
 from app.monitors.detection import build_detector
 from app.monitors.runner import DetectorFactory, run_monitor
 from app.scheduler import leader
@@ -65,6 +66,8 @@ class SchedulerService:
         """Run every due monitor this process wins; return the runs it made."""
         now = self.clock()
         runs: list[DetectorRun] = []
+        # The monitors due together read their windows once (app/monitors/cycle.py).
+        cache = WindowCache(now=now)
         for monitor_id, slot, interval in leader.due_monitors(self.engine, now=now):
             # Each claim and run is stamped with the time it really starts: a tick's start
             # time goes stale behind a slow monitor, and a stale claim would schedule the
@@ -84,6 +87,7 @@ class SchedulerService:
                     scheduled_for=won,
                     detector_factory=self.detector_factory,
                     public_url=self.settings.public_url,
+                    cache=cache,
                 )
                 if run is not None:
                     runs.append(run)

@@ -1,0 +1,209 @@
+"""Monitor cost at volume: one scheduler cycle of the seven defaults at 1k/10k/100k traces/h.
+
+    python -m bench.scale [--rates 1000,10000,100000] [--db postgresql] [--hours 6]
+                          [--inject FM-2] [--strength moderate]
+
+Per rate: a fresh database, ``--hours`` of the scenario generator's traffic at that rate
+(with ``--inject`` switched on for the last 2 h, so the current window holds the failure),
+written through the ingest path (``validate_events`` + ``write_events``: what
+``POST /api/v1/ingest`` runs, without HTTP), generated an hour at a time to bound memory;
+then ONE cycle of the seven default monitors through the real scheduler tick
+(``SchedulerService.tick``: claims, the shared window cache, the detectors, persisted runs
+and alerts), in a fresh process as a ``telltale scheduler`` would be, so its RSS is the
+cycle's own. Prints one JSON object: per rate the cycle seconds, per-monitor seconds (the
+first monitor of the cycle pays the window load), the rows in the windows and the rows
+loaded (the sample), the cycle process's peak RSS, and each monitor's verdict; then whether
+every rate gave the lowest rate's verdicts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.common import fresh_db  # noqa: E402
+
+T0 = datetime(2026, 11, 2, tzinfo=UTC)
+
+
+def load(db_url: str, rate: float, hours: float, inject: str | None, strength: str) -> dict:
+    from app import migrate
+    from app.db import make_engine, write_session
+    from app.ingest.events import validate_events
+    from app.ingest.store import write_events
+    from app.keys import get_or_create_project
+    from app.monitors.defaults import create_defaults
+    from pipelines.scenarios import Injection, generate_workload
+
+    migrate.upgrade(db_url)
+    engine = make_engine(db_url)
+    with write_session(engine) as s:
+        pid = get_or_create_project(s, name="default").id
+    end = T0 + timedelta(hours=hours)
+    injections = [Injection(inject, end - timedelta(hours=2), strength)] if inject else []
+    t = time.perf_counter()
+    events = 0
+    for h in range(int(hours)):
+        lo, hi = T0 + timedelta(hours=h), T0 + timedelta(hours=h + 1)
+        chunk = generate_workload(
+            11, T0, end - T0, traces_per_hour=rate, injections=injections,
+            embedding_dim=64, emit_between=(lo, hi),
+        )  # fmt: skip
+        for i in range(0, len(chunk), 2000):
+            valid, rejected = validate_events(chunk[i : i + 2000])
+            if rejected:
+                raise SystemExit(f"the generator's events were rejected: {rejected[:2]}")
+            write_events(engine, project_id=pid, events=valid)
+        events += len(chunk)
+        del chunk
+    with write_session(engine) as s:
+        create_defaults(s, project_id=pid)
+    if engine.dialect.name == "postgresql":
+        # Planner statistics, as autovacuum would gather them after a bulk load. This
+        # machine's server runs with autovacuum=off: without them the planner reads the
+        # span lookups as a scan of the whole project (73 s of a 96 s FM-1 run at 100k/h).
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.exec_driver_sql("ANALYZE")
+    engine.dispose()
+    return {"events": events, "load_s": round(time.perf_counter() - t, 1), "end": end.isoformat()}
+
+
+def _peak_rss_mb() -> int:
+    """This process's peak RSS (VmHWM: ``ru_maxrss`` would carry the forking parent's)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) // 1024
+    return -1
+
+
+def cycle(db_url: str, end: str) -> dict:
+    """One scheduler tick as of ``end`` (run in its own process)."""
+    from sqlalchemy import select, update
+
+    from app.db import make_engine
+    from app.models import DetectorRun, Monitor
+    from app.scheduler.service import SchedulerService
+    from app.settings import Settings
+
+    now = datetime.fromisoformat(end)
+    engine = make_engine(db_url)
+    with engine.begin() as conn:  # every monitor due at the simulated ``now``
+        conn.execute(update(Monitor).values(next_run_at=None))
+    service = SchedulerService(Settings(database_url=db_url), engine, None, clock=lambda: now)
+    t = time.perf_counter()
+    service.tick()
+    seconds = time.perf_counter() - t
+    monitors: dict[str, Any] = {}
+    with engine.connect() as conn:
+        for run in conn.execute(select(DetectorRun).order_by(DetectorRun.id)).mappings():
+            sample = (run["evidence"] or {}).get("window_sample") or {}
+            monitors[run["failure_mode"]] = {
+                "seconds": round(run["duration_ms"] / 1000.0, 2),
+                "status": run["status"],
+                "fired": run["fired"],
+                "p_value": run["p_value"],
+                "n_reference": run["n_reference"],
+                "n_current": run["n_current"],
+                "rows_in_windows": sum(w.get("traces_in_window", 0) for w in sample.values()),
+                "rows_loaded": sum(w.get("traces_loaded", 0) for w in sample.values()),
+                "production_rate": (sample.get("current") or {}).get("production_rate"),
+            }
+    return {
+        "cycle_s": round(seconds, 2),
+        "rss_peak_mb": _peak_rss_mb(),
+        "monitors": monitors,
+    }
+
+
+@contextmanager
+def reused_db(name: str, rate: float) -> Iterator[str]:
+    """A kept PostgreSQL database per rate (created when missing), for repeated cycles."""
+    import psycopg
+
+    from bench.common import PG_ADMIN
+
+    db = f"{name}_{int(rate)}"
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (db,)).fetchone():
+            conn.execute(f"CREATE DATABASE {db}")
+    yield f"postgresql+psycopg://{PG_ADMIN.rsplit('/', 1)[0].split('://', 1)[1]}/{db}"
+
+
+def _has_data(url: str) -> bool:
+    from sqlalchemy import create_engine, inspect, text
+
+    engine = create_engine(url)
+    try:
+        if "monitors" not in inspect(engine).get_table_names():
+            return False
+        with engine.connect() as conn:
+            return bool(conn.execute(text("SELECT count(*) FROM monitors")).scalar())
+    finally:
+        engine.dispose()
+
+
+def reused_load(url: str, hours: float) -> dict:
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    with engine.begin() as conn:  # a clean slate for the cycle: no runs or alerts before it
+        for table in ("notifications", "alert_events", "findings", "alerts", "detector_runs"):
+            conn.execute(text(f"DELETE FROM {table}"))
+    engine.dispose()
+    return {"events": None, "load_s": None, "end": (T0 + timedelta(hours=hours)).isoformat()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rates", default="1000,10000,100000")
+    ap.add_argument("--db", choices=["sqlite", "postgresql"], default="postgresql")
+    ap.add_argument("--hours", type=float, default=6.0)
+    ap.add_argument("--inject", default="FM-2")
+    ap.add_argument("--strength", default="moderate")
+    ap.add_argument(
+        "--reuse", metavar="PG_DB",
+        help="load into this PostgreSQL database once and keep it; later runs reuse it",
+    )  # fmt: skip
+    ap.add_argument("--cycle", nargs=2, metavar=("DB_URL", "END"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.cycle:
+        print(json.dumps(cycle(*args.cycle)))
+        return
+    out: dict[str, Any] = {"db": args.db, "hours": args.hours, "inject": args.inject,
+                           "strength": args.strength, "rates": {}}  # fmt: skip
+    for rate in (float(r) for r in args.rates.split(",")):
+        with reused_db(args.reuse, rate) if args.reuse else fresh_db(args.db) as url:
+            loaded = (
+                reused_load(url, args.hours)
+                if args.reuse and _has_data(url)
+                else load(url, rate, args.hours, args.inject or None, args.strength)
+            )
+            proc = subprocess.run(
+                [sys.executable, "-m", "bench.scale", "--cycle", url, loaded["end"]],
+                capture_output=True, text=True, check=True,
+                cwd=Path(__file__).resolve().parent.parent, env=dict(os.environ),
+            )  # fmt: skip
+            result = json.loads(proc.stdout.strip().splitlines()[-1])
+        out["rates"][str(int(rate))] = {**loaded, **result}
+        print(json.dumps({str(int(rate)): out["rates"][str(int(rate))]}), file=sys.stderr)
+    verdicts = {
+        rate: {m: (v["status"], v["fired"]) for m, v in r["monitors"].items()}
+        for rate, r in out["rates"].items()
+    }
+    first = next(iter(verdicts.values()))
+    out["same_verdicts_as_lowest_rate"] = {rate: v == first for rate, v in verdicts.items()}
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,248 @@
+"""Monitor windows at volume: a stratified, deterministic sample over the whole window,
+loaded once per scheduler cycle (app/monitors/sampling.py, app/monitors/cycle.py)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from app.ingest.events import validate_events
+from app.ingest.store import write_events
+from app.monitors import runner, windows
+from app.monitors.cycle import WindowCache
+from app.monitors.defaults import create_defaults
+from app.monitors.sampling import pair_key, plan_sample
+from app.scheduler.service import SchedulerService
+from app.settings import Settings
+from tests.app.engine_helpers import T0, setup_project
+
+
+def _trace(i: int, *, source: str = "production", input_hash: str | None = None,
+           counterfactual_of: str | None = None, minute: float = 0.0) -> dict[str, Any]:  # fmt: skip
+    body: dict[str, Any] = {
+        "trace_id": f"t{i}",
+        "agent": "bot",
+        "started_at": (T0 + timedelta(minutes=minute)).isoformat(),
+        "ended_at": (T0 + timedelta(minutes=minute, seconds=1)).isoformat(),
+        "source": source,
+    }
+    if input_hash:
+        body["input_hash"] = input_hash
+    if counterfactual_of:
+        body["counterfactual_of"] = counterfactual_of
+    return {"id": f"e{i}", "type": "trace", "body": body}
+
+
+def _write(engine: Engine, pid: int, events: list[dict[str, Any]]) -> None:
+    valid, rejected = validate_events(events)
+    assert not rejected
+    write_events(engine, project_id=pid, events=valid)
+
+
+@pytest.fixture
+def mixed_window(engine: Engine) -> tuple[int, list[dict[str, Any]]]:
+    """2,000 production traces over 100 minutes, with eval traces, repeated-input groups
+    and counterfactual pairs mixed in."""
+    pid = setup_project(engine, "p1")
+    events = []
+    for i in range(2000):
+        minute = i * 0.05
+        if i % 50 == 0:
+            events.append(_trace(i, source="eval", input_hash=f"evalset{i % 7}", minute=minute))
+        elif i % 10 == 1:  # groups of ~5 repeats of one input
+            events.append(_trace(i, input_hash=f"h{i // 50}", minute=minute))
+        elif i % 10 == 3:  # the shadow replay of the previous production trace
+            events.append(_trace(i, counterfactual_of=f"t{i - 1}", minute=minute))
+        else:
+            events.append(_trace(i, minute=minute))
+    _write(engine, pid, events)
+    return pid, events
+
+
+def _load(engine: Engine, pid: int, max_traces: int) -> windows.TraceWindow:
+    sel = windows.TraceSelection(project_id=pid, max_traces=max_traces)
+    with Session(engine) as session:
+        return windows.load_trace_window(
+            session, sel, start=T0, end=T0 + timedelta(hours=2), with_embeddings=False
+        )
+
+
+def test_sample_keeps_eval_groups_and_pairs_whole_over_the_whole_window(
+    engine: Engine, mixed_window: tuple[int, list[dict[str, Any]]]
+) -> None:
+    pid, events = mixed_window
+    full = _load(engine, pid, max_traces=10_000)
+    assert len(full.records) == 2000 and full.sample.rate == 1.0
+    window = _load(engine, pid, max_traces=400)
+    kept = {r.trace_id for r in window.records}
+    rows = {e["body"]["trace_id"]: {"trace_id": e["body"]["trace_id"], **e["body"]} for e in events}
+
+    # Every eval trace, and about the asked number of production traces.
+    evals = {t for t, b in rows.items() if b["source"] == "eval"}
+    assert evals <= kept and window.sample.eval_kept == len(evals) == 40
+    assert window.sample.rate == pytest.approx(400 / 1960)
+    assert 300 <= window.sample.production_kept <= 500
+    # Counterfactual pairs are kept or dropped whole.
+    pairs: dict[str, set[bool]] = {}
+    for t, b in rows.items():
+        if b["source"] != "eval":
+            pairs.setdefault(pair_key(b), set()).add(t in kept)
+    assert all(len(v) == 1 for v in pairs.values())
+    shadows = [t for t, b in rows.items() if b.get("counterfactual_of") in kept]
+    assert shadows and all(t in kept for t in shadows)
+    # Spread over the whole window, not the newest rows: each 20-minute fifth is sampled
+    # near the rate (the old "newest N" rule kept only the last 20 minutes).
+    fifths = Counter(int((r.started_at - T0.timestamp()) // 1200) for r in window.records)
+    assert sorted(fifths) == [0, 1, 2, 3, 4]
+    assert min(fifths.values()) >= 50
+    # The same traces every time: the sample is a hash of the group, not random.
+    assert kept == {r.trace_id for r in _load(engine, pid, max_traces=400).records}
+    assert window.sample.evidence()["weight"] == pytest.approx(1960 / 400, rel=1e-5)
+
+
+def test_long_tailed_input_groups_do_not_decide_the_sample_size() -> None:
+    """450 inputs with Zipf-like repeats (as the scenario generator makes): the number kept
+    stays near the target, and repeats of the big inputs stay together in proportion."""
+    rng = np.random.default_rng(5)
+    weights = 1.0 / np.arange(1, 451) ** 1.1
+    inputs = rng.choice(450, size=200_000, p=weights / weights.sum())
+    rows = [
+        {"trace_id": f"t{i}", "source": "production", "input_hash": f"h{k}",
+         "counterfactual_of": None}
+        for i, k in enumerate(inputs)
+    ]  # fmt: skip
+    plan = plan_sample(rows, max_production=20_000)
+    assert abs(plan.production_kept - 20_000) < 1_500
+    ids = set(plan.trace_ids)
+    kept = Counter(r["input_hash"] for r in rows if r["trace_id"] in ids)
+    assert kept["h0"] > 100  # the biggest input's repeats are there, many of them
+
+
+def test_group_hash_sample_estimates_shares_without_bias() -> None:
+    """A label share among sampled traces matches the window's (labels are not strata)."""
+    rng = np.random.default_rng(3)
+    rows = [
+        {"trace_id": f"t{i}", "source": "production", "input_hash": None,
+         "counterfactual_of": None, "labeled": bool(rng.random() < 0.3)}
+        for i in range(50_000)
+    ]  # fmt: skip
+    plan = plan_sample(rows, max_production=5_000)
+    kept = set(plan.trace_ids)
+    share = np.mean([r["labeled"] for r in rows if r["trace_id"] in kept])
+    assert abs(plan.production_kept - 5_000) < 300
+    assert share == pytest.approx(np.mean([r["labeled"] for r in rows]), abs=0.02)
+
+
+def test_embedding_window_beyond_the_cap_is_sampled_over_the_whole_window(engine: Engine) -> None:
+    pid = setup_project(engine, "p1")
+    events = []
+    for i in range(600):
+        vec = [float(i), 1.0]  # the first coordinate says when it was sent
+        events.append({"id": f"v{i}", "type": "embedding",
+                       "body": {"stream": "vlm.image", "vector": vec}})  # fmt: skip
+    _write(engine, pid, events)
+    with Session(engine) as session:
+        far = T0 + timedelta(days=3650)
+        got = windows.load_embedding_window(
+            session, project_id=pid, stream="vlm.image", start=T0 - timedelta(days=3650),
+            end=far, max_vectors=200,
+        )  # fmt: skip
+        again = windows.load_embedding_window(
+            session, project_id=pid, stream="vlm.image", start=T0 - timedelta(days=3650),
+            end=far, max_vectors=200,
+        )  # fmt: skip
+    assert 140 <= len(got) <= 260
+    order = got[:, 0]
+    assert (np.diff(order) > 0).all()  # arrival order
+    assert order.min() < 100 and order.max() > 500  # oldest and newest parts both there
+    assert np.array_equal(got, again)
+
+
+def test_one_cycle_loads_each_window_once_with_the_same_verdicts(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipelines.scenarios import Injection, generate_workload
+
+    pid = setup_project(engine, "p1")
+    events = generate_workload(
+        0, T0, timedelta(hours=6), 70.0,
+        injections=[Injection("FM-2", T0 + timedelta(hours=4), "strong")],
+        embedding_dim=16, images_per_hour=60.0,
+    )  # fmt: skip
+    valid, rejected = validate_events(events)
+    assert not rejected
+    for i in range(0, len(valid), 5000):
+        write_events(engine, project_id=pid, events=valid[i : i + 5000])
+    with Session(engine) as session:
+        monitors = create_defaults(session, project_id=pid)
+        session.commit()
+        ids = [m.id for m in monitors]
+    now = T0 + timedelta(hours=6)
+    alone = {mid: runner.run_monitor(engine, monitor_id=mid, now=now) for mid in ids}
+
+    loads: list[Any] = []
+    real = windows.load_trace_window
+
+    def counting(*args: Any, **kwargs: Any) -> windows.TraceWindow:
+        loads.append((kwargs["start"], kwargs["end"]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(windows, "load_trace_window", counting)
+    service = SchedulerService(Settings(database_url="sqlite://"), engine, None, clock=lambda: now)
+    with engine.begin() as conn:  # every monitor due again
+        from sqlalchemy import update
+
+        from app.models import Monitor
+
+        conn.execute(update(Monitor).values(next_run_at=None))
+    shared = {run.monitor_id: run for run in service.tick()}
+    # Six trace monitors, two windows: two loads (vectors attached once, not reloaded).
+    assert len(loads) == 2 and len(set(loads)) == 2
+    assert set(shared) == set(ids)
+    for mid in ids:
+        a, b = alone[mid], shared[mid]
+        assert a is not None
+        assert (a.status, a.fired, a.statistic, a.n_current, a.n_reference) == (
+            b.status, b.fired, b.statistic, b.n_current, b.n_reference
+        )  # fmt: skip
+    fired = {b.failure_mode for b in shared.values() if b.fired}
+    assert "FM-2" in fired
+
+
+def test_cache_attaches_vectors_once_and_serves_later_callers() -> None:
+    cache = WindowCache(now=T0)
+    calls: list[str] = []
+    key = (windows.TraceSelection(project_id=1), T0, T0, T0)
+    empty = windows.TraceWindow([], plan_sample([], max_production=1))
+
+    def load() -> windows.TraceWindow:
+        calls.append("load")
+        return empty
+
+    def attach(w: windows.TraceWindow) -> windows.TraceWindow:
+        calls.append("attach")
+        return w
+
+    for with_embeddings in (False, True, True, False):
+        cache.trace_window(key, with_embeddings=with_embeddings, load=load, attach=attach)
+    assert calls == ["load", "attach"] and (cache.loads, cache.hits) == (1, 3)
+
+
+def test_steps_carry_only_the_attributes_detectors_read(engine: Engine) -> None:
+    pid = setup_project(engine, "p1")
+    attrs = {"partial": True, "result_count": 0, "gen_ai.input.messages": "x" * 5000}
+    _write(engine, pid, [
+        _trace(1),
+        {"id": "s1", "type": "span", "body": {
+            "trace_id": "t1", "span_id": "a", "kind": "tool", "tool_name": "search",
+            "started_at": T0.isoformat(), "attributes": attrs}},
+    ])  # fmt: skip
+    [record] = _load(engine, pid, max_traces=10).records
+    [step] = record.steps
+    assert dict(step.attributes) == {"partial": True, "result_count": 0}
