@@ -1,5 +1,9 @@
 """Run one monitor: load its windows, call the detector under a time limit, persist the run.
 
+Which time ranges are compared is :mod:`app.monitors.baseline`'s decision (a lagged
+rolling reference, frozen while an alert is open); the detector's level comes from the
+monitor's false-alert budget (:mod:`app.monitors.calibration`).
+
 A run is persisted whatever happens: ``ok`` (fired or not), ``insufficient_data`` (never
 fires) or ``failed`` (the detector raised, timed out, or its configuration no longer
 builds). A fired run writes a finding and raises or refreshes an alert; a clean run counts
@@ -13,8 +17,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -24,11 +27,13 @@ from sqlalchemy.orm import Session
 from app import metrics
 from app.alerts import lifecycle
 from app.db import as_utc, write_session
-from app.models import DetectorRun, Finding, Monitor
+from app.models import DetectorRun, Finding, Monitor, MonitorBaseline
 from app.models.base import utcnow
-from app.monitors import windows
+from app.monitors import baseline, calibration, windows
+from app.monitors.baseline import BaselinePolicy, BaselineState, Windows
 from app.monitors.detection import Detector, build_detector
 from app.monitors.slots import DetectorsBusy, DetectorSlots
+from detectors import registry
 from detectors.result import DetectorResult
 from detectors.signals import STREAM_SIGNALS, TRACE_EMBEDDING_SIGNALS
 
@@ -46,23 +51,38 @@ class DetectorTimeout(Exception):
 DETECTOR_SLOTS = DetectorSlots(capacity=2)
 
 
-@dataclass(frozen=True)
-class Windows:
-    current_start: datetime
-    current_end: datetime
-    reference_start: datetime
-    reference_end: datetime
+def load_baseline(session: Session, monitor_id: int) -> BaselineState | None:
+    row = session.get(MonitorBaseline, monitor_id)
+    if row is None:
+        return None
+    return BaselineState(
+        good_until=row.good_until,
+        frozen_since=row.frozen_since,
+        hold_until=row.hold_until,
+        degradation_started_at=row.degradation_started_at,
+    )
 
 
-def window_bounds(selection: Mapping[str, Any], now: datetime) -> Windows:
-    cur = timedelta(seconds=int(selection.get("current_window_seconds", 3600)))
-    ref = timedelta(seconds=int(selection.get("reference_window_seconds", 6 * 3600)))
-    if selection.get("reference_start") and selection.get("reference_end"):
-        rs = as_utc(datetime.fromisoformat(selection["reference_start"]))
-        re_ = as_utc(datetime.fromisoformat(selection["reference_end"]))
-    else:
-        rs, re_ = now - cur - ref, now - cur
-    return Windows(now - cur, now, rs, re_)
+def _save_baseline(session: Session, monitor: Monitor, state: BaselineState, now: datetime) -> None:
+    row = session.get(MonitorBaseline, monitor.id)
+    if row is None:
+        row = MonitorBaseline(monitor_id=monitor.id, project_id=monitor.project_id)
+        session.add(row)
+    row.good_until = state.good_until
+    row.frozen_since = state.frozen_since
+    row.hold_until = state.hold_until
+    row.degradation_started_at = state.degradation_started_at
+    row.updated_at = now
+
+
+def run_params(monitor: Monitor, defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """The detector parameters a run uses: the monitor's, with alpha from its ERT."""
+    return calibration.calibrated_params(
+        monitor.detector_params or {},
+        defaults=defaults,
+        ert_days=float(monitor.expected_days_between_false_alerts),
+        interval_seconds=float(monitor.interval_seconds),
+    )
 
 
 def call_with_time_limit(
@@ -199,7 +219,9 @@ def run_monitor(
         if monitor is None:
             return None
         session.expunge(monitor)
-        w = window_bounds(monitor.selection or {}, now)
+        policy = BaselinePolicy.from_selection(monitor.selection or {})
+        state = load_baseline(session, monitor.id)
+        w = baseline.windows_for(policy, state, now)
         result: DetectorResult | None = None
         error: str | None = None
         n_ref = n_cur = 0
@@ -211,7 +233,8 @@ def run_monitor(
         else:
             handed_to_thread = False
             try:
-                detector = detector_factory(monitor.failure_mode, monitor.detector_params or {})
+                params = run_params(monitor, registry.detector_parameters(monitor.failure_mode))
+                detector = detector_factory(monitor.failure_mode, params)
                 ref, cur = _load(session, monitor, detector, w)
                 n_ref, n_cur = _size(ref), _size(cur)
                 epoch = now.timestamp()
@@ -232,6 +255,8 @@ def run_monitor(
         engine,
         monitor=monitor,
         w=w,
+        policy=policy,
+        state=state,
         now=now,
         scheduled_for=scheduled_for,
         result=result,
@@ -258,6 +283,8 @@ def _persist(
     *,
     monitor: Monitor,
     w: Windows,
+    policy: BaselinePolicy,
+    state: BaselineState | None,
     now: datetime,
     scheduled_for: datetime | None,
     result: DetectorResult | None,
@@ -273,6 +300,12 @@ def _persist(
         status = "ok" if result.status == "ok" else "insufficient_data"
         fired = bool(result.fired) and status == "ok"
         evidence = jsonable(dict(result.evidence))
+    if fired:  # what the alert will be held against: the baseline this run freezes
+        evidence["baseline"] = baseline.describe(
+            baseline.advance(policy, state, used=w, now=now, alert_open=True), w
+        )
+    elif status == "ok":
+        evidence["baseline"] = baseline.describe(state, w)
     with write_session(engine) as session:
         run = DetectorRun(
             project_id=monitor.project_id,
@@ -318,7 +351,13 @@ def _persist(
             )
             session.add(finding)
             session.flush()
-        lifecycle.record_run(
+        alert = lifecycle.record_run(
             session, monitor=live, run=run, finding=finding, now=now, public_url=public_url
         )
+        # Only a run that tested the data moves the baseline: a failed or insufficient run
+        # says nothing about whether the period passed.
+        if status == "ok":
+            alert_open = alert is not None and alert.state in lifecycle.OPEN_STATES
+            new = baseline.advance(policy, state, used=w, now=now, alert_open=alert_open)
+            _save_baseline(session, live, new, now)
     return run

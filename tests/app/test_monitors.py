@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -164,9 +165,10 @@ def test_monitor_windows_and_scenario_converter_give_the_same_records_and_fm6_ru
     from sqlalchemy.orm import Session
 
     from app.monitors import windows
+    from app.monitors.calibration import calibrated_params
     from app.monitors.defaults import DEFAULTS
-    from app.monitors.runner import jsonable, window_bounds
-    from detectors.registry import build_detector
+    from app.monitors.runner import jsonable
+    from detectors.registry import build_detector, detector_parameters
     from pipelines.scenarios import as_of, events_to_records, window
 
     h = auth(make_key(role="admin", project="p1"))
@@ -193,7 +195,13 @@ def test_monitor_windows_and_scenario_converter_give_the_same_records_and_fm6_ru
         f"/api/v1/monitors/{fm6['id']}/run", headers=h, json={"now": now.isoformat()}
     ).json()
     assert run["status"] == "ok" and run["fired"]
-    w = window_bounds(fm6["selection"], now)
+    # The run's reference is the lagged baseline (2 h lag, 4 h long), not the 4 h just
+    # before the current window: the run reports which one it read.
+    held = datetime.fromisoformat(run["evidence"]["baseline"]["reference_end"])
+    assert datetime.fromisoformat(run["reference_end"]) == held == now - timedelta(hours=4)
+    w = SimpleNamespace(**{k: datetime.fromisoformat(run[k]) for k in (
+        "reference_start", "reference_end", "window_start", "window_end")})  # fmt: skip
+    w.current_start, w.current_end = w.window_start, w.window_end
     with Session(engine) as session:
         names = windows.embedding_streams(session, project_id=pid, stream=None, agent=None)
         ref, cur = (
@@ -203,8 +211,14 @@ def test_monitor_windows_and_scenario_converter_give_the_same_records_and_fm6_ru
         )  # fmt: skip
     params = next(d for d in DEFAULTS if d["failure_mode"] == "FM-6")["detector_params"]
     assert fm6["detector_params"] == params
+    # The monitor ran at the alpha its 30-day false-alert budget gives a 15-minute interval.
+    params = calibrated_params(
+        params, defaults=detector_parameters("FM-6"), ert_days=30, interval_seconds=900
+    )
     result = build_detector("FM-6", params).test(ref, cur, now=now.timestamp())
     assert (result.statistic, result.threshold, result.p_value, result.fired) == (
         run["statistic"], run["threshold"], run["p_value"], run["fired"]
     )  # fmt: skip
-    assert jsonable(dict(result.evidence)) == run["evidence"]
+    evidence = dict(run["evidence"])
+    evidence.pop("baseline")
+    assert jsonable(dict(result.evidence)) == evidence
