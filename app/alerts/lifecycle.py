@@ -222,8 +222,14 @@ def record_run(
     finding: Finding | None,
     now: datetime,
     public_url: str,
+    still_degraded: bool = False,
 ) -> Alert | None:
-    """Apply one run to the monitor's alert; return the alert touched, if any."""
+    """Apply one run to the monitor's alert; return the alert touched, if any.
+
+    ``still_degraded``: the run did not fire, but its evidence against the frozen
+    baseline is not clean either (hysteresis: a lenient level to stay open, the strict
+    per-run level to open); it neither counts towards auto-resolve nor fires.
+    """
     fp = fingerprint(
         project_id=monitor.project_id,
         monitor_id=monitor.id,
@@ -287,6 +293,9 @@ def record_run(
                 send_or_silence(session, alert, event="trigger", now=now, public_url=public_url)
         if finding is not None:
             finding.alert_id = alert.id
+        return alert
+    if alert is not None and run.status == "ok" and still_degraded:
+        alert.clean_runs = 0
         return alert
     if alert is not None and run.status == "ok":
         alert.clean_runs += 1

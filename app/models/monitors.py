@@ -38,6 +38,8 @@ class Monitor(Base):
     # The false-alert budget in wall-clock time; the per-run alpha is derived from it and
     # the interval (app.monitors.calibration).
     expected_days_between_false_alerts: Mapped[float] = mapped_column(Float, default=30.0)
+    # An EWMA chart over the runs' p-values beside the per-run test (half the budget each).
+    sequential: Mapped[bool] = mapped_column(Boolean, default=True)
     # The scheduler's lease: a process runs the monitor only after moving this forward
     # with a compare-and-set (see app.scheduler.leader).
     next_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
@@ -64,6 +66,10 @@ class MonitorBaseline(Base):
     frozen_since: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     hold_until: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     degradation_started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # The sequential chart (app.monitors.sequential): z, observations, last observed window.
+    chart_z: Mapped[float] = mapped_column(Float, default=0.0)
+    chart_t: Mapped[int] = mapped_column(Integer, default=0)
+    chart_window_end: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 

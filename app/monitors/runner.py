@@ -27,10 +27,11 @@ from sqlalchemy.orm import Session
 from app import metrics
 from app.alerts import lifecycle
 from app.db import as_utc, write_session
-from app.models import DetectorRun, Finding, Monitor, MonitorBaseline
+from app.models import DetectorRun, Finding, Monitor
 from app.models.base import utcnow
 from app.monitors import baseline, calibration, windows
-from app.monitors.baseline import BaselinePolicy, BaselineState, Windows
+from app.monitors import state as monitor_state
+from app.monitors.baseline import BaselinePolicy, Windows
 from app.monitors.detection import Detector, build_detector
 from app.monitors.slots import DetectorsBusy, DetectorSlots
 from detectors import registry
@@ -51,36 +52,17 @@ class DetectorTimeout(Exception):
 DETECTOR_SLOTS = DetectorSlots(capacity=2)
 
 
-def load_baseline(session: Session, monitor_id: int) -> BaselineState | None:
-    row = session.get(MonitorBaseline, monitor_id)
-    if row is None:
-        return None
-    return BaselineState(
-        good_until=row.good_until,
-        frozen_since=row.frozen_since,
-        hold_until=row.hold_until,
-        degradation_started_at=row.degradation_started_at,
-    )
-
-
-def _save_baseline(session: Session, monitor: Monitor, state: BaselineState, now: datetime) -> None:
-    row = session.get(MonitorBaseline, monitor.id)
-    if row is None:
-        row = MonitorBaseline(monitor_id=monitor.id, project_id=monitor.project_id)
-        session.add(row)
-    row.good_until = state.good_until
-    row.frozen_since = state.frozen_since
-    row.hold_until = state.hold_until
-    row.degradation_started_at = state.degradation_started_at
-    row.updated_at = now
-
-
 def run_params(monitor: Monitor, defaults: Mapping[str, Any]) -> dict[str, Any]:
-    """The detector parameters a run uses: the monitor's, with alpha from its ERT."""
+    """The detector parameters a run uses: the monitor's, with alpha from its ERT.
+
+    With the sequential chart on, the per-run test gets half the false-alert rate (twice
+    the ERT) and the chart the other half (:mod:`app.monitors.state`).
+    """
+    share = 0.5 if monitor.sequential else 1.0
     return calibration.calibrated_params(
         monitor.detector_params or {},
         defaults=defaults,
-        ert_days=float(monitor.expected_days_between_false_alerts),
+        ert_days=float(monitor.expected_days_between_false_alerts) / share,
         interval_seconds=float(monitor.interval_seconds),
     )
 
@@ -220,8 +202,8 @@ def run_monitor(
             return None
         session.expunge(monitor)
         policy = BaselinePolicy.from_selection(monitor.selection or {})
-        state = load_baseline(session, monitor.id)
-        w = baseline.windows_for(policy, state, now)
+        state = monitor_state.load(session, monitor.id)
+        w = baseline.windows_for(policy, state.baseline, now)
         result: DetectorResult | None = None
         error: str | None = None
         n_ref = n_cur = 0
@@ -284,7 +266,7 @@ def _persist(
     monitor: Monitor,
     w: Windows,
     policy: BaselinePolicy,
-    state: BaselineState | None,
+    state: monitor_state.MonitorState,
     now: datetime,
     scheduled_for: datetime | None,
     result: DetectorResult | None,
@@ -294,18 +276,22 @@ def _persist(
     duration_ms: float,
     public_url: str,
 ) -> DetectorRun:
+    verdict: monitor_state.Verdict | None = None
     if result is None:
         status, fired, evidence = "failed", False, {}
     else:
         status = "ok" if result.status == "ok" else "insufficient_data"
-        fired = bool(result.fired) and status == "ok"
         evidence = jsonable(dict(result.evidence))
+        if status == "ok":
+            verdict = monitor_state.verdict(monitor, policy, state, w, result)
+            evidence.update(jsonable(verdict.evidence))
+        fired = verdict is not None and verdict.fired
     if fired:  # what the alert will be held against: the baseline this run freezes
         evidence["baseline"] = baseline.describe(
-            baseline.advance(policy, state, used=w, now=now, alert_open=True), w
+            baseline.advance(policy, state.baseline, used=w, now=now, alert_open=True), w
         )
     elif status == "ok":
-        evidence["baseline"] = baseline.describe(state, w)
+        evidence["baseline"] = baseline.describe(state.baseline, w)
     with write_session(engine) as session:
         run = DetectorRun(
             project_id=monitor.project_id,
@@ -352,12 +338,13 @@ def _persist(
             session.add(finding)
             session.flush()
         alert = lifecycle.record_run(
-            session, monitor=live, run=run, finding=finding, now=now, public_url=public_url
-        )
+            session, monitor=live, run=run, finding=finding, now=now, public_url=public_url,
+            still_degraded=verdict is not None and verdict.still_degraded,
+        )  # fmt: skip
         # Only a run that tested the data moves the baseline: a failed or insufficient run
         # says nothing about whether the period passed.
-        if status == "ok":
+        if verdict is not None:
             alert_open = alert is not None and alert.state in lifecycle.OPEN_STATES
-            new = baseline.advance(policy, state, used=w, now=now, alert_open=alert_open)
-            _save_baseline(session, live, new, now)
+            new = baseline.advance(policy, state.baseline, used=w, now=now, alert_open=alert_open)
+            monitor_state.save(session, live, monitor_state.MonitorState(new, verdict.chart), now)
     return run

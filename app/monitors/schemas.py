@@ -71,6 +71,9 @@ class MonitorCreate(RequestModel):
         description="false-alert budget: the per-run alpha is interval / this (unless "
         "detector_params.alpha overrides it)",
     )
+    sequential: bool = Field(
+        True, description="an EWMA chart over the runs' p-values catches slow change"
+    )
 
 
 class MonitorPatch(RequestModel):
@@ -87,6 +90,7 @@ class MonitorPatch(RequestModel):
     repeat_interval_seconds: int | None = Field(None, ge=0, le=30 * 86400)
     time_limit_seconds: float | None = Field(None, gt=0, le=3600)
     expected_days_between_false_alerts: float | None = Field(None, gt=0, le=3650)
+    sequential: bool | None = None
 
 
 class RunRequest(RequestModel):
@@ -109,6 +113,7 @@ class MonitorOut(ResponseModel):
     repeat_interval_seconds: int
     time_limit_seconds: float
     expected_days_between_false_alerts: float
+    sequential: bool
     next_run_at: Time | None
     last_run_at: Time | None
     created_at: Time

@@ -43,6 +43,7 @@ def create_monitor(session: Session, *, project_id: int, body: MonitorCreate) ->
         repeat_interval_seconds=body.repeat_interval_seconds,
         time_limit_seconds=body.time_limit_seconds,
         expected_days_between_false_alerts=body.expected_days_between_false_alerts,
+        sequential=body.sequential,
         next_run_at=now,
         created_at=now,
         updated_at=now,

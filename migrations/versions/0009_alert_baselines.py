@@ -1,4 +1,5 @@
-"""Monitor baselines (the frozen known-good reference) and the false-alert budget (ERT)
+"""Monitor baselines (the frozen known-good reference, the sequential chart) and the
+false-alert budget (ERT)
 
 Revision ID: 0009_alert_baselines
 Revises: 0007
@@ -28,6 +29,10 @@ def upgrade() -> None:
             "expected_days_between_false_alerts", sa.Float(), nullable=False, server_default="30"
         ),
     )
+    op.add_column(
+        "monitors",
+        sa.Column("sequential", sa.Boolean(), nullable=False, server_default=sa.true()),
+    )
     op.create_table(
         "monitor_baselines",
         sa.Column("monitor_id", sa.Integer(), nullable=False),
@@ -36,6 +41,9 @@ def upgrade() -> None:
         sa.Column("frozen_since", _TIME, nullable=True),
         sa.Column("hold_until", _TIME, nullable=True),
         sa.Column("degradation_started_at", _TIME, nullable=True),
+        sa.Column("chart_z", sa.Float(), nullable=False),
+        sa.Column("chart_t", sa.Integer(), nullable=False),
+        sa.Column("chart_window_end", _TIME, nullable=True),
         sa.Column("updated_at", _TIME, nullable=False),
         sa.ForeignKeyConstraint(
             ["monitor_id"],
@@ -55,4 +63,5 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table("monitor_baselines")
+    op.drop_column("monitors", "sequential")
     op.drop_column("monitors", "expected_days_between_false_alerts")
