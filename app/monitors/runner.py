@@ -293,6 +293,8 @@ def _persist(
     elif status == "ok":
         evidence["baseline"] = baseline.describe(state.baseline, w)
     with write_session(engine) as session:
+        if fired and monitor.failure_mode == "FM-6":
+            evidence.update(monitor_state.silent_drift(session, project_id=monitor.project_id))
         run = DetectorRun(
             project_id=monitor.project_id,
             monitor_id=monitor.id,

@@ -19,14 +19,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.models import Monitor, MonitorBaseline
+from app.models import Alert, Monitor, MonitorBaseline
 from app.monitors import sequential
 from app.monitors.baseline import BaselinePolicy, BaselineState, Windows
 from detectors.result import DetectorResult
 
 RESOLVE_ALPHA = 0.05
+# The modes whose alerts say error rates moved; FM-6 drift without them is "silent".
+ERROR_RATE_MODES = ("FM-1", "FM-2")
 
 
 @dataclass(frozen=True)
@@ -115,3 +118,22 @@ def verdict(
     elif fired:
         extra["opened_by"] = "run test"
     return Verdict(fired or bool(ev["signal"]), False, chart, extra)
+
+
+def silent_drift(session: Session, *, project_id: int) -> dict[str, Any]:
+    """FM-6's label: embedding drift while the error-rate monitors (FM-1, FM-2) are quiet.
+
+    The mission's "silent degradation" is exactly this case: nothing errors, the inputs or
+    outputs moved. With an FM-1/FM-2 alert open the drift is loud (and likely the same
+    incident), and the label says which alerts.
+    """
+    loud = list(
+        session.scalars(
+            select(Alert.id).where(
+                Alert.project_id == project_id,
+                Alert.failure_mode.in_(ERROR_RATE_MODES),
+                Alert.state.in_(("firing", "acknowledged")),
+            )
+        )
+    )
+    return {"silent": not loud, "error_rate_alerts_open": loud}
