@@ -223,12 +223,15 @@ def record_run(
     now: datetime,
     public_url: str,
     still_degraded: bool = False,
+    pending: bool = False,
 ) -> Alert | None:
     """Apply one run to the monitor's alert; return the alert touched, if any.
 
     ``still_degraded``: the run did not fire, but its evidence against the frozen
     baseline is not clean either (hysteresis: a lenient level to stay open, the strict
     per-run level to open); it neither counts towards auto-resolve nor fires.
+    ``pending``: the run fired but the monitor's ``for_seconds`` has not passed since the
+    first of its consecutive fired runs (Prometheus's ``for``): no alert opens yet.
     """
     fp = fingerprint(
         project_id=monitor.project_id,
@@ -237,6 +240,8 @@ def record_run(
         labels=monitor.labels or {},
     )
     alert = _open_alert(session, monitor.project_id, fp)
+    if run.fired and alert is None and pending:
+        return None
     if run.fired:
         if alert is None:
             alert = Alert(

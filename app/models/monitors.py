@@ -40,6 +40,8 @@ class Monitor(Base):
     expected_days_between_false_alerts: Mapped[float] = mapped_column(Float, default=30.0)
     # An EWMA chart over the runs' p-values beside the per-run test (half the budget each).
     sequential: Mapped[bool] = mapped_column(Boolean, default=True)
+    # Prometheus's ``for``: runs must keep firing this long before an alert opens.
+    for_seconds: Mapped[int] = mapped_column(Integer, default=0)
     # The scheduler's lease: a process runs the monitor only after moving this forward
     # with a compare-and-set (see app.scheduler.leader).
     next_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
@@ -70,6 +72,8 @@ class MonitorBaseline(Base):
     chart_z: Mapped[float] = mapped_column(Float, default=0.0)
     chart_t: Mapped[int] = mapped_column(Integer, default=0)
     chart_window_end: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # The first of the consecutive fired runs while no alert is open (``for_seconds``).
+    pending_since: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 

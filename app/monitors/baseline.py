@@ -113,13 +113,15 @@ def advance(
     used: Windows,
     now: datetime,
     alert_open: bool,
+    degraded_from: datetime | None = None,
 ) -> BaselineState:
     """The state after a run that compared ``used`` and left the alert open or not.
 
     An alert opening freezes the baseline where this run's reference ended and marks the
     start of this run's current window as when the degradation started (the earliest
     data the firing run saw). Its resolution starts the hold; after the hold the rolling
-    baseline takes over again.
+    baseline takes over again. ``degraded_from`` (the first run of a ``for`` pending
+    period) moves the degradation's start earlier.
 
     >>> from datetime import UTC
     >>> now = datetime(2025, 3, 3, 12, tzinfo=UTC)
@@ -136,11 +138,14 @@ def advance(
     if alert_open:
         if state is not None and state.frozen_since is not None:
             return state
+        started = used.current_start
+        if degraded_from is not None:
+            started = min(started, degraded_from - (used.current_end - used.current_start))
         return BaselineState(
             good_until=used.reference_end,
             frozen_since=now,
             hold_until=None,
-            degradation_started_at=used.current_start,
+            degradation_started_at=started,
         )
     if state is not None and state.frozen_since is not None:
         return replace(state, frozen_since=None, hold_until=now + policy.hold)

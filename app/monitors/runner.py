@@ -283,13 +283,15 @@ def _persist(
         status = "ok" if result.status == "ok" else "insufficient_data"
         evidence = jsonable(dict(result.evidence))
         if status == "ok":
-            verdict = monitor_state.verdict(monitor, policy, state, w, result)
+            verdict = monitor_state.verdict(monitor, policy, state, w, result, now)
             evidence.update(jsonable(verdict.evidence))
         fired = verdict is not None and verdict.fired
     if fired:  # what the alert will be held against: the baseline this run freezes
-        evidence["baseline"] = baseline.describe(
-            baseline.advance(policy, state.baseline, used=w, now=now, alert_open=True), w
-        )
+        frozen = baseline.advance(
+            policy, state.baseline, used=w, now=now, alert_open=True,
+            degraded_from=state.pending_since,
+        )  # fmt: skip
+        evidence["baseline"] = baseline.describe(frozen, w)
     elif status == "ok":
         evidence["baseline"] = baseline.describe(state.baseline, w)
     with write_session(engine) as session:
@@ -342,11 +344,16 @@ def _persist(
         alert = lifecycle.record_run(
             session, monitor=live, run=run, finding=finding, now=now, public_url=public_url,
             still_degraded=verdict is not None and verdict.still_degraded,
+            pending=verdict is not None and verdict.pending,
         )  # fmt: skip
         # Only a run that tested the data moves the baseline: a failed or insufficient run
         # says nothing about whether the period passed.
         if verdict is not None:
             alert_open = alert is not None and alert.state in lifecycle.OPEN_STATES
-            new = baseline.advance(policy, state.baseline, used=w, now=now, alert_open=alert_open)
-            monitor_state.save(session, live, monitor_state.MonitorState(new, verdict.chart), now)
+            new = baseline.advance(
+                policy, state.baseline, used=w, now=now, alert_open=alert_open,
+                degraded_from=state.pending_since,
+            )  # fmt: skip
+            after = monitor_state.MonitorState(new, verdict.chart, verdict.pending_since)
+            monitor_state.save(session, live, after, now)
     return run

@@ -74,6 +74,9 @@ class MonitorCreate(RequestModel):
     sequential: bool = Field(
         True, description="an EWMA chart over the runs' p-values catches slow change"
     )
+    for_seconds: int = Field(
+        0, ge=0, le=7 * 86400, description="runs must keep firing this long before an alert"
+    )
 
 
 class MonitorPatch(RequestModel):
@@ -91,6 +94,7 @@ class MonitorPatch(RequestModel):
     time_limit_seconds: float | None = Field(None, gt=0, le=3600)
     expected_days_between_false_alerts: float | None = Field(None, gt=0, le=3650)
     sequential: bool | None = None
+    for_seconds: int | None = Field(None, ge=0, le=7 * 86400)
 
 
 class RunRequest(RequestModel):
@@ -114,6 +118,7 @@ class MonitorOut(ResponseModel):
     time_limit_seconds: float
     expected_days_between_false_alerts: float
     sequential: bool
+    for_seconds: int
     next_run_at: Time | None
     last_run_at: Time | None
     created_at: Time

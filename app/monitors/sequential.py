@@ -40,6 +40,10 @@ from detectors.drift import ewma_limit_for_arl0
 
 LAMBDA = 0.2  # weight of the newest observation: Lucas & Saccucci's range for small shifts
 P_FLOOR = 1e-6
+# A p of 1 (a conservative test, a sub-test that did not run) would put x at -4.8 and pull
+# the chart far below 0, delaying a later detection; clipping x at -2 raises its
+# in-control mean by phi(2) - 2 (1 - Phi(2)) = 0.0085 sd, which the limits absorb.
+X_MIN = -2.0
 
 
 @dataclass(frozen=True)
@@ -75,9 +79,13 @@ def arl0_observations(*, ert_days: float, share: float, observation_s: float) ->
 
 
 def score(p_value: float) -> float:
-    """``Φ⁻¹(1 − p)``: 0 at p = 0.5, 3.09 at p = 0.001."""
-    p = min(max(float(p_value), P_FLOOR), 1.0 - P_FLOOR)
-    return float(special.ndtri(1.0 - p))
+    """``Φ⁻¹(1 − p)``, at least ``X_MIN``: 0 at p = 0.5, 3.09 at p = 0.001.
+
+    >>> score(0.5), round(score(0.001), 2), score(1.0)
+    (0.0, 3.09, -2.0)
+    """
+    p = min(max(float(p_value), P_FLOOR), 1.0)
+    return max(X_MIN, float(special.ndtri(1.0 - p)))
 
 
 def update(

@@ -15,7 +15,7 @@ The state is one ``monitor_baselines`` row: where the baseline stands
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -36,6 +36,7 @@ ERROR_RATE_MODES = ("FM-1", "FM-2")
 class MonitorState:
     baseline: BaselineState | None = None
     chart: sequential.ChartState = field(default_factory=sequential.ChartState)
+    pending_since: datetime | None = None
 
     @property
     def alert_open(self) -> bool:
@@ -55,6 +56,7 @@ def load(session: Session, monitor_id: int) -> MonitorState:
             degradation_started_at=row.degradation_started_at,
         ),
         sequential.ChartState(z=row.chart_z, t=row.chart_t, last_window_end=row.chart_window_end),
+        row.pending_since,
     )
 
 
@@ -72,6 +74,7 @@ def save(session: Session, monitor: Monitor, state: MonitorState, now: datetime)
     row.chart_z = state.chart.z
     row.chart_t = state.chart.t
     row.chart_window_end = state.chart.last_window_end
+    row.pending_since = state.pending_since
     row.updated_at = now
 
 
@@ -81,6 +84,8 @@ class Verdict:
     still_degraded: bool
     chart: sequential.ChartState
     evidence: dict[str, Any]  # added to the run's evidence
+    pending: bool = False  # fired, but not for ``for_seconds`` yet: no alert opens
+    pending_since: datetime | None = None
 
 
 def chart_arl0(monitor: Monitor, policy: BaselinePolicy) -> float:
@@ -95,9 +100,23 @@ def chart_arl0(monitor: Monitor, policy: BaselinePolicy) -> float:
 
 def verdict(
     monitor: Monitor, policy: BaselinePolicy, state: MonitorState, w: Windows,
-    result: DetectorResult,
+    result: DetectorResult, now: datetime,
 ) -> Verdict:  # fmt: skip
     """The outcome of an ``ok`` result given the monitor's state (see the module's notes)."""
+    v = _verdict(monitor, policy, state, w, result)
+    if state.alert_open or not v.fired or monitor.for_seconds <= 0:
+        return v
+    # Prometheus's ``for``: the condition must hold through consecutive runs this long.
+    since = state.pending_since or now
+    pending = (now - since).total_seconds() < monitor.for_seconds
+    extra = {**v.evidence, "pending_since": since.isoformat(), "pending": pending}
+    return replace(v, pending=pending, pending_since=since if pending else None, evidence=extra)
+
+
+def _verdict(
+    monitor: Monitor, policy: BaselinePolicy, state: MonitorState, w: Windows,
+    result: DetectorResult,
+) -> Verdict:  # fmt: skip
     fired = bool(result.fired)
     p = result.p_value
     if state.alert_open:

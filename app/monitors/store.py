@@ -44,6 +44,7 @@ def create_monitor(session: Session, *, project_id: int, body: MonitorCreate) ->
         time_limit_seconds=body.time_limit_seconds,
         expected_days_between_false_alerts=body.expected_days_between_false_alerts,
         sequential=body.sequential,
+        for_seconds=body.for_seconds,
         next_run_at=now,
         created_at=now,
         updated_at=now,

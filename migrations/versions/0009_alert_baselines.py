@@ -33,6 +33,9 @@ def upgrade() -> None:
         "monitors",
         sa.Column("sequential", sa.Boolean(), nullable=False, server_default=sa.true()),
     )
+    op.add_column(
+        "monitors", sa.Column("for_seconds", sa.Integer(), nullable=False, server_default="0")
+    )
     op.create_table(
         "monitor_baselines",
         sa.Column("monitor_id", sa.Integer(), nullable=False),
@@ -44,6 +47,7 @@ def upgrade() -> None:
         sa.Column("chart_z", sa.Float(), nullable=False),
         sa.Column("chart_t", sa.Integer(), nullable=False),
         sa.Column("chart_window_end", _TIME, nullable=True),
+        sa.Column("pending_since", _TIME, nullable=True),
         sa.Column("updated_at", _TIME, nullable=False),
         sa.ForeignKeyConstraint(
             ["monitor_id"],
@@ -63,5 +67,6 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table("monitor_baselines")
+    op.drop_column("monitors", "for_seconds")
     op.drop_column("monitors", "sequential")
     op.drop_column("monitors", "expected_days_between_false_alerts")
