@@ -286,7 +286,8 @@ def _persist(
             verdict = monitor_state.verdict(monitor, policy, state, w, result, now)
             evidence.update(jsonable(verdict.evidence))
         fired = verdict is not None and verdict.fired
-    if fired:  # what the alert will be held against: the baseline this run freezes
+    if fired and not (verdict is not None and verdict.pending):
+        # What the alert will be held against: the baseline this run freezes.
         frozen = baseline.advance(
             policy, state.baseline, used=w, now=now, alert_open=True,
             degraded_from=state.pending_since,
