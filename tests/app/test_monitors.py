@@ -37,6 +37,9 @@ def test_crud_and_validation(client: TestClient, make_key: Any) -> None:
     assert r.status_code == 201, r.text
     m = r.json()
     assert m["selection"]["agent"] == "support" and m["selection"]["reference_window_seconds"] > 0
+    assert (m["expected_days_between_false_alerts"], m["sequential"], m["for_seconds"]) == (
+        30.0, True, 0,
+    )  # fmt: skip
     for bad, field in (
         ({**body, "name": "x2", "detector_params": {"alpha": 2}}, "detector_params.alpha"),
         ({**body, "name": "x3", "detector_params": {"nope": 1}}, "detector_params.nope"),
@@ -46,6 +49,12 @@ def test_crud_and_validation(client: TestClient, make_key: Any) -> None:
             "current_window_seconds",
         ),
         ({**body, "name": "x6", "severity": "loud"}, "severity"),
+        (
+            {**body, "name": "x7", "expected_days_between_false_alerts": 0},
+            "expected_days_between_false_alerts",
+        ),
+        ({**body, "name": "x8", "selection": {"baseline_lag_seconds": -1}}, "baseline_lag_seconds"),
+        ({**body, "name": "x9", "for_seconds": -5}, "for_seconds"),
         (body, "name"),
     ):
         r = client.post("/api/v1/monitors", headers=h, json=bad)
