@@ -14,8 +14,8 @@ injected ``now``; alerts, their openings and resolutions are read back from the 
   (all seven monitors run; every episode is false).
 * ``step``: the mode is switched on at full strength at onset, kept on ``STEP_H`` hours,
   then off (the clean workload resumes; the mode's monitor runs). ``delay_h``: onset ->
-  first alert; ``open_share``: share of evaluations from onset + 2 h (the detection
-  budget) to the end with the alert open; ``resolve_h``: end -> resolution (None: still
+  first alert; ``open_share``: share of evaluations from onset + the detection budget
+  (2 h, FM-4 4 h: the targets' delays) to the end with the alert open; ``resolve_h``: end -> resolution (None: still
   open ``AFTER_H`` hours after the end).
 * ``ramp``: a linear ramp from zero to full strength over ``RAMP_H`` hours, kept at full
   strength ``HOLD_H`` hours, then off; ``open_share`` is over the evaluations after the
@@ -59,7 +59,7 @@ INTERVAL = timedelta(minutes=15)
 TRACES_PER_HOUR, IMAGES_PER_HOUR, EVAL_PER_AGENT_HOUR, DIM = 80.0, 90.0, 12, 32
 WARMUP_H = 8  # current 2 h + lag 2 h + baseline 4 h before the first evaluation
 PRE_H, STEP_H, RAMP_H, HOLD_H, AFTER_H = 2, 12, 24, 6, 6
-DETECTION_BUDGET_H = 2
+DETECTION_BUDGET_H = {"FM-4": 4.0}  # the issue's step targets: 2 h, FM-4 4 h (labels lag)
 TARGETS = {
     "clean_false_episodes_per_monitor_per_30d_max": 1.0,
     "step_moderate": {"delay_h_max": 2.0, "delay_h_max_FM-4": 4.0, "open_share_min": 0.95,
@@ -149,9 +149,10 @@ def failure_figures(
     true = sorted((a for a in alerts if a.first_fired_at >= onset), key=lambda a: a.first_fired_at)
     during = [t for t in runs if open_from <= t < end]
     holding = [a for a in alerts if _open_at([a], end - INTERVAL)]
+    resolved = [a.resolved_at for a in holding if a.resolved_at is not None]
     resolve_h = None
-    if holding and all(a.resolved_at is not None for a in holding):
-        resolve_h = round((max(a.resolved_at for a in holding) - end) / HOUR, 2)  # type: ignore[type-var]
+    if holding and len(resolved) == len(holding):
+        resolve_h = round((max(resolved) - end) / HOUR, 2)
     return {
         "delay_h": round((true[0].first_fired_at - onset) / HOUR, 2) if true else None,
         "open_share": round(sum(_open_at(alerts, t) for t in during) / len(during), 3)
@@ -179,7 +180,8 @@ def run_failure(seed: int, mode: str, strength: str, kind: str, folder: Path) ->
     events = failure_events(seed, mode, strength, onset=onset, end=end, ramp=ramp, hours=hours)
     replay = replay_db(events, folder, f"{kind}-{mode}-{strength}-{seed}")
     evaluate(replay, [mode], START + WARMUP_H * HOUR, START + hours * HOUR)
-    open_from = onset + ramp if kind == "ramp" else onset + DETECTION_BUDGET_H * HOUR
+    budget = DETECTION_BUDGET_H.get(mode, 2.0)
+    open_from = onset + ramp if kind == "ramp" else onset + budget * HOUR
     return failure_figures(replay, mode, onset=onset, end=end, open_from=open_from)
 
 
