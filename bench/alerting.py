@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import tempfile
 import time
@@ -58,6 +59,8 @@ HOUR = timedelta(hours=1)
 INTERVAL = timedelta(minutes=15)
 TRACES_PER_HOUR, IMAGES_PER_HOUR, EVAL_PER_AGENT_HOUR, DIM = 80.0, 90.0, 12, 32
 WARMUP_H = 8  # current 2 h + lag 2 h + baseline 4 h before the first evaluation
+# Selection keys laid over the defaults' (``--lag-hours``: an experiment, not the defaults).
+OVERRIDES: dict[str, Any] = {}
 PRE_H, STEP_H, RAMP_H, HOLD_H, AFTER_H = 2, 12, 24, 6, 6
 DETECTION_BUDGET_H = {"FM-4": 4.0}  # the issue's step targets: 2 h, FM-4 4 h (labels lag)
 TARGETS = {
@@ -104,7 +107,10 @@ def replay_db(events: list[dict[str, Any]], folder: Path, name: str) -> Replay:
     engine = make_engine(url)
     with write_session(engine) as s:
         pid = get_or_create_project(s, name="bench").id
-        monitors = {m.failure_mode: m.id for m in create_defaults(s, project_id=pid)}
+        created = create_defaults(s, project_id=pid)
+        for m in created:
+            m.selection = {**m.selection, **OVERRIDES}
+        monitors = {m.failure_mode: m.id for m in created}
     valid, rejected = validate_events(events)
     if rejected:
         raise RuntimeError(f"{len(rejected)} generated events rejected: {rejected[:1]}")
@@ -193,7 +199,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--ramp-modes", nargs="*", default=list(RAMP_MODES))
     ap.add_argument("--strengths", nargs="+", default=["moderate", "weak"])
     ap.add_argument("--failure-seeds", type=int, nargs="+", default=[0])
+    ap.add_argument("--lag-hours", type=float, default=None, help="override the baseline lag")
     args = ap.parse_args(argv)
+    global WARMUP_H
+    if args.lag_hours is not None:
+        OVERRIDES["baseline_lag_seconds"] = int(args.lag_hours * 3600)
+        WARMUP_H = math.ceil(2 + args.lag_hours + 4)
     t0 = time.perf_counter()
     out: dict[str, Any] = {
         "config": {
@@ -202,6 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "interval_minutes": INTERVAL / timedelta(minutes=1), "step_h": STEP_H,
             "ramp_h": RAMP_H, "hold_after_ramp_h": HOLD_H, "after_h": AFTER_H,
             "seeds": args.seeds, "clean_days_per_seed": args.clean_days,
+            "selection_overrides": OVERRIDES,
         },
         "targets": TARGETS,
     }  # fmt: skip
