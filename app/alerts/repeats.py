@@ -19,7 +19,6 @@ from app.alerts import lifecycle
 from app.db import write_session
 from app.models import Alert, Monitor
 from app.models.base import utcnow
-from app.settings import Settings
 
 REPEAT_EVERY_SECONDS = 60
 
@@ -47,6 +46,9 @@ def renotify_due(engine: Engine, *, now: datetime, public_url: str = "") -> int:
     return sent
 
 
-def repeat_job(engine: Engine, sessionmaker: Any, settings: Settings) -> int:
-    """The scheduler's periodic entry point (:func:`app.scheduler.jobs.periodic_jobs`)."""
+def repeat_job(engine: Engine, sessionmaker: Any, settings: Any) -> int:
+    """The scheduler's periodic entry point (:func:`app.scheduler.jobs.periodic_jobs`).
+
+    ``settings`` is the app's ``Settings`` (untyped here: app.settings imports app.alerts).
+    """
     return renotify_due(engine, now=utcnow(), public_url=settings.public_url)

@@ -230,6 +230,7 @@ def test_monitor_windows_and_scenario_converter_give_the_same_records_and_fm6_ru
         run["statistic"], run["threshold"], run["p_value"], run["fired"]
     )  # fmt: skip
     evidence = dict(run["evidence"])
-    for added_by_the_monitor in ("baseline", "sequential", "opened_by"):
+    added = ("baseline", "sequential", "opened_by", "silent", "error_rate_alerts_open")
+    for added_by_the_monitor in added:
         evidence.pop(added_by_the_monitor)
     assert jsonable(dict(result.evidence)) == evidence
