@@ -4,7 +4,9 @@ States: ``firing`` -> ``acknowledged`` -> ``resolved``. A fired run refreshes th
 alert of its fingerprint (count + 1) or opens a new episode (a new row, same fingerprint)
 when the last one is resolved. ``auto_resolve_after`` consecutive clean runs (status
 ``ok``, not fired) resolve it; insufficient-data and failed runs neither count nor reset.
-Every transition is an ``alert_events`` row with its actor and time. Notifications are
+Reminders of a firing alert past its ``repeat_interval`` are also sent by a timer
+(:mod:`app.alerts.repeats`), so they do not wait for a fired run. Every transition is an
+``alert_events`` row with its actor and time. Notifications are
 written to the outbox in the same transaction as the transition, so an event is never
 lost between the two.
 """
@@ -179,7 +181,7 @@ def _summary(run: DetectorRun) -> str:
     return f"statistic {stat} over threshold {thr}{p} ({run.n_current} current vs {run.n_reference} reference)"
 
 
-def _send_or_silence(
+def send_or_silence(
     session: Session, alert: Alert, *, event: str, now: datetime, public_url: str
 ) -> None:
     silence = silenced_by(session, alert, now=now, public_url=public_url)
@@ -220,8 +222,17 @@ def record_run(
     finding: Finding | None,
     now: datetime,
     public_url: str,
+    still_degraded: bool = False,
+    pending: bool = False,
 ) -> Alert | None:
-    """Apply one run to the monitor's alert; return the alert touched, if any."""
+    """Apply one run to the monitor's alert; return the alert touched, if any.
+
+    ``still_degraded``: the run did not fire, but its evidence against the frozen
+    baseline is not clean either (hysteresis: a lenient level to stay open, the strict
+    per-run level to open); it neither counts towards auto-resolve nor fires.
+    ``pending``: the run fired but the monitor's ``for_seconds`` has not passed since the
+    first of its consecutive fired runs (Prometheus's ``for``): no alert opens yet.
+    """
     fp = fingerprint(
         project_id=monitor.project_id,
         monitor_id=monitor.id,
@@ -229,6 +240,8 @@ def record_run(
         labels=monitor.labels or {},
     )
     alert = _open_alert(session, monitor.project_id, fp)
+    if run.fired and alert is None and pending:
+        return None
     if run.fired:
         if alert is None:
             alert = Alert(
@@ -258,7 +271,7 @@ def record_run(
                 to_state="firing",
                 detail={"run_id": run.id},
             )
-            _send_or_silence(session, alert, event="trigger", now=now, public_url=public_url)
+            send_or_silence(session, alert, event="trigger", now=now, public_url=public_url)
         else:
             alert.count += 1
             alert.clean_runs = 0
@@ -282,9 +295,12 @@ def record_run(
             # A silenced alert is re-checked on every repeat, so it is announced as soon as
             # its silence ends rather than a whole repeat interval later.
             if alert.state == "firing" and (due or alert.silenced):
-                _send_or_silence(session, alert, event="trigger", now=now, public_url=public_url)
+                send_or_silence(session, alert, event="trigger", now=now, public_url=public_url)
         if finding is not None:
             finding.alert_id = alert.id
+        return alert
+    if alert is not None and run.status == "ok" and still_degraded:
+        alert.clean_runs = 0
         return alert
     if alert is not None and run.status == "ok":
         alert.clean_runs += 1

@@ -40,4 +40,3 @@ def compile_label_pattern(pattern: str) -> re2._Regexp:
     except re2.error as exc:
         reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
         raise ValueError(f"not a valid RE2 regular expression: {reason}") from None
-

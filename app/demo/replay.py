@@ -8,11 +8,11 @@ the real runner on the stored data. Real time is paced so that one real second c
 ``speed`` simulated seconds (or less, when the monitors take longer than that).
 
 Attribution: the modes are switched on one after another and stay on (switching a mode
-off would be a second change the detectors rightly see). A monitor compares its current
-window with the one before it, so a step change at ``at`` is visible to it only until both
-windows lie after ``at`` (``visible_for``, 2 h + 4 h for the defaults). A firing of FM-k's
-monitor in ``(at_k, at_k + visible_for]`` is FM-k's detection (the first) or the same
-alert still firing; any other firing is reported as a false alarm, never as a detection.
+off would be a second change the detectors rightly see). A monitor's baseline is frozen
+while its alert is open (:mod:`app.monitors.baseline`), so once FM-k's monitor has fired
+after ``at_k`` its alert stays open as long as the mode is on: a firing of FM-k's monitor
+after ``at_k`` is FM-k's detection (the first) or the same alert still firing; a firing
+before it is reported as a false alarm, never as a detection.
 """
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ class Schedule:
     baseline_h: float = 6.0
     strength: str = "strong"
     modes: tuple[str, ...] = tuple(FAILURE_MODES)
-    visible_for: timedelta = timedelta(hours=6)
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.modes if m not in FAILURE_MODES]
@@ -73,8 +72,7 @@ class Schedule:
         """Whether a firing of ``mode``'s monitor at ``t`` can be this injection's doing."""
         if mode not in self.modes:
             return False
-        at = self.injected_at(mode)
-        return at < t <= at + self.visible_for
+        return self.injected_at(mode) < t
 
 
 @dataclass

@@ -35,11 +35,45 @@ class Monitor(Base):
     auto_resolve_after: Mapped[int] = mapped_column(Integer, default=3)
     repeat_interval_seconds: Mapped[int] = mapped_column(Integer, default=3600)
     time_limit_seconds: Mapped[float] = mapped_column(Float, default=60.0)
+    # The false-alert budget in wall-clock time; the per-run alpha is derived from it and
+    # the interval (app.monitors.calibration).
+    expected_days_between_false_alerts: Mapped[float] = mapped_column(Float, default=30.0)
+    # An EWMA chart over the runs' p-values beside the per-run test (half the budget each).
+    sequential: Mapped[bool] = mapped_column(Boolean, default=True)
+    # Prometheus's ``for``: runs must keep firing this long before an alert opens.
+    for_seconds: Mapped[int] = mapped_column(Integer, default=0)
     # The scheduler's lease: a process runs the monitor only after moving this forward
     # with a compare-and-set (see app.scheduler.leader).
     next_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     last_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class MonitorBaseline(Base):
+    """Where a monitor's reference stands: the end of its last known-good period.
+
+    The reference only advances over periods that passed; while an alert is open, and for
+    ``baseline_hold_seconds`` after it resolves, it stays where it was when the alert
+    opened (:mod:`app.monitors.baseline`). One row per monitor, written by every run.
+    """
+
+    __tablename__ = "monitor_baselines"
+
+    monitor_id: Mapped[int] = mapped_column(
+        ForeignKey("monitors.id", ondelete="CASCADE"), primary_key=True
+    )
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    good_until: Mapped[datetime] = mapped_column(UTCDateTime)
+    frozen_since: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    hold_until: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    degradation_started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # The sequential chart (app.monitors.sequential): z, observations, last observed window.
+    chart_z: Mapped[float] = mapped_column(Float, default=0.0)
+    chart_t: Mapped[int] = mapped_column(Integer, default=0)
+    chart_window_end: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # The first of the consecutive fired runs while no alert is open (``for_seconds``).
+    pending_since: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 

@@ -1,8 +1,9 @@
 """The seven default monitors, one per failure mode, created by ``POST /monitors/defaults``.
 
-Every default compares a trailing 2-hour window with the 4 hours before it (the set-up the
-detection bench calibrates: ``bench/detection.py``) every 15 minutes, with the detectors'
-own calibrated defaults. FM-6 watches every embedding stream that is not a per-trace
+Every default compares a trailing 2-hour window with a 4-hour baseline (the set-up the
+detection bench calibrates: ``bench/detection.py``) lagged by 2 hours and frozen while an
+alert is open (:mod:`app.monitors.baseline`), every 15 minutes, at the per-run alpha that
+gives 30 days between false alerts (:mod:`app.monitors.calibration`). FM-6 watches every embedding stream that is not a per-trace
 ``<agent>.input``/``.output`` stream (those belong to FM-3 and FM-5).
 """
 
@@ -30,8 +31,8 @@ DEFAULTS: tuple[dict[str, Any], ...] = (
         "severity": "warning",
         # MMD, not the cosine-to-centroid KS test: a new cluster as far from the centroid as
         # the old ones is invisible to the KS test (bench/detection.py: 76% vs 100% at
-        # moderate strength, both with ~2% false alarms).
-        "detector_params": {"method": "mmd", "alpha": 0.01},
+        # moderate strength, both with ~2% false alarms). No alpha: the ERT sets it.
+        "detector_params": {"method": "mmd"},
     },
     {"failure_mode": "FM-7", "name": "FM-7 proxy goal convergence", "severity": "critical"},
 )

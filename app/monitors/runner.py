@@ -1,5 +1,9 @@
 """Run one monitor: load its windows, call the detector under a time limit, persist the run.
 
+Which time ranges are compared is :mod:`app.monitors.baseline`'s decision (a lagged
+rolling reference, frozen while an alert is open); the detector's level comes from the
+monitor's false-alert budget (:mod:`app.monitors.calibration`).
+
 A run is persisted whatever happens: ``ok`` (fired or not), ``insufficient_data`` (never
 fires) or ``failed`` (the detector raised, timed out, or its configuration no longer
 builds). A fired run writes a finding and raises or refreshes an alert; a clean run counts
@@ -13,8 +17,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -26,10 +29,13 @@ from app.alerts import lifecycle
 from app.db import as_utc, write_session
 from app.models import DetectorRun, Finding, Monitor
 from app.models.base import utcnow
-from app.monitors import windows
+from app.monitors import baseline, calibration, windows
+from app.monitors import state as monitor_state
+from app.monitors.baseline import BaselinePolicy, Windows
 from app.monitors.cycle import WindowCache
 from app.monitors.detection import Detector, build_detector
 from app.monitors.slots import DetectorsBusy, DetectorSlots
+from detectors import registry
 from detectors.result import DetectorResult
 from detectors.signals import STREAM_SIGNALS, TRACE_EMBEDDING_SIGNALS
 
@@ -47,23 +53,19 @@ class DetectorTimeout(Exception):
 DETECTOR_SLOTS = DetectorSlots(capacity=2)
 
 
-@dataclass(frozen=True)
-class Windows:
-    current_start: datetime
-    current_end: datetime
-    reference_start: datetime
-    reference_end: datetime
+def run_params(monitor: Monitor, defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """The detector parameters a run uses: the monitor's, with alpha from its ERT.
 
-
-def window_bounds(selection: Mapping[str, Any], now: datetime) -> Windows:
-    cur = timedelta(seconds=int(selection.get("current_window_seconds", 3600)))
-    ref = timedelta(seconds=int(selection.get("reference_window_seconds", 6 * 3600)))
-    if selection.get("reference_start") and selection.get("reference_end"):
-        rs = as_utc(datetime.fromisoformat(selection["reference_start"]))
-        re_ = as_utc(datetime.fromisoformat(selection["reference_end"]))
-    else:
-        rs, re_ = now - cur - ref, now - cur
-    return Windows(now - cur, now, rs, re_)
+    With the sequential chart on, the per-run test gets half the false-alert rate (twice
+    the ERT) and the chart the other half (:mod:`app.monitors.state`).
+    """
+    share = 0.5 if monitor.sequential else 1.0
+    return calibration.calibrated_params(
+        monitor.detector_params or {},
+        defaults=defaults,
+        ert_days=float(monitor.expected_days_between_false_alerts) / share,
+        interval_seconds=float(monitor.interval_seconds),
+    )
 
 
 def call_with_time_limit(
@@ -223,7 +225,9 @@ def run_monitor(
             return None
         session.expunge(monitor)
         as_of = cache.now if cache is not None else now
-        w = window_bounds(monitor.selection or {}, as_of)
+        policy = BaselinePolicy.from_selection(monitor.selection or {})
+        state = monitor_state.load(session, monitor.id)
+        w = baseline.windows_for(policy, state.baseline, as_of)
         sample: dict[str, Any] = {}
         result: DetectorResult | None = None
         error: str | None = None
@@ -236,7 +240,8 @@ def run_monitor(
         else:
             handed_to_thread = False
             try:
-                detector = detector_factory(monitor.failure_mode, monitor.detector_params or {})
+                params = run_params(monitor, registry.detector_parameters(monitor.failure_mode))
+                detector = detector_factory(monitor.failure_mode, params)
                 ref, cur, sample = _load(session, monitor, detector, w, cache)
                 n_ref, n_cur = _size(ref), _size(cur)
                 epoch = as_of.timestamp()
@@ -257,6 +262,8 @@ def run_monitor(
         engine,
         monitor=monitor,
         w=w,
+        policy=policy,
+        state=state,
         now=now,
         scheduled_for=scheduled_for,
         result=result,
@@ -284,6 +291,8 @@ def _persist(
     *,
     monitor: Monitor,
     w: Windows,
+    policy: BaselinePolicy,
+    state: monitor_state.MonitorState,
     now: datetime,
     scheduled_for: datetime | None,
     result: DetectorResult | None,
@@ -294,15 +303,30 @@ def _persist(
     duration_ms: float,
     public_url: str,
 ) -> DetectorRun:
+    verdict: monitor_state.Verdict | None = None
     if result is None:
         status, fired, evidence = "failed", False, {}
     else:
         status = "ok" if result.status == "ok" else "insufficient_data"
-        fired = bool(result.fired) and status == "ok"
         evidence = jsonable(dict(result.evidence))
         if sample:
             evidence["window_sample"] = jsonable(sample)
+        if status == "ok":
+            verdict = monitor_state.verdict(monitor, policy, state, w, result, now)
+            evidence.update(jsonable(verdict.evidence))
+        fired = verdict is not None and verdict.fired
+    if fired and not (verdict is not None and verdict.pending):
+        # What the alert will be held against: the baseline this run freezes.
+        frozen = baseline.advance(
+            policy, state.baseline, used=w, now=now, alert_open=True,
+            degraded_from=state.pending_since,
+        )  # fmt: skip
+        evidence["baseline"] = baseline.describe(frozen, w)
+    elif status == "ok":
+        evidence["baseline"] = baseline.describe(state.baseline, w)
     with write_session(engine) as session:
+        if fired and monitor.failure_mode == "FM-6":
+            evidence.update(monitor_state.silent_drift(session, project_id=monitor.project_id))
         run = DetectorRun(
             project_id=monitor.project_id,
             monitor_id=monitor.id,
@@ -347,7 +371,19 @@ def _persist(
             )
             session.add(finding)
             session.flush()
-        lifecycle.record_run(
-            session, monitor=live, run=run, finding=finding, now=now, public_url=public_url
-        )
+        alert = lifecycle.record_run(
+            session, monitor=live, run=run, finding=finding, now=now, public_url=public_url,
+            still_degraded=verdict is not None and verdict.still_degraded,
+            pending=verdict is not None and verdict.pending,
+        )  # fmt: skip
+        # Only a run that tested the data moves the baseline: a failed or insufficient run
+        # says nothing about whether the period passed.
+        if verdict is not None:
+            alert_open = alert is not None and alert.state in lifecycle.OPEN_STATES
+            new = baseline.advance(
+                policy, state.baseline, used=w, now=now, alert_open=alert_open,
+                degraded_from=state.pending_since,
+            )  # fmt: skip
+            after = monitor_state.MonitorState(new, verdict.chart, verdict.pending_since)
+            monitor_state.save(session, live, after, now)
     return run

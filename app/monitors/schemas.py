@@ -17,9 +17,11 @@ Source = Literal["production", "eval", "shadow"]
 class Selection(RequestModel):
     """Which data a run reads: windows are relative to the run's ``now``.
 
-    The current window is ``[now - current_window_seconds, now)``; the reference window is
-    the ``reference_window_seconds`` before it, unless a frozen reference
-    ``[reference_start, reference_end)`` is given.
+    The current window is ``[now - current_window_seconds, now)``. The reference is the
+    ``reference_window_seconds`` ending ``baseline_lag_seconds`` (default: one current
+    window) before the current window starts; it stays frozen while an alert is open and
+    for ``baseline_hold_seconds`` (default: lag + reference) after it resolves. A pinned
+    reference ``[reference_start, reference_end)`` replaces it (:mod:`app.monitors.baseline`).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -29,6 +31,8 @@ class Selection(RequestModel):
     source: Source | None = None
     current_window_seconds: int = Field(3600, gt=0, le=366 * 86400)
     reference_window_seconds: int = Field(6 * 3600, gt=0, le=366 * 86400)
+    baseline_lag_seconds: int | None = Field(None, ge=0, le=366 * 86400)
+    baseline_hold_seconds: int | None = Field(None, ge=0, le=366 * 86400)
     reference_start: UTCTime | None = None
     reference_end: UTCTime | None = None
     max_traces: int = Field(20_000, gt=0, le=500_000)
@@ -60,6 +64,19 @@ class MonitorCreate(RequestModel):
     auto_resolve_after: int = Field(3, ge=1, le=1000)
     repeat_interval_seconds: int = Field(3600, ge=0, le=30 * 86400)
     time_limit_seconds: float = Field(60.0, gt=0, le=3600)
+    expected_days_between_false_alerts: float = Field(
+        30.0,
+        gt=0,
+        le=3650,
+        description="false-alert budget: the per-run alpha is interval / this (unless "
+        "detector_params.alpha overrides it)",
+    )
+    sequential: bool = Field(
+        True, description="an EWMA chart over the runs' p-values catches slow change"
+    )
+    for_seconds: int = Field(
+        0, ge=0, le=7 * 86400, description="runs must keep firing this long before an alert"
+    )
 
 
 class MonitorPatch(RequestModel):
@@ -75,6 +92,9 @@ class MonitorPatch(RequestModel):
     auto_resolve_after: int | None = Field(None, ge=1, le=1000)
     repeat_interval_seconds: int | None = Field(None, ge=0, le=30 * 86400)
     time_limit_seconds: float | None = Field(None, gt=0, le=3600)
+    expected_days_between_false_alerts: float | None = Field(None, gt=0, le=3650)
+    sequential: bool | None = None
+    for_seconds: int | None = Field(None, ge=0, le=7 * 86400)
 
 
 class RunRequest(RequestModel):
@@ -96,6 +116,9 @@ class MonitorOut(ResponseModel):
     auto_resolve_after: int
     repeat_interval_seconds: int
     time_limit_seconds: float
+    expected_days_between_false_alerts: float
+    sequential: bool
+    for_seconds: int
     next_run_at: Time | None
     last_run_at: Time | None
     created_at: Time

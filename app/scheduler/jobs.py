@@ -1,5 +1,5 @@
 """The periodic jobs the scheduler runs beside the monitors: queue fillers, lease reapers,
-data retention.
+data retention, alert reminders.
 
 A job is ``func(engine, sessionmaker, settings)``, run every ``interval_seconds``; a failing
 job is logged and runs again at its next interval. ``exclusive=True`` (the default) runs a
@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from app.alerts import repeats
 from app.labeling import jobs as labeling
 from app.retention import purge as retention
 from app.settings import Settings
@@ -43,4 +44,5 @@ def periodic_jobs() -> list[PeriodicJob]:
         PeriodicJob("labeling_fill", labeling.fill_due_queues, labeling.FILL_EVERY_SECONDS),
         PeriodicJob("labeling_reaper", labeling.reap_leases, labeling.REAP_EVERY_SECONDS),
         PeriodicJob("data_retention", retention.purge_expired_data, retention.PURGE_EVERY_SECONDS),
+        PeriodicJob("alert_repeats", repeats.repeat_job, repeats.REPEAT_EVERY_SECONDS),
     ]

@@ -57,9 +57,7 @@ def test_timed_out_detectors_hold_their_slot_until_they_end(engine: Engine) -> N
     assert third.status == "ok", third.error
 
 
-def test_run_now_answers_429_while_every_slot_is_taken(
-    settings: Settings, make_key: Any
-) -> None:
+def test_run_now_answers_429_while_every_slot_is_taken(settings: Settings, make_key: Any) -> None:
     key = make_key("admin")
     app = create_app(
         settings.model_copy(update={"max_concurrent_detectors": 1}), start_background=False

@@ -25,7 +25,9 @@ def test_background_services_are_the_scheduler_with_every_job_the_outbox_and_ret
     scheduler = services[0]
     assert isinstance(scheduler, SchedulerService)
     # The lease reaper runs whatever routes the app mounts.
-    assert {j.name for j in scheduler.jobs} == {"labeling_fill", "labeling_reaper", "data_retention"}
+    assert {j.name for j in scheduler.jobs} == {
+        "labeling_fill", "labeling_reaper", "data_retention", "alert_repeats"
+    }  # fmt: skip
 
 
 def test_the_lifespan_starts_and_stops_the_background_services(settings: Settings) -> None:

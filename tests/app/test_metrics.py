@@ -24,7 +24,9 @@ TOKEN = "scrape-token-" + "x" * 20
 @pytest.fixture
 def settings(settings: Settings) -> Settings:
     """The suite's settings with a scrape token: TestClient's peer is not loopback."""
-    return settings.model_copy(update={"metrics_token": Settings(metrics_token=TOKEN).metrics_token})
+    return settings.model_copy(
+        update={"metrics_token": Settings(metrics_token=TOKEN).metrics_token}
+    )
 
 
 def scrape(client) -> dict[str, float]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,9 @@ def test_crud_and_validation(client: TestClient, make_key: Any) -> None:
     assert r.status_code == 201, r.text
     m = r.json()
     assert m["selection"]["agent"] == "support" and m["selection"]["reference_window_seconds"] > 0
+    assert (m["expected_days_between_false_alerts"], m["sequential"], m["for_seconds"]) == (
+        30.0, True, 0,
+    )  # fmt: skip
     for bad, field in (
         ({**body, "name": "x2", "detector_params": {"alpha": 2}}, "detector_params.alpha"),
         ({**body, "name": "x3", "detector_params": {"nope": 1}}, "detector_params.nope"),
@@ -45,6 +49,12 @@ def test_crud_and_validation(client: TestClient, make_key: Any) -> None:
             "current_window_seconds",
         ),
         ({**body, "name": "x6", "severity": "loud"}, "severity"),
+        (
+            {**body, "name": "x7", "expected_days_between_false_alerts": 0},
+            "expected_days_between_false_alerts",
+        ),
+        ({**body, "name": "x8", "selection": {"baseline_lag_seconds": -1}}, "baseline_lag_seconds"),
+        ({**body, "name": "x9", "for_seconds": -5}, "for_seconds"),
         (body, "name"),
     ):
         r = client.post("/api/v1/monitors", headers=h, json=bad)
@@ -164,9 +174,10 @@ def test_monitor_windows_and_scenario_converter_give_the_same_records_and_fm6_ru
     from sqlalchemy.orm import Session
 
     from app.monitors import windows
+    from app.monitors.calibration import calibrated_params
     from app.monitors.defaults import DEFAULTS
-    from app.monitors.runner import jsonable, window_bounds
-    from detectors.registry import build_detector
+    from app.monitors.runner import jsonable
+    from detectors.registry import build_detector, detector_parameters
     from pipelines.scenarios import as_of, events_to_records, window
 
     h = auth(make_key(role="admin", project="p1"))
@@ -193,7 +204,13 @@ def test_monitor_windows_and_scenario_converter_give_the_same_records_and_fm6_ru
         f"/api/v1/monitors/{fm6['id']}/run", headers=h, json={"now": now.isoformat()}
     ).json()
     assert run["status"] == "ok" and run["fired"]
-    w = window_bounds(fm6["selection"], now)
+    # The run's reference is the lagged baseline (2 h lag, 4 h long), not the 4 h just
+    # before the current window: the run reports which one it read.
+    held = datetime.fromisoformat(run["evidence"]["baseline"]["reference_end"])
+    assert datetime.fromisoformat(run["reference_end"]) == held == now - timedelta(hours=4)
+    w = SimpleNamespace(**{k: datetime.fromisoformat(run[k]) for k in (
+        "reference_start", "reference_end", "window_start", "window_end")})  # fmt: skip
+    w.current_start, w.current_end = w.window_start, w.window_end
     with Session(engine) as session:
         names = windows.embedding_streams(session, project_id=pid, stream=None, agent=None)
         ref, cur = (
@@ -203,8 +220,17 @@ def test_monitor_windows_and_scenario_converter_give_the_same_records_and_fm6_ru
         )  # fmt: skip
     params = next(d for d in DEFAULTS if d["failure_mode"] == "FM-6")["detector_params"]
     assert fm6["detector_params"] == params
+    # The monitor ran at the alpha its 30-day false-alert budget gives a 15-minute interval,
+    # halved: the sequential chart has the other half of the budget.
+    params = calibrated_params(
+        params, defaults=detector_parameters("FM-6"), ert_days=60, interval_seconds=900
+    )
     result = build_detector("FM-6", params).test(ref, cur, now=now.timestamp())
     assert (result.statistic, result.threshold, result.p_value, result.fired) == (
         run["statistic"], run["threshold"], run["p_value"], run["fired"]
     )  # fmt: skip
-    assert jsonable(dict(result.evidence)) == run["evidence"]
+    evidence = dict(run["evidence"])
+    added = ("baseline", "sequential", "opened_by", "silent", "error_rate_alerts_open")
+    for added_by_the_monitor in added:
+        evidence.pop(added_by_the_monitor)
+    assert jsonable(dict(result.evidence)) == evidence

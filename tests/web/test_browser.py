@@ -179,11 +179,13 @@ def test_every_page_runs_under_the_content_security_policy(world, browser):
     problems: list[str] = []
     page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: problems.append(str(e)))
-    page.on("response", lambda r: problems.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+    page.on(
+        "response", lambda r: problems.append(f"{r.status} {r.url}") if r.status >= 400 else None
+    )
     login(page, world["url"], world["admin"], "/")  # Chromium logs each CSP violation
-    trace_id = httpx.get(
-        f"{world['url']}/api/v1/traces", headers=auth(world["admin"])
-    ).json()["traces"][0]["trace_id"]
+    trace_id = httpx.get(f"{world['url']}/api/v1/traces", headers=auth(world["admin"])).json()[
+        "traces"
+    ][0]["trace_id"]
     paths = ["/", "/traces", f"/traces/{trace_id}", "/alerts", f"/monitors/{world['fm2']['id']}",
              "/label", "/label/images"]  # fmt: skip
     for path in paths:

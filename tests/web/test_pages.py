@@ -152,3 +152,37 @@ def test_alert_page_from_a_notification_link(client, make_key, engine):
     html = client.get(f"/alerts/{alert_id}").text
     assert "cascade lift 3.1" in html and "Acknowledge" in html and '"lift": 3.1' in html
     assert client.get("/alerts/999999", headers={"accept": "text/html"}).status_code == 404
+
+
+def test_alert_page_shows_the_baseline_it_is_held_against(client, make_key, engine):
+    """A real run opens the alert: the page and the webhook payload say which baseline the
+    alert is held against, when the degradation started, and that FM-6 drift is silent."""
+    from datetime import UTC, datetime
+
+    from sqlalchemy import select
+
+    from app.db import write_session
+    from app.models import Alert, Notification, Project
+    from app.monitors.runner import run_monitor
+    from tests.app.engine_helpers import add_channel, add_monitor, scripted_factory
+
+    key = make_key("admin")
+    with write_session(engine) as session:
+        project_id = session.query(Project.id).scalar()
+    add_channel(engine, project_id, type="webhook", url="http://127.0.0.1:9/hook")
+    mid = add_monitor(engine, project_id, "FM-6")
+    now = datetime(2025, 3, 3, 12, tzinfo=UTC)
+    run_monitor(engine, monitor_id=mid, now=now,
+                detector_factory=scripted_factory({"FM-6": ["fire"]}))  # fmt: skip
+    with write_session(engine) as session:
+        alert = session.scalars(select(Alert)).one()
+        [note] = session.scalars(select(Notification)).all()
+        alert_id, payload = alert.id, note.payload
+    held = payload["alert"]["evidence"]["baseline"]
+    assert held["mode"] == "rolling" and held["degradation_started_at"] == "2025-03-03T11:00:00Z"
+    assert held["frozen_since"] == "2025-03-03T12:00:00Z" and payload["alert"]["state"] == "firing"
+    assert payload["alert"]["evidence"]["silent"] is True
+    login(client, key)
+    html = client.get(f"/alerts/{alert_id}").text
+    assert 'id="baseline"' in html and "Held against" in html
+    assert "2025-03-03T11:00:00Z" in html and ">silent<" in html

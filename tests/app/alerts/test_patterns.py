@@ -45,7 +45,10 @@ def test_patterns_re2_refuses_are_rejected_at_creation(client: TestClient, make_
         r = client.post(
             "/api/v1/silences",
             headers=auth(key),
-            json={"matchers": [{"name": "team", "op": "=~", "value": pattern}], "duration_seconds": 60},
+            json={
+                "matchers": [{"name": "team", "op": "=~", "value": pattern}],
+                "duration_seconds": 60,
+            },
         )
         assert r.status_code == 422, (pattern, r.text)
         assert "value" in r.json()["detail"] and "RE2" in r.json()["detail"]
@@ -60,7 +63,10 @@ def test_a_catastrophic_silence_does_not_freeze_the_alert_path(
     r = client.post(
         "/api/v1/silences",
         headers=auth(key),
-        json={"matchers": [{"name": "team", "op": "=~", "value": CATASTROPHIC}], "duration_seconds": 600},
+        json={
+            "matchers": [{"name": "team", "op": "=~", "value": CATASTROPHIC}],
+            "duration_seconds": 600,
+        },
     )
     assert r.status_code == 201, r.text
     factory = scripted_factory({"FM-2": ["fire"]})

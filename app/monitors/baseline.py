@@ -1,0 +1,170 @@
+"""Which time ranges a run compares: the current window and a baseline that does not follow
+the failure.
+
+A reference that slides with the current window absorbs every persistent change within
+its length: a step is detected, then the reference fills with the degraded traffic and
+the alert auto-resolves while the failure is still there; a slow ramp is never far from
+its own recent past. So the reference here is
+
+* **rolling and lagged** by default: ``[now - current - lag - reference, now - current - lag)``
+  while the monitor is clean, so it only covers traffic that earlier runs saw pass
+  (``baseline_lag_seconds``, default one current window, keeps the newest not-yet-tested
+  stretch out of it and widens the gap a slow ramp must cross);
+* **frozen** at the last known-good period from the run that opens an alert until it
+  resolves, and **held** there for ``baseline_hold_seconds`` after (default lag +
+  reference: the first reference after the hold lies wholly after the resolution), so an
+  alert resolves only when the *current* window is back within that baseline;
+* **pinned** when the selection names ``reference_start``/``reference_end``.
+
+This module decides time ranges only; how rows are loaded for them is
+:mod:`app.monitors.windows`' business. Everything is pure: the state comes in and goes out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from app.db import as_utc
+
+BaselineMode = Literal["rolling", "frozen", "held", "pinned"]
+
+
+@dataclass(frozen=True)
+class BaselinePolicy:
+    current: timedelta
+    reference: timedelta
+    lag: timedelta
+    hold: timedelta
+    pinned: tuple[datetime, datetime] | None = None
+
+    @classmethod
+    def from_selection(cls, selection: Mapping[str, Any]) -> BaselinePolicy:
+        """The policy a monitor's stored ``selection`` describes (defaults as documented)."""
+        cur = timedelta(seconds=int(selection.get("current_window_seconds", 3600)))
+        ref = timedelta(seconds=int(selection.get("reference_window_seconds", 6 * 3600)))
+        lag_s = selection.get("baseline_lag_seconds")
+        lag = cur if lag_s is None else timedelta(seconds=int(lag_s))
+        hold_s = selection.get("baseline_hold_seconds")
+        hold = lag + ref if hold_s is None else timedelta(seconds=int(hold_s))
+        pinned = None
+        if selection.get("reference_start") and selection.get("reference_end"):
+            pinned = (
+                as_utc(datetime.fromisoformat(selection["reference_start"])),
+                as_utc(datetime.fromisoformat(selection["reference_end"])),
+            )
+        return cls(cur, ref, lag, hold, pinned)
+
+    def rolling_end(self, now: datetime) -> datetime:
+        return now - self.current - self.lag
+
+
+@dataclass(frozen=True)
+class BaselineState:
+    """What a monitor carries from run to run (persisted as ``monitor_baselines``)."""
+
+    good_until: datetime
+    frozen_since: datetime | None = None
+    hold_until: datetime | None = None
+    degradation_started_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Windows:
+    current_start: datetime
+    current_end: datetime
+    reference_start: datetime
+    reference_end: datetime
+    mode: BaselineMode = "rolling"
+
+
+def windows_for(policy: BaselinePolicy, state: BaselineState | None, now: datetime) -> Windows:
+    """The current window and the reference this run tests it against.
+
+    >>> from datetime import UTC
+    >>> now = datetime(2025, 3, 3, 12, tzinfo=UTC)
+    >>> p = BaselinePolicy.from_selection({"current_window_seconds": 7200,
+    ...                                    "reference_window_seconds": 14400})
+    >>> w = windows_for(p, None, now)
+    >>> w.mode, w.reference_start.hour, w.reference_end.hour, w.current_start.hour
+    ('rolling', 4, 8, 10)
+    >>> frozen = BaselineState(good_until=now - timedelta(hours=20), frozen_since=now)
+    >>> w = windows_for(p, frozen, now + timedelta(days=1))
+    >>> w.mode, w.reference_end == frozen.good_until
+    ('frozen', True)
+    """
+    cur_start = now - policy.current
+    if policy.pinned is not None:
+        return Windows(cur_start, now, policy.pinned[0], policy.pinned[1], "pinned")
+    end, mode = policy.rolling_end(now), "rolling"
+    if state is not None and state.frozen_since is not None:
+        end, mode = min(end, state.good_until), "frozen"
+    elif state is not None and state.hold_until is not None and now < state.hold_until:
+        end, mode = min(end, state.good_until), "held"
+    return Windows(cur_start, now, end - policy.reference, end, mode)  # type: ignore[arg-type]
+
+
+def advance(
+    policy: BaselinePolicy,
+    state: BaselineState | None,
+    *,
+    used: Windows,
+    now: datetime,
+    alert_open: bool,
+    degraded_from: datetime | None = None,
+) -> BaselineState:
+    """The state after a run that compared ``used`` and left the alert open or not.
+
+    An alert opening freezes the baseline where this run's reference ended and marks the
+    start of this run's current window as when the degradation started (the earliest
+    data the firing run saw). Its resolution starts the hold; after the hold the rolling
+    baseline takes over again. ``degraded_from`` (the first run of a ``for`` pending
+    period) moves the degradation's start earlier.
+
+    >>> from datetime import UTC
+    >>> now = datetime(2025, 3, 3, 12, tzinfo=UTC)
+    >>> p = BaselinePolicy.from_selection({"current_window_seconds": 3600,
+    ...                                    "reference_window_seconds": 3600})
+    >>> s = advance(p, None, used=windows_for(p, None, now), now=now, alert_open=True)
+    >>> s.frozen_since == now, s.good_until.hour, s.degradation_started_at.hour
+    (True, 10, 11)
+    >>> later = now + timedelta(hours=5)
+    >>> s = advance(p, s, used=windows_for(p, s, later), now=later, alert_open=False)
+    >>> s.frozen_since, s.hold_until.hour, s.good_until.hour
+    (None, 19, 10)
+    """
+    if alert_open:
+        if state is not None and state.frozen_since is not None:
+            return state
+        started = used.current_start
+        if degraded_from is not None:
+            started = min(started, degraded_from - (used.current_end - used.current_start))
+        return BaselineState(
+            good_until=used.reference_end,
+            frozen_since=now,
+            hold_until=None,
+            degradation_started_at=started,
+        )
+    if state is not None and state.frozen_since is not None:
+        return replace(state, frozen_since=None, hold_until=now + policy.hold)
+    if state is not None and state.hold_until is not None and now < state.hold_until:
+        return state
+    return BaselineState(good_until=used.reference_end)
+
+
+def describe(state: BaselineState | None, used: Windows) -> dict[str, Any]:
+    """The baseline an alert is held against, for its evidence, payload and page."""
+
+    def iso(dt: datetime | None) -> str | None:
+        return dt.isoformat().replace("+00:00", "Z") if dt is not None else None
+
+    return {
+        "mode": used.mode,
+        "reference_start": iso(used.reference_start),
+        "reference_end": iso(used.reference_end),
+        "frozen_since": iso(state.frozen_since) if state else None,
+        "hold_until": iso(state.hold_until) if state else None,
+        "degradation_started_at": iso(state.degradation_started_at) if state else None,
+    }

@@ -1,0 +1,140 @@
+"""A sequential change detector over a monitor's run evidence: slow change that no single
+run is sure of.
+
+Each run's detector tests its current window against the baseline and returns a p-value.
+A single run fires at the per-run alpha the false-alert budget allows
+(:mod:`app.monitors.calibration`); a slow ramp, or a change that is real but small, gives
+p-values that are merely *often smallish* and never below that alpha. An EWMA chart
+(Roberts 1959; limits by the Brook & Evans Markov chain, as tabulated by Lucas &
+Saccucci 1990, :func:`detectors.drift.ewma_limit_for_arl0`) accumulates them:
+
+* the observation is ``x = Φ⁻¹(1 − p)``, standard normal while the data are in control
+  (a valid p-value is uniform or, for conservative tests, stochastically larger; its
+  floor ``1 / (n + 1)`` caps ``x`` at about 3.8);
+* consecutive runs overlap (a 2 h window every 15 min), so their x are strongly
+  correlated and the chart's iid run-length tables would not hold; the chart therefore
+  takes one observation per *non-overlapping* current window (the first run whose window
+  starts at or after the last observed window's end);
+* the chart signals on ``z_t > +limit`` only (small p-values); the limit width is the
+  two-sided one for ARL0/2, i.e. a one-sided in-control ARL of about ARL0, where
+  ``ARL0 = (ERT / share) / observation period`` with ``share`` = 1/2, the chart's part of
+  the false-alert rate (the target in-control run length in observations: Page 1954 and
+  Lorden 1971 for the run-length criterion);
+* it restarts when the monitor's alert resolves.
+
+Half the monitor's ERT budget goes to the per-run test and half to the chart (the union
+bound again: the two false-alert rates add up).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from scipy import special
+
+from detectors.drift import ewma_limit_for_arl0
+
+LAMBDA = 0.2  # weight of the newest observation: Lucas & Saccucci's range for small shifts
+P_FLOOR = 1e-6
+# A p of 1 (a conservative test, a sub-test that did not run) would put x at -4.8 and pull
+# the chart far below 0, delaying a later detection; clipping x at -2 raises its
+# in-control mean by phi(2) - 2 (1 - Phi(2)) = 0.0085 sd, which the limits absorb.
+X_MIN = -2.0
+
+
+@dataclass(frozen=True)
+class ChartState:
+    z: float = 0.0
+    t: int = 0
+    last_window_end: datetime | None = None
+
+
+@functools.lru_cache(maxsize=256)
+def limit_width(arl0: float, lam: float = LAMBDA) -> float:
+    """L for a one-sided in-control ARL of ``arl0`` observations (two-sided ARL0 / 2).
+
+    >>> round(limit_width(1000.0), 2)
+    2.97
+    """
+    return ewma_limit_for_arl0(max(arl0 / 2.0, 2.0), lam)
+
+
+def observation_seconds(*, interval_seconds: float, current_window_seconds: float) -> float:
+    """How often the chart takes an observation: once per non-overlapping window."""
+    return max(float(interval_seconds), float(current_window_seconds))
+
+
+def arl0_observations(*, ert_days: float, share: float, observation_s: float) -> float:
+    """The target in-control run length, in chart observations, when the chart may use
+    ``share`` of the monitor's false-alert rate (its own ERT is ``ert_days / share``).
+
+    >>> arl0_observations(ert_days=30, share=0.5, observation_s=7200)
+    720.0
+    """
+    return ert_days / share * 86400.0 / observation_s
+
+
+def score(p_value: float) -> float:
+    """``Φ⁻¹(1 − p)``, at least ``X_MIN``: 0 at p = 0.5, 3.09 at p = 0.001.
+
+    >>> score(0.5), round(score(0.001), 2), score(1.0)
+    (0.0, 3.09, -2.0)
+    """
+    p = min(max(float(p_value), P_FLOOR), 1.0)
+    return max(X_MIN, float(special.ndtri(1.0 - p)))
+
+
+def update(
+    state: ChartState | None,
+    *,
+    p_value: float | None,
+    window_start: datetime,
+    window_end: datetime,
+    arl0: float,
+    lam: float = LAMBDA,
+) -> tuple[ChartState, dict[str, Any]]:
+    """The chart after this run, and what the run should report (``signal`` among it).
+
+    A run whose window overlaps the last observed one, or without a p-value, leaves the
+    chart as it is and reports its last state.
+
+    >>> from datetime import UTC, timedelta
+    >>> t0 = datetime(2025, 1, 1, tzinfo=UTC)
+    >>> s, ev = None, {}
+    >>> for k in range(30):  # p = 0.1 every 2 h: far from any per-run alpha
+    ...     start = t0 + timedelta(hours=2 * k)
+    ...     s, ev = update(s, p_value=0.1, window_start=start,
+    ...                    window_end=start + timedelta(hours=2), arl0=360.0)
+    ...     if ev["signal"]:
+    ...         break
+    >>> ev["signal"], ev["t"]
+    (True, 5)
+    """
+    state = state or ChartState()
+    L = limit_width(arl0, lam)
+    observe = p_value is not None and (
+        state.last_window_end is None or window_start >= state.last_window_end
+    )
+    if observe:
+        x = score(p_value)  # type: ignore[arg-type]
+        state = ChartState(
+            z=lam * x + (1.0 - lam) * state.z, t=state.t + 1, last_window_end=window_end
+        )
+    t = max(state.t, 1)
+    half_width = L * math.sqrt(lam / (2.0 - lam) * (1.0 - (1.0 - lam) ** (2 * t)))
+    evidence = {
+        "method": "EWMA of probit(1 - p) per non-overlapping window",
+        "lam": lam,
+        "L": L,
+        "arl0_observations": arl0,
+        "z": state.z,
+        "limit": half_width,
+        "t": state.t,
+        "observed": observe,
+        "signal": bool(state.t > 0 and state.z > half_width),
+    }
+    return state, evidence

@@ -1,0 +1,118 @@
+"""The sequential chart over run p-values catches a slow ramp that no single run is sure
+of, and the alert stays open (hysteresis against the frozen baseline) until the failure
+ends. Real runner and storage; a detector with an honest one-sided test of error rates."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+from scipy import stats
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
+
+from app.ingest.events import validate_events
+from app.ingest.store import write_events
+from app.models import Alert, DetectorRun
+from app.monitors.runner import run_monitor
+from detectors.result import DetectorResult
+from tests.app.engine_helpers import add_monitor, setup_project
+
+T0 = datetime(2025, 3, 3, 12, tzinfo=UTC)  # the ramp starts here
+RAMP_H, HOLD_H = 12, 6
+SEL = {"current_window_seconds": 3600, "reference_window_seconds": 7200}
+
+
+class ErrorRateTest:
+    """One-sided two-proportion z-test: is the current error rate above the reference's?"""
+
+    needs: tuple[str, ...] = ()
+
+    def __init__(self, alpha: float) -> None:
+        self.alpha = alpha
+
+    def test(self, reference: Any, current: Any, *, now: float | None = None) -> DetectorResult:
+        if len(reference) < 30 or len(current) < 30:
+            return DetectorResult.insufficient("FM-2", "too few traces")
+        a = sum(r.status == "error" for r in reference)
+        b = sum(r.status == "error" for r in current)
+        pooled = (a + b) / (len(reference) + len(current))
+        se = math.sqrt(pooled * (1 - pooled) * (1 / len(reference) + 1 / len(current))) or 1.0
+        z = (b / len(current) - a / len(reference)) / se
+        p = float(stats.norm.sf(z))
+        return DetectorResult("FM-2", z, float(stats.norm.isf(self.alpha)), p, p <= self.alpha)
+
+
+def _factory(mode: str, params: Any) -> ErrorRateTest:
+    return ErrorRateTest(float(params["alpha"]))
+
+
+def _error_rate(h: float) -> float:
+    """0.1 before the ramp, rising to 0.4 over RAMP_H hours, held HOLD_H hours, then 0.1."""
+    if h < 0 or h >= RAMP_H + HOLD_H:
+        return 0.1
+    return 0.1 + 0.3 * min(h / RAMP_H, 1.0)
+
+
+def _ingest(engine: Engine, pid: int) -> None:
+    rng = np.random.default_rng(0)
+    events = []
+    for i in range(-12 * 180, 30 * 180):  # a trace every 20 s
+        at = T0 + timedelta(seconds=20 * i)
+        bad = rng.uniform() < _error_rate(i / 180)
+        body = {"trace_id": f"t{i}", "agent": "a", "started_at": at.isoformat(),
+                "ended_at": (at + timedelta(seconds=5)).isoformat(),
+                "status": "error" if bad else "ok"}  # fmt: skip
+        events.append({"id": f"e{i}", "type": "trace", "body": body})
+    valid, rejected = validate_events(events)
+    assert not rejected
+    for k in range(0, len(valid), 5000):
+        write_events(engine, project_id=pid, events=valid[k : k + 5000])
+
+
+def test_chart_catches_a_ramp_the_run_test_misses_and_holds_until_the_end(engine: Engine) -> None:
+    pid = setup_project(engine)
+    _ingest(engine, pid)
+    mids = {
+        seq: add_monitor(
+            engine,
+            pid,
+            "FM-2",
+            name=f"sequential={seq}",
+            selection=SEL,
+            interval_seconds=900,
+            sequential=seq,
+        )  # fmt: skip
+        for seq in (False, True)
+    }
+    now = T0 - timedelta(hours=2)
+    while now <= T0 + timedelta(hours=RAMP_H + HOLD_H + 6):
+        for mid in mids.values():
+            run_monitor(engine, monitor_id=mid, now=now, detector_factory=_factory)
+        now += timedelta(minutes=15)
+    with Session(engine) as s:
+        alerts = {
+            seq: list(s.scalars(select(Alert).where(Alert.monitor_id == mid)))
+            for seq, mid in mids.items()
+        }
+        runs = list(
+            s.scalars(
+                select(DetectorRun)
+                .where(DetectorRun.monitor_id == mids[True])
+                .order_by(DetectorRun.at)
+            )
+        )
+    # The rolling reference keeps pace with the ramp: no run is below the per-run alpha.
+    assert alerts[False] == []
+    [alert] = alerts[True]
+    assert T0 < alert.first_fired_at <= T0 + timedelta(hours=RAMP_H)
+    opening = next(r for r in runs if r.at == alert.first_fired_at)
+    assert opening.evidence["opened_by"] == "sequential chart"
+    assert opening.p_value is not None and opening.p_value > 1e-3
+    end = T0 + timedelta(hours=RAMP_H + HOLD_H)
+    during = [r for r in runs if alert.first_fired_at <= r.at < end]
+    assert alert.resolved_at is not None and end < alert.resolved_at <= end + timedelta(hours=3)
+    assert all(r.at < alert.resolved_at for r in during)  # open for the whole failure
+    assert any(r.evidence.get("still_degraded") for r in during)  # held open by hysteresis
