@@ -7,6 +7,11 @@ so each test knows what the model "did":
 - a user message containing ``[500]`` gets an HTTP 500 (``openai.InternalServerError``);
 - a request that offers tools and has no ``tool`` message yet asks for every offered tool
   named in :data:`TOOL_ARGUMENTS` (one ``tool_calls`` entry each, in the offered order);
+- a user message containing ``[chain=K]`` gets a chain of K turns: each turn asks for the
+  one tool ``step_<n>`` (``n`` = tool results so far, arguments ``{"n": n}``) until K tool
+  results are in (the FM-1 agent: one tool per turn, so steps have depths); with
+  ``[fail=2,3]`` too, the first request of turns 2 and 3 gets an HTTP 500 and its retry
+  (the same request again) the normal answer — the one stateful rule, kept per server;
 - anything else gets the text answer :data:`ANSWER`.
 
 Usage is ``prompt_tokens = 10 * len(messages)``, ``completion_tokens = 5 * (calls + 1)``; the
@@ -17,6 +22,7 @@ differ, as with OpenAI's dated snapshots).
 from __future__ import annotations
 
 import json
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -35,25 +41,42 @@ def usage(messages: int, calls: int) -> dict[str, int]:
     }
 
 
-def answer(request: dict[str, Any], serial: int) -> tuple[int, dict[str, Any]]:
-    """``(status, body)`` for one chat completions request."""
+SERVER_ERROR = {"error": {"message": "upstream exploded", "type": "server_error", "code": None}}
+
+
+def answer(
+    request: dict[str, Any], serial: int, seen: set[str] | None = None
+) -> tuple[int, dict[str, Any]]:
+    """``(status, body)`` for one chat completions request (``seen``: the chain turns that
+    already failed once, for ``[fail=...]``)."""
     messages = request.get("messages") or []
     texts = [str(m.get("content") or "") for m in messages if m.get("role") == "user"]
     if any("[500]" in t for t in texts):
-        return 500, {
-            "error": {"message": "upstream exploded", "type": "server_error", "code": None}
-        }
+        return 500, SERVER_ERROR
+    fail = next((re.search(r"\[fail=([\d,]+)\]", t) for t in texts if "[fail=" in t), None)
+    if fail is not None and seen is not None:
+        turn = sum(1 for m in messages if m.get("role") == "tool")
+        key = f"{texts[0]}#{turn}"
+        if str(turn) in fail.group(1).split(",") and key not in seen:
+            seen.add(key)
+            return 500, SERVER_ERROR
     offered = [t["function"]["name"] for t in request.get("tools") or [] if "function" in t]
     calls = [name for name in offered if name in TOOL_ARGUMENTS]
+    arguments = dict(TOOL_ARGUMENTS)
     if any(m.get("role") == "tool" for m in messages):
         calls = []
+    chain = next((re.search(r"\[chain=(\d+)\]", t) for t in texts if "[chain=" in t), None)
+    if chain is not None:
+        done = sum(1 for m in messages if m.get("role") == "tool")
+        calls = [f"step_{done}"] if done < int(chain.group(1)) else []
+        arguments = {name: {"n": done} for name in calls}
     message: dict[str, Any] = {"role": "assistant", "content": None if calls else ANSWER}
     if calls:
         message["tool_calls"] = [
             {
                 "id": f"call_{serial}_{i}",
                 "type": "function",
-                "function": {"name": name, "arguments": json.dumps(TOOL_ARGUMENTS[name])},
+                "function": {"name": name, "arguments": json.dumps(arguments[name])},
             }
             for i, name in enumerate(calls)
         ]
@@ -81,6 +104,7 @@ class FakeOpenAI:
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.failed_once: set[str] = set()
         self._lock = threading.Lock()
         fake = self
 
@@ -92,7 +116,8 @@ class FakeOpenAI:
                     fake.requests.append(request)
                     serial = len(fake.requests)
                 if self.path.rstrip("/").endswith("/chat/completions"):
-                    status, body = answer(request, serial)
+                    with fake._lock:
+                        status, body = answer(request, serial, fake.failed_once)
                 else:
                     status, body = 404, {"error": {"message": f"no route {self.path}"}}
                 data = json.dumps(body).encode()
