@@ -245,7 +245,7 @@ def test_fm1_on_real_langchain_traces_independent_vs_compounding(
     """FM-1's default detector on what OpenInference's LangChain instrumentation sends.
 
     Three runs of 200 traces of a LangGraph loop calling four tools one per turn, its model
-    node retried on HTTP 500 (``agents/openinference_langchain_chain.py``): tool calls
+    node falling back to its plan on HTTP 500 (``agents/openinference_langchain_chain.py``): tool calls
     fail independently (15%) in all three; model calls fail independently (10%) in two,
     and in the third a failed model call makes the later ones fail with 50%. Read back
     through the monitors' window loader, each trace is the agent's actions only (no
@@ -283,7 +283,7 @@ def test_fm1_on_real_langchain_traces_independent_vs_compounding(
         assert len(window) == 200
         assert {r.agent for r in window} == {"chain-agent"}
         kinds = Counter(s.kind for r in window for s in r.steps)
-        assert kinds == {"tool": 4 * 200, "llm": 5 * 200 + model_failures}
+        assert kinds == {"tool": 4 * 200, "llm": 5 * 200}
         # One error per failure: the tool that raised, the model call that got the 500;
         # nothing inherited by the graph, node or chain spans above them.
         errors = Counter(s.kind for r in window for s in r.steps if step_error(s))
@@ -292,14 +292,8 @@ def test_fm1_on_real_langchain_traces_independent_vs_compounding(
     now = bounds[-1][1].timestamp()
     quiet = detector.test(ref, clean, now=now)
     assert quiet.status == "ok" and not quiet.fired, quiet.evidence
-    compounding_run = detector.test(ref, compounding, now=now)
-    print(
-        "FM-1 ratios: reference", quiet.evidence["reference_ratio"],
-        "independent", quiet.statistic, "compounding", compounding_run.statistic,
-        "fired", compounding_run.fired,
-    )  # fmt: skip
-    # Known gap (issue #16 stays open on it): the retry after a failed model call always
-    # succeeds here, so the steps "after an error" include a sure success and the ratio of
-    # independent failures reads below 1; the compounding run's ratio rises above it but
-    # does not clear FM-1's min_ratio of 1.5 x max(reference, 1).
-    assert compounding_run.statistic > quiet.statistic
+    assert 0.6 <= quiet.statistic <= 1.6, quiet.evidence
+    fired = detector.test(ref, compounding, now=now)
+    print("FM-1 ratios: reference", quiet.evidence["reference_ratio"],
+          "independent", quiet.statistic, "compounding", fired.statistic)  # fmt: skip
+    assert fired.fired and fired.statistic > 2.0, fired.evidence
