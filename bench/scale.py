@@ -156,8 +156,11 @@ def reused_load(url: str, hours: float) -> dict:
     from sqlalchemy import create_engine, text
 
     engine = create_engine(url)
-    with engine.begin() as conn:  # a clean slate for the cycle: no runs or alerts before it
-        for table in ("notifications", "alert_events", "findings", "alerts", "detector_runs"):
+    with engine.begin() as conn:  # a clean slate: no runs, alerts or frozen baselines before
+        for table in (
+            "notifications", "alert_events", "findings", "alerts", "detector_runs",
+            "monitor_baselines",
+        ):  # fmt: skip
             conn.execute(text(f"DELETE FROM {table}"))
     engine.dispose()
     return {"events": None, "load_s": None, "end": (T0 + timedelta(hours=hours)).isoformat()}

@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Select, or_, select
+from sqlalchemy import Select, func, or_, select
 from sqlalchemy.orm import Session
 
 from app.models import Embedding, EmbeddingStream, Score, Span, Trace
@@ -226,19 +226,22 @@ def load_embedding_window(
         Embedding.created_at >= start,
         Embedding.created_at < end,
     )
-    ids = list(session.scalars(select(Embedding.id).where(*in_window).order_by(Embedding.id)))
-    if not ids:
+    n = session.scalar(select(func.count()).select_from(Embedding).where(*in_window))
+    if not n:
         return np.zeros((0, 0), dtype=np.float32)
-    if len(ids) > max_vectors:
-        rate = max_vectors / len(ids)
-        ids = [i for i in ids if sampling.unit_hash(f"embedding:{i}") < rate]
-    rows: list[Any] = []
-    for chunk in _chunks(ids):
-        rows += session.execute(
-            select(Embedding.vector, Embedding.dim)
-            .where(Embedding.id.in_(chunk))
-            .order_by(Embedding.id)
-        ).all()
+    vectors = select(Embedding.vector, Embedding.dim).order_by(Embedding.id)
+    if n <= max_vectors:  # the common case: one query for the whole window
+        rows: list[Any] = list(session.execute(vectors.where(*in_window)).all())
+    else:
+        rate = max_vectors / n
+        ids = [
+            i
+            for i in session.scalars(select(Embedding.id).where(*in_window))
+            if sampling.unit_hash(f"embedding:{i}") < rate
+        ]
+        rows = []
+        for chunk in _chunks(ids):
+            rows += session.execute(vectors.where(Embedding.id.in_(chunk))).all()
     dim = rows[0].dim
     buf = b"".join(r.vector for r in rows if r.dim == dim)
     return np.frombuffer(buf, dtype="<f4").reshape(-1, dim)
