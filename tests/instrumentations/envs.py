@@ -55,39 +55,20 @@ def python_for(name: str) -> Path:
             shutil.rmtree(old, ignore_errors=True)
         base = getattr(sys, "_base_executable", sys.executable)
         _run([base, "-m", "venv", str(venv)], f"creating the {name} venv")
-        _run(
-            [
-                str(python),
-                "-m",
-                "pip",
-                "install",
-                "--no-input",
-                "-q",
-                "--disable-pip-version-check",
-                "-r",
-                str(REQUIREMENTS / f"{name}.txt"),
-            ],
-            f"installing the {name} instrumentation requirements",
-        )
+        _pip(python, ["-r", str(REQUIREMENTS / f"{name}.txt")],
+             f"installing the {name} instrumentation requirements")  # fmt: skip
         no_deps = REQUIREMENTS / f"{name}.nodeps.txt"
         if no_deps.exists():
-            _run(
-                [
-                    str(python),
-                    "-m",
-                    "pip",
-                    "install",
-                    "--no-input",
-                    "-q",
-                    "--no-deps",
-                    "--disable-pip-version-check",
-                    "-r",
-                    str(no_deps),
-                ],
-                f"installing the {name} packages whose own pins cannot be resolved",
-            )
+            _pip(python, ["--no-deps", "-r", str(no_deps)],
+                 f"installing the {name} packages whose own pins cannot be resolved")  # fmt: skip
         stamp.write_text(env_key(name))
     return python
+
+
+def _pip(python: Path, args: list[str], what: str) -> None:
+    """``pip install`` quietly into the venv of ``python``."""
+    base = [str(python), "-m", "pip", "install", "--no-input", "-q", "--disable-pip-version-check"]
+    _run([*base, *args], what)
 
 
 def _run(cmd: list[str], what: str) -> None:
