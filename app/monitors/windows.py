@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 
 from app.models import Embedding, EmbeddingStream, Score, Span, Trace
 from app.monitors import sampling
+from app.otlp.span_events import tool_calls_by_span
 from detectors import records
 from detectors.signals import STEP_ATTRIBUTES
 
@@ -154,8 +155,23 @@ def load_trace_window(
         if as_of is not None:
             score_q = score_q.where(Score.created_at <= as_of)
         scores += session.execute(score_q).mappings()
+    with_event_tool_calls(session, spans, project_id=pid, trace_ids=plan.trace_ids)
     window = TraceWindow(records.from_rows(traces, spans, scores), plan)
     return with_trace_embeddings(session, window, project_id=pid) if with_embeddings else window
+
+
+def with_event_tool_calls(
+    session: Session, spans: list[dict[str, Any]], *, project_id: int, trace_ids: list[Any]
+) -> None:
+    """Give spans whose content came as GenAI events (``event_only``) the tool calls those
+    events carry, so a plain client's requested calls become steps either way."""
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for chunk in _chunks(trace_ids):
+        found.update(tool_calls_by_span(session, project_id=project_id, trace_ids=chunk))
+    for span in spans if found else ():
+        extra = found.get((span["trace_id"], span["span_id"]))
+        for key, items in (extra or {}).items():
+            span["attributes"].setdefault(key, items)
 
 
 def with_trace_embeddings(session: Session, window: TraceWindow, *, project_id: int) -> TraceWindow:

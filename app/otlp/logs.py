@@ -6,7 +6,9 @@ starts with ``gen_ai.`` is a GenAI event (``gen_ai.client.inference.operation.de
 trace and span id it is stored as a ``span_event`` of that span (joined when read, so
 either may arrive first); a ``gen_ai.evaluation.result`` with a numeric
 ``gen_ai.evaluation.score.value`` is also a score of the trace (kind ``proxy``) named by
-``gen_ai.evaluation.name``. Every other log record is counted, not stored.
+``gen_ai.evaluation.name``. The tool calls an event's messages requested, and the tool
+results they carry, are kept on the event (:func:`app.otlp.tool_calls.event_tool_calls`).
+Every other log record is counted, not stored.
 
 A re-sent record is a duplicate: its event id hashes what it says. A record with a bad
 id, too deep or too big is refused alone (``partial_success.rejected_log_records``).
@@ -25,6 +27,7 @@ from app.ingest.events import ValidEvent
 from app.ingest.limits import IngestLimits
 from app.otlp.decode import TooDeep, clean, hex_id, pb_attributes, pb_value, too_deep
 from app.otlp.mapping import MAX_MESSAGES, ns_to_datetime
+from app.otlp.tool_calls import event_tool_calls
 
 GENAI_PREFIX = "gen_ai."
 EVALUATION = "gen_ai.evaluation.result"
@@ -101,6 +104,8 @@ def _genai_event(
     at = ns_to_datetime(record.time_unix_nano or record.observed_time_unix_nano)
     digest = hashlib.sha256(content).hexdigest()[:24]
     event_id = f"otlp-log:{trace_id}:{span_id}:{digest}"
+    # The tool calls in its messages, kept beside them: windows join them onto the span.
+    attributes.update(event_tool_calls(name, attributes, body))
     row = {
         "trace_id": trace_id,
         "span_id": span_id,

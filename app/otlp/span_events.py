@@ -8,6 +8,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.models import SpanEvent
+from app.otlp.tool_calls import REQUESTED, RESULTS
 
 
 def span_events_of_trace(
@@ -24,4 +25,37 @@ def span_events_of_trace(
         out.setdefault(ev.span_id, []).append(
             {"name": ev.name, "time": ev.time, "attributes": ev.attributes, "body": ev.body}
         )
+    return out
+
+
+def tool_calls_by_span(
+    session: Session, *, project_id: int, trace_ids: list[str]
+) -> dict[tuple[str, str], dict[str, list[dict[str, Any]]]]:
+    """The requested tool calls and tool results the GenAI events of these traces carry,
+    per ``(trace_id, span_id)``: what a span captured with ``event_only`` content lacks.
+
+    Only the two lists are read, never the message bodies. A call or result named twice
+    (the details event and a per-message event of the same span) counts once.
+    """
+    rows = session.execute(
+        select(
+            SpanEvent.trace_id,
+            SpanEvent.span_id,
+            SpanEvent.attributes[REQUESTED].label("requested"),
+            SpanEvent.attributes[RESULTS].label("results"),
+        )
+        .where(SpanEvent.project_id == project_id, SpanEvent.trace_id.in_(trace_ids))
+        .order_by(SpanEvent.time, SpanEvent.id)
+    )
+    out: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
+    for row in rows:
+        for key, items in ((REQUESTED, row.requested), (RESULTS, row.results)):
+            if not isinstance(items, list) or not items:
+                continue
+            have = out.setdefault((row.trace_id, row.span_id), {}).setdefault(key, [])
+            seen = {(i.get("id"), i.get("name")) for i in have}
+            have += [
+                i for i in items
+                if isinstance(i, dict) and (i.get("id"), i.get("name")) not in seen
+            ]  # fmt: skip
     return out

@@ -17,6 +17,13 @@ convention:
   and ``gen_ai.tool.args`` joined by ", " in the same order. Only with call ids: a
   ``gen_ai.tool.name`` alone lists the tools *offered*, which are no calls.
 
+With content captured as events (OTel ``event_only``), the same messages arrive on
+``/v1/logs``: ``gen_ai.client.inference.operation.details`` carries
+``gen_ai.input.messages`` / ``gen_ai.output.messages`` (attributes, or a body map), the
+older per-message events ``gen_ai.choice`` (body ``message.tool_calls``) and
+``gen_ai.tool.message`` (body ``id`` and ``content``). :func:`event_tool_calls` reads them
+and the event row keeps the two lists; the monitor windows join them onto the span.
+
 The span keeps them as ``telltale.tool_calls.requested`` (``[{id, name, arguments}]``) and
 ``telltale.tool_calls.results`` (``[{id, outcome}]``); the detectors turn requested calls
 into tool steps when a trace has no tool spans (``detectors.requested_tools``).
@@ -45,6 +52,7 @@ _OI_CALL = re.compile(
 _OI_INPUT = re.compile(r"^llm\.input_messages\.(\d+)\.message\.(role|tool_call_id|content)$")
 _LEGACY_CALL = re.compile(r"^gen_ai\.completion\.(\d+)\.tool_calls\.(\d+)\.(id|name|arguments)$")
 _LEGACY_INPUT = re.compile(r"^gen_ai\.prompt\.(\d+)\.(role|tool_call_id|content)$")
+_EVENT_MESSAGE_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages")
 _FIELD = {"function.name": "name", "function.arguments": "arguments"}
 _FLAT_PREFIXES = (
     "llm.output_messages.",
@@ -93,6 +101,39 @@ def add_tool_calls(attrs: dict[str, Any]) -> None:
         attrs[REQUESTED] = requested[:MAX_CALLS]
     if results:
         attrs[RESULTS] = results[:MAX_CALLS]
+
+
+def event_tool_calls(name: str, attributes: dict[str, Any], body: Any) -> dict[str, Any]:
+    """The requested calls and tool results one GenAI event carries (possibly none).
+
+    >>> body = {"message": {"tool_calls": [{"id": "c1", "function": {"name": "get_weather"}}]}}
+    >>> event_tool_calls("gen_ai.choice", {}, body)[REQUESTED][0]["name"]
+    'get_weather'
+    >>> event_tool_calls("gen_ai.tool.message", {}, {"id": "c1", "content": "Error: down"})
+    {'telltale.tool_calls.results': [{'id': 'c1', 'outcome': 'error'}]}
+    """
+    probe = {k: attributes[k] for k in _EVENT_MESSAGE_KEYS if k in attributes}
+    if isinstance(body, dict):
+        for key in _EVENT_MESSAGE_KEYS:
+            probe.setdefault(key, body.get(key))
+    out: dict[str, Any] = {}
+    requested = _otel_calls(probe.get("gen_ai.output.messages"))
+    results = _otel_results(probe.get("gen_ai.input.messages"))
+    if isinstance(body, dict) and name == "gen_ai.choice":
+        message = body.get("message")
+        calls = message.get("tool_calls") if isinstance(message, dict) else None
+        for call in calls if isinstance(calls, list) else []:
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict):
+                made = _call(call.get("id"), function.get("name"), function.get("arguments"))
+                requested += [made] if made is not None else []
+    if isinstance(body, dict) and name == "gen_ai.tool.message" and body.get("id") is not None:
+        results.append({"id": str(body["id"])[:128], "outcome": outcome(body.get("content"))})
+    if requested:
+        out[REQUESTED] = requested[:MAX_CALLS]
+    if results:
+        out[RESULTS] = results[:MAX_CALLS]
+    return out
 
 
 def _messages(value: Any) -> list[Any]:

@@ -246,3 +246,93 @@ def test_logs_and_metrics_need_an_ingest_key(live_server: LiveServer, make_key: 
     assert export_logs(live_server, make_key(role="read"), records) == (
         LogRecordExportResult.FAILURE
     )
+
+
+def tool_loop_with_events() -> tuple[list[ReadableSpan], list[ReadableLogRecord]]:
+    """Two chat spans without content; their details events carry the tool calls the first
+    asked for and the tool results the second was given (OTel ``event_only`` capture)."""
+    memory = InMemoryLogRecordExporter()
+    logs = LoggerProvider(resource=RESOURCE)
+    logs.add_log_record_processor(SimpleLogRecordProcessor(memory))
+    logger = logs.get_logger("agent-test")
+    calls = [
+        {
+            "type": "tool_call",
+            "id": "call_1",
+            "name": "get_weather",
+            "arguments": {"city": "Paris"},
+        },
+        {"type": "tool_call", "id": "call_2", "name": "lookup_order", "arguments": {"id": "42"}},
+    ]
+    answers = [
+        {"type": "tool_call_response", "id": "call_1", "response": "sunny in Paris"},
+        {"type": "tool_call_response", "id": "call_2", "response": "Error: ConnectionError"},
+    ]
+
+    def build(tracer: Any) -> None:
+        root = tracer.start_span(
+            "invoke_agent support",
+            start_time=T0,
+            attributes={"gen_ai.operation.name": "invoke_agent"},
+        )
+        for i, (inp, out) in enumerate(((["user"], calls), (answers, ["text"]))):
+            chat = tracer.start_span(
+                "chat gpt-4o",
+                context=set_span_in_context(root),
+                start_time=T0 + (2 * i + 1) * SEC,
+                attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o"},
+            )
+            logger.emit(
+                timestamp=T0 + (2 * i + 2) * SEC,
+                context=set_span_in_context(chat),
+                event_name="gen_ai.client.inference.operation.details",
+                attributes={
+                    "gen_ai.input.messages": orjson.dumps(
+                        [{"role": "tool" if i else "user", "parts": inp if i else []}]
+                    ).decode(),
+                    "gen_ai.output.messages": orjson.dumps(
+                        [{"role": "assistant", "parts": out if not i else []}]
+                    ).decode(),
+                },
+            )
+            chat.end(end_time=T0 + (2 * i + 2) * SEC)
+        root.end(end_time=T0 + 5 * SEC)
+
+    spans = record(build)
+    logs.shutdown()
+    return spans, list(memory.get_finished_logs())
+
+
+@pytest.mark.parametrize("logs_first", [True, False])
+def test_event_only_tool_calls_become_steps_in_either_order(
+    live_server: LiveServer, make_key: Any, engine: Engine, logs_first: bool
+) -> None:
+    """The calls a chat asked for, seen only in its GenAI events, are the trace's tool
+    steps, with the outcome from the next chat's tool results, whichever came first."""
+    from datetime import UTC, datetime
+
+    from sqlalchemy.orm import Session
+
+    from app.monitors import windows
+
+    key = make_key(role="ingest")
+    spans, records = tool_loop_with_events()
+    sends = [
+        lambda: export_logs(live_server, key, records),
+        lambda: export(live_server, key, spans),
+    ]
+    for send in sends if logs_first else sends[::-1]:
+        assert send() in (LogRecordExportResult.SUCCESS, SpanExportResult.SUCCESS)
+    with Session(engine) as session:
+        (trace,) = windows.load_trace_records(
+            session,
+            windows.TraceSelection(project_id=1),
+            start=datetime.fromtimestamp(T0 / 1e9 - 1, UTC),
+            end=datetime.fromtimestamp(T0 / 1e9 + 60, UTC),
+        )
+    assert [(s.kind, s.tool_name, s.status) for s in trace.steps] == [
+        ("llm", None, "ok"),
+        ("tool", "get_weather", "ok"),
+        ("tool", "lookup_order", "error"),
+        ("llm", None, "ok"),
+    ]

@@ -110,7 +110,7 @@ def test_otel_openai_v2_span_only(run_agent: RunAgent, stored: Stored) -> None:
 
 
 def test_otel_openai_v2_event_only_content_arrives_on_v1_logs(
-    run_agent: RunAgent, stored: Stored, live_server: LiveServer, make_key: Any
+    run_agent: RunAgent, stored: Stored, live_server: LiveServer, make_key: Any, engine: Any
 ) -> None:
     done = run_agent(
         "otel", "otel_openai", OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT="event_only"
@@ -133,6 +133,26 @@ def test_otel_openai_v2_event_only_content_arrives_on_v1_logs(
     assert "gen_ai.client.inference.operation.details" in names
     blob = str(events)
     assert "lookup_order" in blob and "It is sunny in Paris" in blob
+    # What the monitors read: the calls the events carry are the trace's tool steps, as
+    # with span_only capture (windows join them onto their LLM span).
+    from datetime import UTC, datetime, timedelta
+
+    from sqlalchemy.orm import Session
+
+    from app.monitors import windows
+
+    now = datetime.now(UTC)
+    with Session(engine) as session:
+        window = windows.load_trace_records(
+            session, windows.TraceSelection(project_id=1), start=now - timedelta(hours=1), end=now
+        )
+    loop_window = next(r for r in window if r.trace_id == loop.trace_id)
+    assert shape(loop_window) == [
+        ("llm", None, "ok"),
+        ("tool", "get_weather", "ok"),
+        ("tool", "lookup_order", "error"),
+        ("llm", None, "ok"),
+    ]
 
 
 def test_openinference_openai(run_agent: RunAgent, stored: Stored) -> None:
