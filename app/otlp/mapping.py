@@ -59,6 +59,7 @@ _OPENINFERENCE_KIND = {
 }
 _TRACELOOP_KIND = {"agent": "agent", "tool": "tool", "workflow": "chain", "task": "step"}
 _LLM_REQUEST_TYPE = {"chat": "llm", "completion": "llm", "embedding": "embedding"}
+_TELLTALE = "telltale."
 _SCORE_PREFIX = "telltale.score."
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MAX_MESSAGES = 10
@@ -128,6 +129,9 @@ def map_spans(
 ) -> MappedBatch:
     out = MappedBatch()
     traces: dict[str, TraceAcc] = {}
+    # Whether a resource (one dict per ResourceSpans) sets telltale.* values: most don't,
+    # and a span without telltale.* keys of its own then skips those lookups.
+    resource_says: dict[int, bool] = {}
     for index, sp in enumerate(spans):
         error = sp.error or _oversize(sp, max_attributes_bytes)
         if error is not None:
@@ -160,13 +164,20 @@ def map_spans(
         }
         row.update(columns(attrs) if kind in ("llm", "embedding") else NO_COLUMNS)
         out.events.append(ValidEvent(index, f"otlp:{sp.trace_id}:{sp.span_id}", "span", row))
-        _scores(sp, index, ended or started, out)
+        telltale_keys = [k for k in attrs if k.startswith(_TELLTALE)]
+        if telltale_keys:
+            _scores(sp, telltale_keys, index, ended or started, out)
+        says = resource_says.get(id(sp.resource))
+        if says is None:
+            says = resource_says[id(sp.resource)] = any(
+                k.startswith(_TELLTALE) for k in sp.resource
+            )
         if sp.events or "openinference.span.kind" in attrs:
             out.events.extend(evaluation_scores(sp, index, ended or started))
         acc = traces.get(sp.trace_id)
         if acc is None:
             acc = traces[sp.trace_id] = TraceAcc(sp.trace_id)
-        acc.add(sp, kind, failed, started, ended, out)
+        acc.add(sp, kind, failed, started, ended, out, telltale=says or bool(telltale_keys))
     out.traces = [acc.row() for acc in traces.values()]
     return out
 
@@ -199,10 +210,14 @@ def _confidence(attrs: dict[str, Any], where: str, out: MappedBatch) -> float | 
     return number
 
 
-def _scores(sp: DecodedSpan, index: int, at: datetime | None, out: MappedBatch) -> None:
-    for key, value in sp.attributes.items():
+def _scores(
+    sp: DecodedSpan, keys: list[str], index: int, at: datetime | None, out: MappedBatch
+) -> None:
+    """The span's ``telltale.score.<name>`` attributes (``keys``: its telltale.* keys)."""
+    for key in keys:
         if not key.startswith(_SCORE_PREFIX):
             continue
+        value = sp.attributes[key]
         name = key[len(_SCORE_PREFIX) :]
         if name.endswith((".kind", ".source")):
             continue

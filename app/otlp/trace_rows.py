@@ -76,7 +76,7 @@ class TraceAcc:
         self.failed = False
         # rank 2: the root span is here; 1: an agent span; 0: only other spans.
         self.rank = -1
-        self.agent_key = ""
+        self.agent_rank: tuple[int, int, str] | None = None
         self.agent = ""
         self.agent_version = ""
         self.fields: dict[str, Any] = {}
@@ -92,7 +92,11 @@ class TraceAcc:
         started: datetime | None,
         ended: datetime | None,
         out: MappedBatch,
+        *,
+        telltale: bool = True,
     ) -> None:
+        """Fold one span in; ``telltale=False`` says neither the span nor its resource has a
+        ``telltale.*`` attribute, so the trace fields they could set are not looked up."""
         if started is not None and (self.started is None or started < self.started):
             self.started = started
         if ended is not None and (self.ended is None or ended > self.ended):
@@ -103,12 +107,17 @@ class TraceAcc:
         self.rank = max(self.rank, 2 if is_root else 1 if kind == "agent" else 0)
         attrs, res = sp.attributes, sp.resource
         preference, agent, version = agent_identity(sp, kind)
-        key = f"{preference}:{sp.start_ns:020d}:{sp.span_id}"
-        if agent and (not self.agent_key or key < self.agent_key):
-            self.agent_key, self.agent, self.agent_version = key, agent, version
+        key = (preference, sp.start_ns, sp.span_id)
+        if agent and (self.agent_rank is None or key < self.agent_rank):
+            self.agent_rank, self.agent, self.agent_version = key, agent, version
             agent_id = attrs.get("gen_ai.agent.id")
             if agent_id is not None:
                 self.attributes["gen_ai.agent.id"] = str(agent_id)[:128]
+        if not self.has_resource:
+            self.has_resource = True
+            self.attributes.update({f"resource.{k}": v for k, v in res.items()})
+        if not telltale:
+            return
         for column, name, limit in _TRACE_FIELDS:
             value = given(name, attrs, res)
             if value is not None and (is_root or column not in self.fields):
@@ -123,9 +132,15 @@ class TraceAcc:
                 self.source = source
             else:
                 out.note(f"span {sp.span_id}: telltale.source must be one of {SOURCES}; ignored")
-        if not self.has_resource:
-            self.has_resource = True
-            self.attributes.update({f"resource.{k}": v for k, v in res.items()})
+
+    @property
+    def agent_key(self) -> str:
+        """The stored form of the best agent source seen: ``preference:start:span_id``,
+        compared as text when requests are merged (app.otlp.traces)."""
+        if self.agent_rank is None:
+            return ""
+        preference, start_ns, span_id = self.agent_rank
+        return f"{preference}:{start_ns:020d}:{span_id}"
 
     def row(self) -> dict[str, Any]:
         return {
