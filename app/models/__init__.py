@@ -34,6 +34,7 @@ __all__ = [
     "EmbeddingStream",
     "IngestEvent",
     "IngestMinute",
+    "InputGroup",
     "Project",
     "Score",
     "Span",

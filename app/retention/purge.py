@@ -1,7 +1,7 @@
 """The data retention job: per project, rows older than its cutoff are deleted in batches.
 
 Deleted, by ``created_at`` (arrival) unless said otherwise: traces with their spans and
-span events (by trace id), scores, embeddings, ingest minutes (by ``minute``), detector
+span events (by trace id), scores, embeddings, derived input groups, ingest minutes (by ``minute``), detector
 runs and findings (by ``at``), the events of resolved alerts (by ``at``), sent and dead
 notifications, and last the ingest event ids. Kept: anything newer than the cutoff, open
 (firing or acknowledged) alerts with their events, and the findings and runs they cite.
@@ -37,6 +37,7 @@ from app.models import (
     Finding,
     IngestEvent,
     IngestMinute,
+    InputGroup,
     Notification,
     Project,
     Score,
@@ -126,6 +127,12 @@ def purge_project(
             "embeddings",
             Embedding.id,
             and_(Embedding.project_id == p, Embedding.created_at < cutoff),
+        ),
+        # The derived input groups (app/derive/groups.py): one row per distinct input.
+        (
+            "input_groups",
+            InputGroup.id,
+            and_(InputGroup.project_id == p, InputGroup.created_at < cutoff),
         ),
         (
             "findings",

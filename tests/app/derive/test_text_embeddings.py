@@ -13,8 +13,9 @@ from sqlalchemy.orm import Session
 
 from app.derive.job import derive_job, derive_pending
 from app.derive.text_vectors import SharedMiniLM
-from app.models import Embedding, Trace
+from app.models import Embedding, InputGroup, Trace
 from app.models.base import utcnow
+from app.retention.purge import purge_project
 from app.scheduler.jobs import periodic_jobs
 from app.settings import Settings
 from detectors.output_drift import input_key
@@ -81,6 +82,12 @@ def test_inputs_and_outputs_embedded_and_paraphrases_grouped(
     records = from_rows([{**t.__dict__} for t in stored.values()])
     keys = {r.trace_id: input_key(r) for r in records}
     assert {keys[r.trace_id] for r in [*paraphrases, repeat]} == {hashes[0]}
+    # Data retention takes the groups with the traces.
+    project_id = stored[other.trace_id].project_id
+    counts = purge_project(engine, project_id=project_id, cutoff=utcnow() + timedelta(days=1))
+    assert counts["input_groups"] == 5  # one row per distinct input: 3 + other + weather
+    with engine.connect() as conn:
+        assert conn.scalar(select(func.count()).select_from(InputGroup)) == 0
 
 
 def test_rederiving_writes_no_vector_twice_and_keeps_groups(
