@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from app.derive.messages import call_content
 
@@ -76,7 +77,7 @@ def test_openlit_content_span_events() -> None:
 def test_content_on_span_and_in_events_counts_once() -> None:
     messages = [{"role": "user", "parts": [{"type": "text", "content": USER}]}]
     attrs = {"gen_ai.input.messages": json.dumps(messages)}
-    events = [{"name": "gen_ai.client.inference.operation.details",
+    events: list[dict[str, Any]] = [{"name": "gen_ai.client.inference.operation.details",
                "attributes": {"gen_ai.input.messages": messages}, "body": None},
               {"name": "gen_ai.user.message", "attributes": {}, "body": {"content": USER}}]  # fmt: skip
     assert call_content(attrs, events).user == [USER]
