@@ -26,9 +26,9 @@ from typing import Any
 from sqlalchemy import Engine, bindparam, update
 
 from app.db import write_transaction
-from app.derive.groups import INPUT_GROUP, AgentGroups, load_groups, save_new_groups
+from app.derive.groups import INPUT_GROUP, load_groups, save_new_groups
 from app.derive.load import Batch, pending_batch
-from app.derive.pairs import pair_candidates, requeue_candidates
+from app.derive.pairs import pair_batch
 from app.derive.text_vectors import (
     MINILM_NAME,
     SharedMiniLM,
@@ -135,39 +135,12 @@ def _derive_batch(
     embedded, written = _embed(engine, batch, signals, encoder)
     with write_transaction(engine) as conn:
         groups = _assign_groups(conn, batch, hashes, embedded)
-        pairs: dict[Key, str] = {}
-        for project_id, config in batch.configs.items():
-            rule = config.counterfactual
-            if rule is None:
-                continue
-            mine = [t for t in batch.traces if t["project_id"] == project_id]
-            by_id = {t["trace_id"]: hashes[(project_id, t["trace_id"])] for t in mine}
-            found = pair_candidates(
-                conn, project_id=project_id, rule=rule, traces=mine, hashes=by_id
-            )
-            pairs.update({(project_id, tid): base for tid, base in found.items()})
-            baseline_hashes = [
-                str(by_id[t["trace_id"]]) for t in mine
-                if t["agent"] == rule.agent and t["agent_version"] == rule.baseline_version
-                and by_id[t["trace_id"]]
-            ]  # fmt: skip
-            if baseline_hashes:
-                requeue_candidates(
-                    conn, project_id=project_id, rule=rule, baseline_hashes=baseline_hashes
-                )
-        rows = [
-            _update_row(
-                t,
-                signals[key],
-                hashes[key],
-                groups.get(key),
-                pairs.get(key),
-                embedded.get(key),
-                now,
-            )  # fmt: skip
-            for t in batch.traces
-            for key in [(t["project_id"], t["trace_id"])]
-        ]
+        pairs = pair_batch(conn, traces=batch.traces, configs=batch.configs, hashes=hashes)
+        rows = []
+        for t in batch.traces:
+            key = (t["project_id"], t["trace_id"])
+            found = (groups.get(key), pairs.get(key), embedded.get(key))
+            rows.append(_update_row(t, signals[key], hashes[key], *found, now))
         conn.execute(_UPDATE, rows)
     return written
 
@@ -194,10 +167,10 @@ def _embed(
             if text:
                 items.append(TextItem(t["project_id"], t["trace_id"], t["agent"], side, text))
     vectors = embed_items(encoder, items)
-    written = write_vectors(engine, items=items, vectors=vectors,
-                            model=getattr(encoder, "name", MINILM_NAME))  # fmt: skip
-    inputs = {(i.project_id, i.trace_id): v for i, v in zip(items, vectors, strict=True)
-              if i.side == "input"}  # fmt: skip
+    model = getattr(encoder, "name", MINILM_NAME)
+    written = write_vectors(engine, items=items, vectors=vectors, model=model)
+    pairs = zip(items, vectors, strict=True)
+    inputs = {(i.project_id, i.trace_id): v for i, v in pairs if i.side == "input"}
     return {key: (digest, inputs.get(key)) for key, digest in digests.items()}, written
 
 
@@ -208,22 +181,20 @@ def _assign_groups(
     todo = [t for t in batch.traces if (t["project_id"], t["trace_id"]) in embedded]
     todo = [t for t in todo if hashes[(t["project_id"], t["trace_id"])] and t["agent"]]
     todo.sort(key=lambda t: (t["started_at"] or _NEVER, t["trace_id"]))
-    by_agent: dict[tuple[int, str], AgentGroups] = {}
+    wanted: dict[tuple[int, str], set[str]] = {}
+    for t in todo:
+        wanted.setdefault((t["project_id"], t["agent"]), set()).add(
+            str(hashes[(t["project_id"], t["trace_id"])])
+        )
+    by_agent = {
+        (p, agent): load_groups(conn, project_id=p, agent=agent, input_hashes=hashes_of_agent)
+        for (p, agent), hashes_of_agent in wanted.items()
+    }
     out: dict[Key, str] = {}
     for t in todo:
         key = (t["project_id"], t["trace_id"])
         input_hash = str(hashes[key])
-        agent_key = (t["project_id"], t["agent"])
-        if agent_key not in by_agent:
-            wanted = {
-                str(hashes[(p, tid)])
-                for (p, tid) in embedded
-                if p == t["project_id"] and hashes[(p, tid)]
-            }
-            by_agent[agent_key] = load_groups(
-                conn, project_id=t["project_id"], agent=t["agent"], input_hashes=wanted
-            )
-        groups = by_agent[agent_key]
+        groups = by_agent[(t["project_id"], t["agent"])]
         vector = embedded[key][1]
         threshold = batch.configs[t["project_id"]].input_identity.group_threshold
         if vector is not None:
@@ -231,8 +202,8 @@ def _assign_groups(
         elif input_hash in groups.known:
             out[key] = groups.known[input_hash]
     for project_id in {p for p, _ in by_agent}:
-        save_new_groups(conn, project_id=project_id,
-                        groups={a: g for (p, a), g in by_agent.items() if p == project_id})  # fmt: skip
+        mine = {agent: g for (p, agent), g in by_agent.items() if p == project_id}
+        save_new_groups(conn, project_id=project_id, groups=mine)
     return out
 
 

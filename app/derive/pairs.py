@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.engine import Connection
 
-from app.derive.config import Counterfactual
+from app.derive.config import Counterfactual, SignalConfig
 from app.models import Trace
 
 _FAR = datetime.max
@@ -88,3 +88,33 @@ def requeue_candidates(
             )
             .values(derived_at=None)
         )
+
+
+def pair_batch(
+    conn: Connection,
+    *,
+    traces: list[dict[str, Any]],
+    configs: Mapping[int, SignalConfig],
+    hashes: Mapping[tuple[int, str], str | None],
+) -> dict[tuple[int, str], str]:
+    """Pairs for one batch of every project with a rule; re-queues the candidates of the
+    inputs that got their first baseline here."""
+    pairs: dict[tuple[int, str], str] = {}
+    for project_id, config in configs.items():
+        rule = config.counterfactual
+        if rule is None:
+            continue
+        mine = [t for t in traces if t["project_id"] == project_id]
+        by_id = {t["trace_id"]: hashes[(project_id, t["trace_id"])] for t in mine}
+        found = pair_candidates(conn, project_id=project_id, rule=rule, traces=mine, hashes=by_id)
+        pairs.update({(project_id, tid): base for tid, base in found.items()})
+        baselines = [
+            str(by_id[t["trace_id"]])
+            for t in mine
+            if t["agent"] == rule.agent
+            and t["agent_version"] == rule.baseline_version
+            and by_id[t["trace_id"]]
+        ]
+        if baselines:
+            requeue_candidates(conn, project_id=project_id, rule=rule, baseline_hashes=baselines)
+    return pairs
