@@ -29,7 +29,7 @@ from typing import Any
 
 import orjson
 
-from app.otlp.tool_calls import REQUESTED, add_tool_calls
+from app.otlp.tool_calls import REQUESTED, add_tool_calls, event_tool_calls
 
 _OI_MESSAGE = re.compile(
     r"^llm\.(input|output)_messages\.(\d+)\.message\."
@@ -215,11 +215,10 @@ def from_event(name: str, attrs: dict[str, Any], body: Any) -> CallContent:
         _file(out, "assistant", _text(message.get("content")) or "", side="output")
         if isinstance(body.get("finish_reason"), str):
             out.finish_reasons.append(body["finish_reason"])
-        for call in message.get("tool_calls") or []:
-            function = call.get("function") if isinstance(call, dict) else None
-            if isinstance(function, dict) and isinstance(function.get("name"), str):
-                out.requested_tools.append(function["name"])
         out.logprobs.extend(_logprobs(body.get("logprobs")))
+    # The calls an event requested, read as the monitor windows read them (one reader).
+    requested = event_tool_calls(name, attrs or {}, body).get(REQUESTED) or []
+    out.requested_tools = [str(c["name"]) for c in requested if isinstance(c, dict)]
     return out
 
 
