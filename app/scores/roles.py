@@ -60,7 +60,7 @@ class ScoreRoles:
     def names_with(self, role: str) -> list[str]:
         return sorted(n for n, r in self.roles if r == role)
 
-    def apply(self, row: Mapping[str, Any]) -> dict[str, Any]:
+    def apply(self, row: Mapping[Any, Any]) -> dict[str, Any]:
         """A stored score row as detectors read it (``kind`` and ``label_source`` set)."""
         out = dict(row)
         out["kind"] = self.as_dict.get(str(row["name"]), str(row.get("kind") or "proxy"))

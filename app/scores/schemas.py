@@ -13,11 +13,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.ingest.schemas import EventTime, IngestAnswer
 from app.request_model import RequestModel
 from app.response_model import ResponseModel
-from detectors.records import LABEL_SOURCES
 
 Kind = Literal["proxy", "true", "guardrail"]
 Source = Literal["online", "delayed", "human", "eval"]
 ScoreName = Annotated[str, Field(min_length=1, max_length=128)]
+# detectors.records.LABEL_SOURCES, typed for the schema (tests check they agree).
+DEFAULT_LABEL_SOURCES: tuple[Source, ...] = ("delayed", "human")
 
 
 class ScoreItem(BaseModel):
@@ -56,11 +57,11 @@ class ScoreRolesBody(RequestModel):
         description="score name -> proxy | true | guardrail; other names keep their own kind",
     )
     label_sources: list[Source] = Field(
-        default_factory=lambda: list(LABEL_SOURCES),
+        default_factory=lambda: list(DEFAULT_LABEL_SOURCES),
         description="sources whose true scores are ground-truth labels",
     )
 
 
 class ScoreRolesOut(ResponseModel):
-    roles: dict[str, Kind]
-    label_sources: list[Source]
+    roles: dict[str, str] = Field(description="score name -> proxy | true | guardrail")
+    label_sources: list[str]
