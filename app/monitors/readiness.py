@@ -115,9 +115,17 @@ def status_of(failure_mode: str, needs: list[Need], empty: bool) -> str:
 
 
 def monitor_readiness(
-    session: Session, *, monitor: Monitor, now: datetime | None = None
+    session: Session,
+    *,
+    monitor: Monitor,
+    now: datetime | None = None,
+    counts_cache: dict[Any, Any] | None = None,
 ) -> dict[str, Any]:
-    """The monitor's readiness for the window a run at ``now`` would read."""
+    """The monitor's readiness for the window a run at ``now`` would read.
+
+    ``counts_cache`` (one per page) shares a window's counts between monitors that read
+    the same window with the same selection, as the seven defaults do.
+    """
     now = as_utc(now) if now is not None else utcnow()
     sel = monitor.selection or {}
     policy = baseline.BaselinePolicy.from_selection(sel)
@@ -148,9 +156,12 @@ def monitor_readiness(
         tsel = windows.TraceSelection(
             project_id=pid, agent=sel.get("agent"), source=sel.get("source"), roles=roles
         )
-        counts = readiness_counts.window_counts(
+        key = (tsel, w.current_start, w.current_end)
+        counts = (counts_cache or {}).get(key) or readiness_counts.window_counts(
             session, tsel, start=w.current_start, end=w.current_end, as_of=w.current_end
         )
+        if counts_cache is not None:
+            counts_cache[key] = counts
         needs = trace_needs(needs_names, counts, roles)
         answer["traces"] = counts.traces
         answer["scores"] = [
