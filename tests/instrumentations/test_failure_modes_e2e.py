@@ -1,0 +1,98 @@
+"""Each failure mode, injected into a real instrumented agent, opens its default monitor's alert.
+
+The agents are real: a LangGraph graph under OpenInference's LangChain instrumentation and
+a plain ``openai`` client under OpenTelemetry's ``openai-v2``, both exporting OTLP to a live
+Telltale, with content capture on, against the fake OpenAI server
+(``fake_openai.py``), on a simulated clock. The failure is injected in the agent's or the
+model's behaviour (seeded), never in what is sent to Telltale. Each test follows the
+timeline of :mod:`tests.instrumentations.e2e`: 8 clean hours after which none of the seven
+default monitors (default parameters and windows) fires, then 2 injected hours in which
+the mode's monitor opens an alert through the scheduler tick and the alert lifecycle. Each
+prints the runs and the evidence of the run that opened the alert.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from app.settings import Settings
+from tests.conftest import LiveServer
+from tests.instrumentations.conftest import RunAgent
+from tests.instrumentations.e2e import CLEAN_H, INJECTED_H, ONSET, T0, Telltale, clock_env, report
+from tests.instrumentations.test_real_instrumentations import no_export_errors
+
+RATE = 40  # traces per simulated hour
+
+
+@pytest.fixture
+def telltale(
+    live_server: LiveServer, make_key: Any, engine: Any, settings: Settings
+) -> Iterator[Telltale]:
+    tt = Telltale(live_server.url, make_key(role="admin"), engine, settings)
+    tt.create_defaults()
+    yield tt
+
+
+def phases(
+    run: Any, *, clean: dict[str, str], injected: dict[str, str], rate: int = RATE
+) -> list[str]:
+    """Run the agent clean for 8 h from T0, then injected for 2 h; return their stdouts."""
+    out = []
+    for start, hours, env in ((T0, CLEAN_H, clean), (ONSET, INJECTED_H, injected)):
+        n = int(rate * hours)
+        done: subprocess.CompletedProcess[str] = run(**clock_env(start, hours, n), **env, n=n)
+        no_export_errors(done)
+        out.append(done.stdout)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+def test_fm1_compounding_langgraph(run_agent: RunAgent, telltale: Telltale) -> None:
+    """FM-1: after a failed model call the later ones fail with 60% instead of 10%."""
+
+    def run(n: int, **env: str) -> subprocess.CompletedProcess[str]:
+        return run_agent("openinference", "openinference_langchain_chain", FM1_TRACES=str(n), **env)
+
+    printed = phases(
+        run,
+        clean={"FM1_MODE": "independent", "FM1_SEED": "11"},
+        injected={"FM1_MODE": "compounding", "FM1_SEED": "12", "FM1_P_AFTER": "0.6"},
+    )
+    assert all(re.search(r"model failures: \d+", p) for p in printed), printed
+    clean = telltale.clean_check()
+    runs, opened = telltale.injected_check("FM-1")
+    report("FM-1", clean, runs, opened, "reference_ratio", "compounding_ratio", "sub_tests")
+    assert opened.statistic is not None and opened.statistic > 1.5
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_fm2_tool_cascade_openai_v2(run_agent: RunAgent, telltale: Telltale) -> None:
+    """FM-2: the session service gets flaky (8% -> 30% failures) and the tools after a
+    failed ``open_session`` fail with it (85% instead of 8%)."""
+
+    def run(n: int, **env: str) -> subprocess.CompletedProcess[str]:
+        return run_agent("otel", "support_agent", AGENT_TRACES=str(n), **env)
+
+    injected = {"AGENT_SEED": "22", "AGENT_CASCADE": "1", "AGENT_SESSION_P": "0.3"}
+    phases(run, clean={"AGENT_SEED": "21"}, injected=injected, rate=90)
+    clean = telltale.clean_check()
+    runs, opened = telltale.injected_check("FM-2")
+    report(
+        "FM-2",
+        clean,
+        runs,
+        opened,
+        "cascade_lift",
+        "reference_lift",
+        "fisher_p_value",
+        "cascade_depths",
+        "cascade_tools",
+    )
+    assert opened.statistic is not None and opened.statistic > 1.5
