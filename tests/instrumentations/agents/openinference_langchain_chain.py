@@ -33,6 +33,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from openinference.instrumentation.langchain import LangChainInstrumentor
 from otlp_setup import setup, shutdown
 
+simclock.patch_datetime_in("langchain_core.tracers.core")  # LangChain's run times
 provider = setup()
 LangChainInstrumentor().instrument(tracer_provider=provider)
 

@@ -7,8 +7,10 @@ the framework, this module makes the clocks they stamp with simulated ones: trac
 it runs at real speed, so latencies stay real.
 
 Patched: ``time.time_ns`` (the OTel SDK's span, event and log timestamps, bound by
-``from time import time_ns`` at its import) and ``datetime.datetime.now`` (LangChain's run
-start and end times, which OpenInference's LangChain tracer turns into span times).
+``from time import time_ns`` at its import) and, by :func:`patch_datetime_in`, the
+``datetime`` a named module uses (LangChain's run start and end times, which OpenInference's
+LangChain tracer turns into span times). Replacing ``datetime.datetime`` itself would break
+pydantic, which builds schemas from the class its models are annotated with.
 ``time.time`` is left alone on purpose: the OTLP exporter and the batch processor compute
 their timeouts and deadlines with it, and a clock that jumps by minutes between traces
 would time their exports out. Without ``SIM_START_EPOCH`` nothing is patched.
@@ -17,6 +19,7 @@ would time their exports out. Without ``SIM_START_EPOCH`` nothing is patched.
 from __future__ import annotations
 
 import datetime as _dt
+import importlib
 import os
 import time as _time
 
@@ -48,7 +51,14 @@ class _SimDatetime(_dt.datetime):
         return cls.fromtimestamp(now_ns() / 1e9, _dt.UTC).replace(tzinfo=None)
 
 
+def patch_datetime_in(*modules: str) -> None:
+    """Make ``datetime.now()`` in these modules (which did ``from datetime import datetime``)
+    read the simulated clock."""
+    if START_NS:
+        for name in modules:
+            importlib.import_module(name).datetime = _SimDatetime
+
+
 if START_NS:
     _offset_ns = START_NS - _real_time_ns()
     _time.time_ns = now_ns
-    _dt.datetime = _SimDatetime  # type: ignore[misc]
