@@ -82,15 +82,27 @@ class Step:
 
 @dataclass(frozen=True)
 class Score:
+    """A score of a trace; ``label_source`` says whether its source counts as a ground-truth
+    label source (a project's score roles decide; None: the defaults, ``LABEL_SOURCES``).
+
+    >>> Score("resolved", 1.0, "true", "online").is_label
+    False
+    >>> Score("resolved", 1.0, "true", "online", label_source=True).is_label
+    True
+    """
+
     name: str
     value: float
     kind: str = "proxy"  # proxy | true | guardrail
     source: str = "online"  # online | delayed | human | eval
     created_at: float = 0.0
+    label_source: bool | None = None
 
     @property
     def is_label(self) -> bool:
-        return self.kind == "true" and self.source in LABEL_SOURCES
+        if self.kind != "true":
+            return False
+        return self.source in LABEL_SOURCES if self.label_source is None else self.label_source
 
 
 @dataclass(frozen=True)
@@ -228,7 +240,8 @@ def from_rows(
     Rows are mappings with the stored column names (``trace_id`` on every row; times as
     epoch seconds, ``datetime`` or ISO-8601). Steps follow :func:`step_order_key` and are
     numbered 0, 1, ... in that order; a score without ``created_at`` takes its trace's end
-    time; an embedding row (``trace_id``, ``stream``, ``vector``) in the stream
+    time, and its optional ``label_source`` becomes :attr:`Score.label_source`; an
+    embedding row (``trace_id``, ``stream``, ``vector``) in the stream
     ``<agent>.input`` / ``<agent>.output`` of its trace's agent becomes the input / output
     embedding (the last such row wins). Rows of unknown traces are dropped; a trace row
     repeated replaces the earlier one. Records sort by ``(started_at, trace_id)``.
@@ -296,6 +309,7 @@ def _record(
                 kind=str(s.get("kind") or "proxy"),
                 source=str(s.get("source") or "online"),
                 created_at=epoch_seconds(s.get("created_at"), ended),
+                label_source=s.get("label_source"),
             )
             for s in scores
         ),

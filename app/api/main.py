@@ -15,6 +15,7 @@ from app.api.routes import (
     otlp,
     otlp_logs,
     retention,
+    scores,
     silences,
     streams,
     traces,
@@ -24,6 +25,7 @@ from app.api.routes import queues as label_queues
 api_router = APIRouter()
 api_router.include_router(health.router)
 api_router.include_router(ingest.router)
+api_router.include_router(scores.router)
 api_router.include_router(traces.router)
 api_router.include_router(streams.router)
 api_router.include_router(keys.router)

@@ -35,6 +35,7 @@ from app.monitors.baseline import BaselinePolicy, Windows
 from app.monitors.cycle import WindowCache
 from app.monitors.detection import Detector, build_detector
 from app.monitors.slots import DetectorsBusy, DetectorSlots
+from app.scores import roles as score_roles
 from detectors import registry
 from detectors.result import DetectorResult
 from detectors.signals import STREAM_SIGNALS, TRACE_EMBEDDING_SIGNALS
@@ -164,6 +165,7 @@ def _load(
         agent=sel.get("agent"),
         source=sel.get("source"),
         max_traces=int(sel.get("max_traces", windows.DEFAULT_MAX_TRACES)),
+        roles=score_roles.get_roles(session, project_id=pid),
     )
     with_emb = bool(needs & TRACE_EMBEDDING_SIGNALS)
 

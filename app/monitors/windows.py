@@ -2,10 +2,12 @@
 
 Trace windows become ``detectors.records.TraceRecord`` lists following the contract in
 ``detectors/records.py``: epoch-float times, spans as steps in step order, every score of
-the trace (labels are ``true`` scores from ``delayed``/``human`` sources; the detector
-hides the ones created after ``now``), and input/output embeddings from the streams
-``<agent>.input`` / ``<agent>.output`` joined on ``trace_id``. Embedding windows for FM-6
-are float32 matrices per stream.
+the trace (the detector hides the ones created after ``now``), and input/output
+embeddings from the streams ``<agent>.input`` / ``<agent>.output`` joined on
+``trace_id``. Scores are read with the project's score roles (:mod:`app.scores.roles`):
+a name's role is its kind, and a ``true`` score is a label when its source is one of the
+project's label sources (by default ``delayed`` and ``human``). Embedding windows for
+FM-6 are float32 matrices per stream.
 
 What a window holds at volume is sampled, never cut to the newest rows: traces by
 :mod:`app.monitors.sampling` (eval traces whole, production by group hash), vectors by a
@@ -26,6 +28,7 @@ from sqlalchemy.orm import Session
 
 from app.models import Embedding, EmbeddingStream, Score, Span, Trace
 from app.monitors import sampling
+from app.scores.roles import DEFAULT_ROLES, ScoreRoles
 from detectors import records
 from detectors.signals import STEP_ATTRIBUTES
 
@@ -42,6 +45,8 @@ class TraceSelection:
     agent: str | None = None
     source: str | None = None
     max_traces: int = DEFAULT_MAX_TRACES
+    # The project's score roles, applied to every score as it is read (app/scores/roles.py).
+    roles: ScoreRoles = DEFAULT_ROLES
 
 
 @dataclass(frozen=True)
@@ -153,7 +158,7 @@ def load_trace_window(
         )
         if as_of is not None:
             score_q = score_q.where(Score.created_at <= as_of)
-        scores += session.execute(score_q).mappings()
+        scores += map(sel.roles.apply, session.execute(score_q).mappings())
     window = TraceWindow(records.from_rows(traces, spans, scores), plan)
     return with_trace_embeddings(session, window, project_id=pid) if with_embeddings else window
 

@@ -18,6 +18,7 @@ from app.deps import Int4Id, Int8Id, SessionDep
 from app.labeling import queues
 from app.labeling.errors import NotFound
 from app.models.base import UTCTime
+from app.monitors import readiness
 from app.monitors import store as monitors
 from app.traces import store as traces
 from app.traces.schemas import TraceOut, TracePage
@@ -60,6 +61,7 @@ def monitor_page(monitor_id: Int4Id, web: WebDep, session: SessionDep) -> Any:
         monitor=monitor,
         points=points,
         latest=latest,
+        readiness=readiness.monitor_readiness(session, monitor=monitor),
         title=queries.FAILURE_MODES.get(monitor.failure_mode, ""),
     )
 

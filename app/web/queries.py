@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from app.models import Alert, IngestMinute
 from app.models.base import utcnow
+from app.monitors import readiness
 from app.monitors import store as monitors
 
 FAILURE_MODES = {
@@ -24,8 +25,8 @@ FAILURE_MODES = {
 
 
 def overview(session: Session, *, project_id: int) -> dict[str, Any]:
-    """Per failure mode: its monitors with their latest run, and its open alerts; plus the
-    events ingested per type in the last hour."""
+    """Per failure mode: its monitors with their latest run and data readiness, and its
+    open alerts; plus the events ingested per type in the last hour."""
     found = monitors.list_monitors(session, project_id=project_id)
     open_alerts = dict(
         session.execute(
@@ -35,16 +36,25 @@ def overview(session: Session, *, project_id: int) -> dict[str, Any]:
         ).all()
     )
     modes = []
+    # The defaults share one window: one "now" for every monitor, so it is counted once.
+    counts: dict[Any, Any] = {}
+    now = utcnow()
     for fm, title in FAILURE_MODES.items():
         rows = [
-            {"monitor": m, "run": monitors.latest_run(session, monitor_id=m.id)}
+            {
+                "monitor": m,
+                "run": monitors.latest_run(session, monitor_id=m.id),
+                "readiness": readiness.monitor_readiness(
+                    session, monitor=m, now=now, counts_cache=counts
+                ),
+            }
             for m in found
             if m.failure_mode == fm
         ]
         modes.append(
             {"id": fm, "title": title, "monitors": rows, "open_alerts": open_alerts.get(fm, 0)}
         )
-    since = utcnow() - timedelta(hours=1)
+    since = now - timedelta(hours=1)
     rate = dict(
         session.execute(
             select(IngestMinute.type, func.sum(IngestMinute.events))

@@ -12,8 +12,9 @@ from app.api.deps import AdminKey, EngineDep, Int4Id, ReadKey, SessionDep, Setti
 from app.db import write_session
 from app.models import Monitor
 from app.models.base import UTCTime
-from app.monitors import defaults, store
+from app.monitors import defaults, readiness, store
 from app.monitors.detection import DetectorConfigError
+from app.monitors.readiness_schemas import ReadinessOut
 from app.monitors.runner import run_monitor
 from app.monitors.schemas import (
     MonitorCreate,
@@ -134,6 +135,21 @@ def run_now(
     if run is None:
         raise HTTPException(404, f"monitor {monitor_id} not found in this project")
     return RunOut.model_validate(run)
+
+
+@router.get("/{monitor_id}/readiness")
+def get_readiness(
+    monitor_id: Int4Id,
+    principal: ReadKey,
+    session: SessionDep,
+    now: UTCTime | None = Query(None, description="as of (ISO-8601); default: now"),
+) -> ReadinessOut:
+    """Each need of the monitor's detector in the window a run now would read: present or
+    missing, with counts, and for each missing one how to send it."""
+    monitor = _get(session, principal.project_id, monitor_id)
+    return ReadinessOut.model_validate(
+        readiness.monitor_readiness(session, monitor=monitor, now=now)
+    )
 
 
 @router.get("/{monitor_id}/runs")

@@ -1,0 +1,186 @@
+"""Data readiness: per monitor, which of its detector's needs the current window carries.
+
+A detector declares ``needs`` (:mod:`detectors.signals`) and runs with part of them: the
+sub-tests that read a missing signal are left out. So a bare ``insufficient_data`` tells
+a team nothing; this says, for the window the next run would read (the bounds the runner
+computes: :func:`app.monitors.baseline.windows_for` with the monitor's baseline state),
+each need as present or missing with its count, and for each missing one the exact
+remedy (:mod:`app.monitors.remedies`). Counts are SQL aggregates
+(:mod:`app.monitors.readiness_counts`), never loaded records.
+
+``status``: ``ready`` (every need present), ``partial`` (some sub-test can run: one of
+:data:`RUNS_WITH`'s sets is present), ``missing`` (none can) or ``no_data`` (nothing in
+the window at all).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.db import as_utc
+from app.models import Monitor
+from app.models.base import utcnow
+from app.monitors import baseline, readiness_counts, windows
+from app.monitors import state as monitor_state
+from app.monitors.readiness_counts import WindowCounts
+from app.monitors.remedies import REMEDIES, score_role_remedies
+from app.scores import roles as score_roles
+from detectors import registry
+from detectors.signals import SIGNALS, STREAM_SIGNALS
+
+# The sets of needs with which some sub-test of the mode can run (from each detector's
+# docstring): FM-3 compares decisions or output vectors of repeated inputs; FM-7 runs its
+# trend tests on a proxy and a true objective, its diversity test on decisions alone.
+RUNS_WITH: dict[str, tuple[tuple[str, ...], ...]] = {
+    "FM-1": (("steps",),),
+    "FM-2": (("steps", "tool_steps"),),
+    "FM-3": (("input_hash", "decision"), ("input_hash", "output_embedding")),
+    "FM-4": (("true_scores", "confidence"),),
+    "FM-5": (("eval_traces",),),
+    "FM-6": (("stream_embeddings",),),
+    "FM-7": (("proxy_scores", "true_scores"), ("decision",)),
+}
+
+
+@dataclass(frozen=True)
+class Need:
+    need: str
+    present: bool
+    count: int
+    of: int | None  # the traces of the window (None: a count of vectors)
+    detail: dict[str, Any]
+    remedies: list[dict[str, str]]
+
+
+# need -> (count, detail) from the window's counts
+_TRACE_NEEDS: dict[str, Callable[[WindowCounts], tuple[int, dict[str, Any]]]] = {
+    "steps": lambda c: (c.with_spans, {}),
+    "step_confidence": lambda c: (c.with_step_confidence, {}),
+    "tool_steps": lambda c: (c.with_tool_steps, {}),
+    "input_hash": lambda c: (c.with_input_hash, {"repeated_inputs": c.repeated_inputs}),
+    "entry_point": lambda c: (c.with_entry_point, {}),
+    "decision": lambda c: (c.with_decision, {}),
+    "confidence": lambda c: (
+        max(c.with_confidence, c.with_step_confidence),
+        {"trace_attribute": c.with_confidence, "step_confidence": c.with_step_confidence},
+    ),
+    "true_scores": lambda c: (c.with_label, {}),
+    "proxy_scores": lambda c: (c.with_proxy, {}),
+    "eval_traces": lambda c: (c.eval_traces, {"production_traces": c.traces - c.eval_traces}),
+    "counterfactual_runs": lambda c: (c.with_counterfactual, {}),
+    "input_embedding": lambda c: (c.with_input_embedding, {}),
+    "output_embedding": lambda c: (c.with_output_embedding, {}),
+}
+
+
+def _present(need: str, count: int, detail: dict[str, Any]) -> bool:
+    if need == "input_hash":  # FM-3 compares repeats: identities seen once are no group
+        return bool(detail["repeated_inputs"])
+    return count > 0
+
+
+def trace_needs(
+    needs: tuple[str, ...], counts: WindowCounts, roles: score_roles.ScoreRoles
+) -> list[Need]:
+    out = []
+    for name in needs:
+        count, detail = _TRACE_NEEDS[name](counts)
+        present = _present(name, count, detail)
+        remedies: list[dict[str, str]] = []
+        if not present:
+            if name in ("true_scores", "proxy_scores"):
+                remedies += score_role_remedies(name, counts.score_names, roles=roles)
+            remedies += REMEDIES[name]
+            if name == "input_hash" and count:
+                remedies.insert(0, {"how": "note", "text": f"{count} traces carry an input "
+                                    "identity but none repeats in this window"})  # fmt: skip
+        out.append(Need(name, present, count, counts.traces, detail, remedies))
+    return out
+
+
+def status_of(failure_mode: str, needs: list[Need], empty: bool) -> str:
+    if empty:
+        return "no_data"
+    present = {n.need for n in needs if n.present}
+    if all(n.present for n in needs):
+        return "ready"
+    if any(set(group) <= present for group in RUNS_WITH.get(failure_mode, ())):
+        return "partial"
+    return "missing"
+
+
+def monitor_readiness(
+    session: Session,
+    *,
+    monitor: Monitor,
+    now: datetime | None = None,
+    counts_cache: dict[Any, Any] | None = None,
+) -> dict[str, Any]:
+    """The monitor's readiness for the window a run at ``now`` would read.
+
+    ``counts_cache`` (one per page) shares a window's counts between monitors that read
+    the same window with the same selection, as the seven defaults do.
+    """
+    now = as_utc(now) if now is not None else utcnow()
+    sel = monitor.selection or {}
+    policy = baseline.BaselinePolicy.from_selection(sel)
+    w = baseline.windows_for(policy, monitor_state.load(session, monitor.id).baseline, now)
+    needs_names = tuple(registry.DETECTORS[monitor.failure_mode].needs)
+    pid = monitor.project_id
+    answer: dict[str, Any] = {
+        "monitor_id": monitor.id,
+        "failure_mode": monitor.failure_mode,
+        "window": {"start": w.current_start.isoformat(), "end": w.current_end.isoformat()},
+    }
+    if set(needs_names) & STREAM_SIGNALS:
+        streams = windows.embedding_streams(
+            session, project_id=pid, stream=sel.get("stream"), agent=sel.get("agent")
+        )
+        vectors = readiness_counts.stream_counts(
+            session, project_id=pid, streams=streams, start=w.current_start, end=w.current_end
+        )
+        total = sum(vectors.values())
+        needs = [
+            Need("stream_embeddings", total > 0, total, None, {"streams": vectors},
+                 [] if total else list(REMEDIES["stream_embeddings"]))
+        ]  # fmt: skip
+        answer["traces"] = None
+        empty = not total
+    else:
+        roles = score_roles.get_roles(session, project_id=pid)
+        tsel = windows.TraceSelection(
+            project_id=pid, agent=sel.get("agent"), source=sel.get("source"), roles=roles
+        )
+        key = (tsel, w.current_start, w.current_end)
+        counts = (counts_cache or {}).get(key) or readiness_counts.window_counts(
+            session, tsel, start=w.current_start, end=w.current_end, as_of=w.current_end
+        )
+        if counts_cache is not None:
+            counts_cache[key] = counts
+        needs = trace_needs(needs_names, counts, roles)
+        answer["traces"] = counts.traces
+        answer["scores"] = [
+            {"name": n, "sent_as": k, "source": s, "read_as": roles.kind_of(n, k),
+             "scores": c, "traces": t}
+            for n, k, s, c, t in counts.score_names
+        ]  # fmt: skip
+        empty = not counts.traces
+    answer["status"] = status_of(monitor.failure_mode, needs, empty)
+    answer["needs"] = [
+        {
+            "need": n.need,
+            "description": SIGNALS[n.need],
+            "present": n.present,
+            "count": n.count,
+            "of": n.of,
+            "detail": n.detail,
+            "remedies": n.remedies,
+        }
+        for n in needs
+    ]
+    return answer

@@ -1,0 +1,48 @@
+"""The answer of ``GET /api/v1/monitors/{id}/readiness`` (:mod:`app.monitors.readiness`)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from app.response_model import ResponseModel
+
+
+class RemedyOut(ResponseModel):
+    how: Literal["attribute", "instrumentation", "config", "score_roles", "api", "note"]
+    text: str
+
+
+class NeedOut(ResponseModel):
+    need: str = Field(description="a name from detectors.signals.SIGNALS")
+    description: str
+    present: bool
+    count: int = Field(description="traces carrying it (FM-6: vectors)")
+    of: int | None = Field(description="traces in the window (FM-6: null)")
+    detail: dict[str, Any]
+    remedies: list[RemedyOut] = Field(description="how to send it; empty when present")
+
+
+class ScoreNameOut(ResponseModel):
+    name: str
+    sent_as: str = Field(description="the kind the scores were stored with")
+    source: str
+    read_as: str = Field(description="the kind detectors read, the project's roles applied")
+    scores: int
+    traces: int
+
+
+class WindowOut(ResponseModel):
+    start: str
+    end: str
+
+
+class ReadinessOut(ResponseModel):
+    monitor_id: int
+    failure_mode: str
+    status: Literal["ready", "partial", "missing", "no_data"]
+    window: WindowOut
+    traces: int | None = Field(description="traces in the current window (FM-6: null)")
+    scores: list[ScoreNameOut] = []
+    needs: list[NeedOut]

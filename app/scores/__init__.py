@@ -1,0 +1,1 @@
+"""Scores from the ecosystem: the feedback API and per-project score roles."""

@@ -1,0 +1,92 @@
+"""Per-project score roles, applied when monitor windows are read.
+
+Evaluators and products name their scores as they like (an LLM judge's ``helpfulness``,
+a ticket system's ``resolved``) and OTLP evaluation results all arrive as ``proxy`` /
+``online``. A project says once which names are ``proxy``, ``true`` or ``guardrail`` and
+which sources count as ground-truth labels; the stored scores are never rewritten, so a
+role change re-reads history on the next run. A score whose name has no role keeps the
+kind it was sent with. Labels (FM-4, FM-2's true outcomes) are ``true`` scores from a
+label source (default ``delayed`` and ``human``: :data:`detectors.records.LABEL_SOURCES`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.models.base import utcnow
+from app.models.score_roles import ScoreRoleConfig
+from detectors.records import LABEL_SOURCES
+
+
+@dataclass(frozen=True)
+class ScoreRoles:
+    """A project's roles, hashable (it is part of a window's cache key).
+
+    >>> r = ScoreRoles(roles=(("resolved", "true"),), label_sources=("delayed", "online"))
+    >>> r.kind_of("resolved", "proxy"), r.kind_of("csat", "proxy")
+    ('true', 'proxy')
+    >>> r.apply({"name": "resolved", "kind": "proxy", "source": "online"})["label_source"]
+    True
+    """
+
+    roles: tuple[tuple[str, str], ...] = ()
+    label_sources: tuple[str, ...] = LABEL_SOURCES
+
+    @classmethod
+    def from_mapping(cls, roles: Mapping[str, str], label_sources: Iterable[str]) -> ScoreRoles:
+        return cls(tuple(sorted(roles.items())), tuple(sorted(set(label_sources))))
+
+    @cached_property
+    def as_dict(self) -> dict[str, str]:
+        return dict(self.roles)
+
+    @cached_property
+    def _label_sources(self) -> frozenset[str]:
+        return frozenset(self.label_sources)
+
+    @property
+    def is_default(self) -> bool:
+        return not self.roles and self._label_sources == frozenset(LABEL_SOURCES)
+
+    def kind_of(self, name: str, stored_kind: str) -> str:
+        """The kind a score is read with: its name's role, else the kind it was sent with."""
+        return self.as_dict.get(name, stored_kind)
+
+    def names_with(self, role: str) -> list[str]:
+        return sorted(n for n, r in self.roles if r == role)
+
+    def apply(self, row: Mapping[Any, Any]) -> dict[str, Any]:
+        """A stored score row as detectors read it (``kind`` and ``label_source`` set)."""
+        out = dict(row)
+        out["kind"] = self.as_dict.get(str(row["name"]), str(row.get("kind") or "proxy"))
+        out["label_source"] = str(row.get("source") or "online") in self._label_sources
+        return out
+
+
+DEFAULT_ROLES = ScoreRoles()
+
+
+def get_roles(session: Session, *, project_id: int) -> ScoreRoles:
+    """The project's roles (the defaults when it never set any)."""
+    row = session.get(ScoreRoleConfig, project_id)
+    if row is None:
+        return DEFAULT_ROLES
+    return ScoreRoles.from_mapping(row.roles or {}, row.label_sources or ())
+
+
+def put_roles(session: Session, *, project_id: int, roles: ScoreRoles) -> ScoreRoles:
+    """Replace the project's roles (the caller commits)."""
+    row = session.get(ScoreRoleConfig, project_id)
+    if row is None:
+        row = ScoreRoleConfig(project_id=project_id)
+        session.add(row)
+    row.roles = roles.as_dict
+    row.label_sources = list(roles.label_sources)
+    row.updated_at = utcnow()
+    session.flush()
+    return roles
