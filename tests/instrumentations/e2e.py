@@ -83,6 +83,28 @@ class Telltale:
             assert r.status_code == 200, r.text
             return dict(r.json())
 
+    def post_outcomes(self, path: str, *, name: str, field: str, delay_s: float) -> int:
+        """The delayed ground truth: ``field`` of each line of an agent's outcomes file as
+        the true score ``name`` (source ``delayed``) by OTel trace id, created ``delay_s``
+        after the trace (a ticket closes later); returns how many were stored."""
+        with open(path) as f:
+            lines = [json.loads(line) for line in f]
+        scores = [
+            {
+                "otel_trace_id": o["otel_trace_id"],
+                "name": name,
+                "value": float(o[field]),
+                "source": "delayed",
+                "kind": "true",
+                "created_at": o["at"] + delay_s,
+            }
+            for o in lines
+        ]
+        for i in range(0, len(scores), 500):
+            answer = self.post_scores(scores[i : i + 500])
+            assert answer["accepted"] == len(scores[i : i + 500]), answer
+        return len(scores)
+
     def only(self, modes: Iterable[str]) -> None:
         """Enable the monitors of ``modes``, disable the others; the next tick runs them
         (created at the real time, their first slot lies years after the simulated one)."""

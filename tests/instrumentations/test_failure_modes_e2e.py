@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -96,3 +97,36 @@ def test_fm2_tool_cascade_openai_v2(run_agent: RunAgent, telltale: Telltale) -> 
         "cascade_tools",
     )
     assert opened.statistic is not None and opened.statistic > 1.5
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+def test_fm7_proxy_up_true_down_langgraph(
+    run_agent: RunAgent, telltale: Telltale, tmp_path: Path
+) -> None:
+    """FM-7: a prompt tuned to delight customers: the LLM judge's helpfulness rises while
+    fewer tickets are resolved (the model praises and skips the order lookup)."""
+    telltale.put(
+        "/api/v1/project/score-roles",
+        {"roles": {"helpfulness": "proxy", "resolved": "true"}, "label_sources": ["delayed"]},
+    )
+    files = [tmp_path / "clean.jsonl", tmp_path / "injected.jsonl"]
+
+    def run(n: int, **env: str) -> subprocess.CompletedProcess[str]:
+        return run_agent(
+            "openinference", "langgraph_support", AGENT_TRACES=str(n), AGENT_JUDGE="1", **env
+        )
+
+    phases(
+        run,
+        clean={"AGENT_SEED": "71", "OUTCOMES_FILE": str(files[0])},
+        injected={"AGENT_SEED": "72", "AGENT_FLATTER": "1", "OUTCOMES_FILE": str(files[1])},
+    )
+    for f in files:  # the ticket system's verdicts, 30 minutes after each trace
+        telltale.post_outcomes(str(f), name="resolved", field="resolved", delay_s=1800)
+    clean = telltale.clean_check()
+    runs, opened = telltale.injected_check("FM-7")
+    report("FM-7", clean, runs, opened, "proxy_rose", "true_fell")
+    ev = opened.evidence
+    assert [p["name"] for p in ev["proxy_rose"]] == ["helpfulness"], ev
+    assert [t["name"] for t in ev["true_fell"]] == ["resolved"], ev

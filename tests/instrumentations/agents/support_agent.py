@@ -16,7 +16,7 @@ back; the second call's answer must name the order (``[cite]``), else the agent 
   ``Where is order N?``) or ``billing`` (a new topic in new wording: FM-6's drift);
 - ``AGENT_MODEL`` (default ``gpt-4o-mini``); ``AGENT_JSON=1`` asks for the self-reported
   confidence (``[json]``, FM-4);
-- ``OUTCOMES_FILE``: one JSON line per trace, ``{"otel_trace_id", "confidence", "ok",
+- ``OUTCOMES_FILE``: one JSON line per trace, ``{"otel_trace_id", "at", "confidence", "ok",
   "resolved"}``: what the ticket system learns later (``resolved`` is drawn with the
   answer's confidence, or 0.8 without one); the tests post it as delayed labels.
 
@@ -153,7 +153,13 @@ for i in range(N):
     p_resolved = confidence if confidence is not None else 0.8
     resolved = ok and rng.random() < p_resolved
     outcomes.append(
-        {"otel_trace_id": trace_id, "confidence": confidence, "ok": ok, "resolved": resolved}
+        {
+            "otel_trace_id": trace_id,
+            "at": simclock.now_ns() / 1e9,
+            "confidence": confidence,
+            "ok": ok,
+            "resolved": resolved,
+        }
     )
     if i % 20 == 19:
         provider.force_flush()
