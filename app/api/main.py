@@ -15,6 +15,7 @@ from app.api.routes import (
     otlp,
     otlp_logs,
     retention,
+    signals,
     silences,
     streams,
     traces,
@@ -38,3 +39,4 @@ api_router.include_router(silences.router)
 api_router.include_router(channels.router)
 api_router.include_router(media.router)
 api_router.include_router(retention.router)
+api_router.include_router(signals.router)
