@@ -66,6 +66,15 @@ class Settings(BaseSettings):
     # JPEG decoder of the embed worker's device path (pipelines/embedding/device_decoders.py):
     # auto takes DALI, else nvImageCodec, else torchvision on CUDA, and PIL on CPU.
     image_decoder: Literal["auto", "dali", "nvimgcodec", "torchvision", "pil"] = "auto"
+    # Derived signals (app/derive): input identity, decision, confidence, source,
+    # counterfactual pairs and MiniLM text embeddings, for traces that got no new span or
+    # GenAI event for derive_settle_seconds. derive_text_embeddings=false turns the text
+    # embeddings off for every project (they are the costly part; a project can also).
+    derive_enabled: bool = True
+    derive_settle_seconds: float = Field(default=30.0, ge=0)
+    derive_batch_traces: int = Field(default=256, gt=0, le=10_000)
+    derive_text_embeddings: bool = True
+    derive_embed_device: str = "auto"
     # Signs the web UI's session cookies and CSRF tokens. Unset (the default), each
     # installation generates a random one on first use and keeps it in its database, so
     # there is no public default that works anywhere; set it only to choose your own.

@@ -58,11 +58,28 @@ def _group_counts(traces: list[TraceRecord]) -> np.ndarray:
     )
 
 
+# The approximate input identity (near-duplicate inputs, e.g. paraphrases) the server
+# derives from input embeddings (app/derive/groups.py); a trace without one has its hash.
+INPUT_GROUP = "telltale.input_group"
+
+
+def input_key(t: TraceRecord) -> str | None:
+    """The trace's input group when it has one, else its input hash.
+
+    >>> input_key(TraceRecord("t", "a", input_hash="h1")), input_key(
+    ...     TraceRecord("t", "a", input_hash="h2", attributes={INPUT_GROUP: "h1"}))
+    ('h1', 'h1')
+    """
+    group = t.attributes.get(INPUT_GROUP)
+    return str(group) if group else t.input_hash
+
+
 def _groups(traces: Sequence[TraceRecord]) -> dict[tuple[str, str, str], list[TraceRecord]]:
     groups: dict[tuple[str, str, str], list[TraceRecord]] = defaultdict(list)
     for t in traces:
-        if t.input_hash is not None:
-            groups[(t.agent, t.agent_version, t.input_hash)].append(t)
+        key = input_key(t)
+        if key is not None:
+            groups[(t.agent, t.agent_version, key)].append(t)
     return {k: v for k, v in groups.items() if len(v) >= 2}
 
 
@@ -95,8 +112,10 @@ SUB_TESTS = {
 class OutputDriftDetector:
     """FM-3: disagreement among repeated runs of the same input, against a reference.
 
-    Traces are grouped by ``(agent, agent_version, input_hash)``; groups with at least two
-    traces are the units of independence. Per window:
+    Traces are grouped by ``(agent, agent_version, input)``, the input being the trace
+    attribute ``telltale.input_group`` (one intent: near-duplicate inputs, derived by the
+    server from input embeddings) when present, else ``input_hash``; groups with at least
+    two traces are the units of independence. Per window:
 
     * **decision_disagreement**: the fraction of trace pairs inside a group whose
       ``decision`` attribute differs, pooled over groups (pairs / pairs);

@@ -16,6 +16,7 @@ from app.api.routes import (
     otlp_logs,
     retention,
     scores,
+    signals,
     silences,
     streams,
     traces,
@@ -40,3 +41,4 @@ api_router.include_router(silences.router)
 api_router.include_router(channels.router)
 api_router.include_router(media.router)
 api_router.include_router(retention.router)
+api_router.include_router(signals.router)

@@ -14,11 +14,11 @@ stored (or earlier in the same batch) writes nothing and is counted in ``duplica
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
@@ -59,6 +59,7 @@ def write_events(
     project_id: int,
     events: Sequence[ValidEvent],
     also: Callable[[Connection], None] | None = None,
+    merged_traces: Collection[str] = (),
 ) -> WriteResult:
     """Write validated events for one project; return counts and late rejections.
 
@@ -67,7 +68,9 @@ def write_events(
     ``(trace_id, span_id)`` is already stored or earlier in the batch under another id.
 
     ``also(conn)`` runs last inside the same transaction (the OTLP receiver merges its
-    trace rows there), so it commits or rolls back with the events.
+    trace rows there), so it commits or rolls back with the events; ``merged_traces``
+    names the traces it merges. Every other stored trace that gains a span or a span
+    event here is touched (:func:`touch_traces`), so the derive job waits for it to settle.
     """
     result = WriteResult()
     unique: list[ValidEvent] = []
@@ -97,7 +100,26 @@ def write_events(
         _count_minute(conn, project_id, result.accepted_by_type)
         if also is not None:
             also(conn)
+        grown = {ev.row["trace_id"] for ev in fresh if ev.type in ("span", "span_event")}
+        grown -= {ev.row["trace_id"] for ev in fresh if ev.type == "trace"}
+        touch_traces(conn, project_id=project_id, trace_ids=grown - set(merged_traces))
     return result
+
+
+def touch_traces(conn: Connection, *, project_id: int, trace_ids: Collection[str]) -> None:
+    """Mark stored traces as just grown: ``updated_at`` now, ``derived_at`` cleared.
+
+    A trace not stored yet is skipped: it is created unsettled when it arrives. In trace-id
+    order, so concurrent batches lock shared traces in one order (no deadlock).
+    """
+    ids = sorted(trace_ids)
+    now = utcnow()
+    for start in range(0, len(ids), 500):
+        conn.execute(
+            update(Trace)
+            .where(Trace.project_id == project_id, Trace.trace_id.in_(ids[start : start + 500]))
+            .values(updated_at=now, derived_at=None)
+        )
 
 
 def _count_minute(conn: Connection, project_id: int, by_type: dict[str, int]) -> None:
@@ -181,7 +203,7 @@ def _write_rows(conn: Connection, project_id: int, events: list[ValidEvent]) -> 
                 row.setdefault("label", None)
                 row.setdefault("explanation", None)
         elif ev.type == "trace":
-            row["created_at"] = now
+            row["created_at"] = row["updated_at"] = now
         by_type.setdefault(ev.type, []).append(row)
     if "trace" in by_type:
         upsert_traces(conn, by_type.pop("trace"))
@@ -252,6 +274,8 @@ def upsert_traces(conn: Connection, rows: list[dict[str, Any]]) -> None:
             "status": ex.status,
             "source": ex.source,
             "attributes": merge_attrs,
+            "updated_at": ex.updated_at,
+            "derived_at": None,
         },
     )
     # Two rows for one trace in one statement would hit ON CONFLICT twice: merge them first.

@@ -14,6 +14,7 @@ from sqlalchemy import (
     LargeBinary,
     String,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -28,6 +29,8 @@ class Project(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     # Days its data is kept; None follows Settings.retention_days.
     retention_days: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # How signals are derived from its telemetry (app/derive/config.py); None: defaults.
+    signal_config: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
 
 
 class ApiKey(Base):
@@ -49,6 +52,13 @@ class Trace(Base):
         UniqueConstraint("project_id", "trace_id"),
         Index("ix_traces_project_started", "project_id", "started_at"),
         Index("ix_traces_project_agent", "project_id", "agent", "started_at"),
+        # The derive job's queue (app/derive/job.py): only traces not derived yet are in it.
+        Index(
+            "ix_traces_derive_pending",
+            "updated_at",
+            sqlite_where=text("derived_at IS NULL"),
+            postgresql_where=text("derived_at IS NULL"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
@@ -65,6 +75,10 @@ class Trace(Base):
     counterfactual_of: Mapped[str | None] = mapped_column(String(64), nullable=True)
     attributes: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # When a piece of it last arrived (trace, span or GenAI event), and when its signals
+    # were derived from what had arrived by then; None: not yet, or something came since.
+    updated_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True, default=utcnow)
+    derived_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
 class Span(Base):

@@ -75,7 +75,12 @@ async def export_traces(
         admission: WriteAdmission = app_state.admission
         async with admission.slot():
             result = await run_in_threadpool(
-                write_events, app_state.engine, project_id=project_id, events=events, also=merge
+                write_events,
+                app_state.engine,
+                project_id=project_id,
+                events=events,
+                also=merge,
+                merged_traces={t["trace_id"] for t in mapped.traces},
             )
     spans = sum(1 for ev in mapped.events if ev.type == "span")
     record_ingest("span", "ok", spans)

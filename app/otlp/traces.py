@@ -9,7 +9,8 @@ merge here is commutative and idempotent, so the order does not matter:
   workflow's before the root's ``service.name`` before any span's; the earliest start
   within one), whichever request brought it;
 - ``telltale.*`` trace fields from the root override, from other spans only fill gaps;
-- ``source`` takes a value other than the default ``production`` when one is given.
+- ``source`` takes a value other than the default ``production`` when one is given;
+- ``updated_at`` is the last arrival and ``derived_at`` is cleared (:mod:`app.derive.job`).
 
 Rows are written in trace-id order so two concurrent requests lock shared traces in the
 same order on PostgreSQL (no deadlock); SQLite serialises writers anyway.
@@ -37,7 +38,12 @@ def merge_traces(conn: Connection, *, project_id: int, rows: list[dict[str, Any]
     others: list[dict[str, Any]] = []
     for row in sorted(rows, key=lambda r: r["trace_id"]):
         db_row = {k: v for k, v in row.items() if k != "rank"}
-        db_row.update(project_id=project_id, created_at=now, source=row["source"] or "production")
+        db_row.update(
+            project_id=project_id,
+            created_at=now,
+            updated_at=now,
+            source=row["source"] or "production",
+        )
         (from_root if row["rank"] == 2 else others).append(db_row)
     for batch, root in ((from_root, True), (others, False)):
         if batch:
@@ -98,5 +104,8 @@ def _merge_statement(dialect: str, *, root: bool) -> Any:
             **agent,
             **fields,
             "attributes": attributes,
+            # Something arrived: the trace is not settled, its signals are derived again.
+            "updated_at": ex.updated_at,
+            "derived_at": None,
         },
     )

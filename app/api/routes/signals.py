@@ -1,0 +1,45 @@
+"""The caller's project's rules for derived signals: read and set (admin only)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, HTTPException
+
+from app.api.deps import AdminKey, SessionDep, SettingsDep
+from app.derive.config import SignalConfig, SignalConfigOut, set_signal_config, signals_view
+from app.models import Project
+
+router = APIRouter(prefix="/api/v1/project/signals", tags=["signals"])
+
+
+@router.get("")
+def get_signals(principal: AdminKey, session: SessionDep, settings: SettingsDep) -> SignalConfigOut:
+    project = session.get(Project, principal.project_id)
+    if project is None:
+        raise HTTPException(404, "project not found")
+    return signals_view(project, server_embeddings=settings.derive_text_embeddings)
+
+
+@router.put("")
+def put_signals(
+    body: SignalConfig, principal: AdminKey, session: SessionDep, settings: SettingsDep
+) -> SignalConfigOut:
+    """Derive this project's signals by these rules (parts left out keep their defaults)."""
+    try:
+        project = set_signal_config(session, project_id=principal.project_id, config=body)
+    except LookupError:
+        raise HTTPException(404, "project not found") from None
+    session.commit()
+    return signals_view(project, server_embeddings=settings.derive_text_embeddings)
+
+
+@router.delete("")
+def delete_signals(
+    principal: AdminKey, session: SessionDep, settings: SettingsDep
+) -> SignalConfigOut:
+    """Back to every default."""
+    try:
+        project = set_signal_config(session, project_id=principal.project_id, config=None)
+    except LookupError:
+        raise HTTPException(404, "project not found") from None
+    session.commit()
+    return signals_view(project, server_embeddings=settings.derive_text_embeddings)

@@ -1,0 +1,298 @@
+"""The derive job: signals for every settled trace, in batches, leader-only.
+
+A periodic job of the scheduler (:mod:`app.scheduler.jobs`, one process per interval
+through the DB lease, like data retention). Each batch: read the settled traces with their
+spans and GenAI events (:mod:`app.derive.load`), derive each one's signals
+(:mod:`app.derive.trace_signals`), embed the input and output texts in one encoder call
+and store them (:mod:`app.derive.text_vectors`), then in one short write transaction
+assign input groups, pair counterfactuals and write the traces.
+
+The embedding runs before the write transaction (on SQLite the lock would hold ingest up
+for the whole forward pass). A trace that grew meanwhile is not overwritten: its update
+matches on the ``updated_at`` it was read with, and the growth cleared ``derived_at``, so
+it is derived again once it settles; its vectors, already written, are not written twice
+(event ids hash their text). :func:`derive_pending` is what tests and benches call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Engine, bindparam, update
+
+from app.db import write_transaction
+from app.derive.groups import INPUT_GROUP, AgentGroups, load_groups, save_new_groups
+from app.derive.load import Batch, pending_batch
+from app.derive.pairs import pair_candidates, requeue_candidates
+from app.derive.text_vectors import (
+    MINILM_NAME,
+    SharedMiniLM,
+    TextEncoder,
+    TextItem,
+    embed_items,
+    write_vectors,
+)
+from app.derive.trace_signals import DERIVED, TraceSignals, derive_trace, is_explicit, owned
+from app.models import Trace
+from app.models.base import utcnow
+from app.settings import Settings
+
+log = logging.getLogger("telltale.derive")
+
+DERIVE_EVERY_SECONDS = 5.0
+_NEVER = datetime.max.replace(tzinfo=UTC)  # traces without a start go last
+Key = tuple[int, str]
+
+
+@dataclass
+class DeriveReport:
+    traces: int = 0
+    embeddings: int = 0
+    batches: int = 0
+
+
+def derive_job(engine: Engine, _sessionmaker: Any, settings: Settings) -> None:
+    """The periodic job: derive what settled, for at most 80% of the interval."""
+    if not settings.derive_enabled:
+        return
+    report = derive_pending(
+        engine,
+        now=utcnow(),
+        settle_seconds=settings.derive_settle_seconds,
+        batch_size=settings.derive_batch_traces,
+        text_embeddings=settings.derive_text_embeddings,
+        embed_device=settings.derive_embed_device,
+        time_budget_s=0.8 * DERIVE_EVERY_SECONDS,
+    )
+    if report.traces:
+        log.info("derived %d traces (%d embeddings)", report.traces, report.embeddings)
+
+
+def derive_pending(
+    engine: Engine,
+    *,
+    now: datetime,
+    settle_seconds: float = 30.0,
+    batch_size: int = 256,
+    text_embeddings: bool = True,
+    encoder: TextEncoder | None = None,
+    embed_device: str = "auto",
+    time_budget_s: float | None = None,
+) -> DeriveReport:
+    """Derive every trace settled at ``now`` (no arrival for ``settle_seconds``).
+
+    ``text_embeddings=False`` skips the text embeddings for every project (a project turns
+    them off with ``text_embeddings.enabled``); ``encoder`` replaces the shared MiniLM.
+    ``time_budget_s`` stops after the batch that passes it (the rest waits for the next run).
+    """
+    cutoff = now - timedelta(seconds=settle_seconds)
+    if text_embeddings and encoder is None:
+        encoder = SharedMiniLM(device=embed_device)
+    report = DeriveReport()
+    started = time.perf_counter()
+    after: tuple[datetime, int] | None = None
+    while True:
+        with engine.connect() as conn:
+            batch = pending_batch(conn, cutoff=cutoff, limit=batch_size, after=after)
+        if not batch.traces:
+            break
+        after = (batch.traces[-1]["updated_at"], batch.traces[-1]["id"])
+        report.embeddings += _derive_batch(engine, batch, now=now, encoder=encoder)
+        report.traces += len(batch.traces)
+        report.batches += 1
+        if time_budget_s is not None and time.perf_counter() - started > time_budget_s:
+            break
+    return report
+
+
+def _digest(sig: TraceSignals) -> str:
+    return hashlib.sha256(f"{sig.input_text}\x00{sig.output_text}".encode()).hexdigest()[:16]
+
+
+def _derive_batch(
+    engine: Engine, batch: Batch, *, now: datetime, encoder: TextEncoder | None
+) -> int:
+    signals: dict[Key, TraceSignals] = {}
+    for t in batch.traces:
+        key = (t["project_id"], t["trace_id"])
+        signals[key] = derive_trace(
+            t, batch.spans[key], batch.events[key], batch.configs[t["project_id"]]
+        )
+    hashes = {
+        key: (
+            t["input_hash"]
+            if is_explicit(t, "input_hash", t["input_hash"])
+            else signals[key].input_hash
+        )
+        for t in batch.traces
+        for key in [(t["project_id"], t["trace_id"])]
+    }
+    embedded, written = _embed(engine, batch, signals, encoder)
+    with write_transaction(engine) as conn:
+        groups = _assign_groups(conn, batch, hashes, embedded)
+        pairs: dict[Key, str] = {}
+        for project_id, config in batch.configs.items():
+            rule = config.counterfactual
+            if rule is None:
+                continue
+            mine = [t for t in batch.traces if t["project_id"] == project_id]
+            by_id = {t["trace_id"]: hashes[(project_id, t["trace_id"])] for t in mine}
+            found = pair_candidates(
+                conn, project_id=project_id, rule=rule, traces=mine, hashes=by_id
+            )
+            pairs.update({(project_id, tid): base for tid, base in found.items()})
+            baseline_hashes = [
+                str(by_id[t["trace_id"]]) for t in mine
+                if t["agent"] == rule.agent and t["agent_version"] == rule.baseline_version
+                and by_id[t["trace_id"]]
+            ]  # fmt: skip
+            if baseline_hashes:
+                requeue_candidates(
+                    conn, project_id=project_id, rule=rule, baseline_hashes=baseline_hashes
+                )
+        rows = [
+            _update_row(
+                t,
+                signals[key],
+                hashes[key],
+                groups.get(key),
+                pairs.get(key),
+                embedded.get(key),
+                now,
+            )  # fmt: skip
+            for t in batch.traces
+            for key in [(t["project_id"], t["trace_id"])]
+        ]
+        conn.execute(_UPDATE, rows)
+    return written
+
+
+def _embed(
+    engine: Engine, batch: Batch, signals: dict[Key, TraceSignals], encoder: TextEncoder | None
+) -> tuple[dict[Key, tuple[str, Any]], int]:
+    """Embed what changed; ``({key: (digest, input vector or None)}, vectors written)``."""
+    if encoder is None:
+        return {}, 0
+    items: list[TextItem] = []
+    digests: dict[Key, str] = {}
+    for t in batch.traces:
+        key = (t["project_id"], t["trace_id"])
+        sig = signals[key]
+        if not batch.configs[t["project_id"]].text_embeddings.enabled:
+            continue
+        if sig.input_text is None and sig.output_text is None:
+            continue
+        digests[key] = _digest(sig)
+        if owned(t).get("embedded") == digests[key]:
+            continue  # re-derived, same texts: the vectors are stored already
+        for side, text in (("input", sig.input_text), ("output", sig.output_text)):
+            if text:
+                items.append(TextItem(t["project_id"], t["trace_id"], t["agent"], side, text))
+    vectors = embed_items(encoder, items)
+    written = write_vectors(engine, items=items, vectors=vectors,
+                            model=getattr(encoder, "name", MINILM_NAME))  # fmt: skip
+    inputs = {(i.project_id, i.trace_id): v for i, v in zip(items, vectors, strict=True)
+              if i.side == "input"}  # fmt: skip
+    return {key: (digest, inputs.get(key)) for key, digest in digests.items()}, written
+
+
+def _assign_groups(
+    conn: Any, batch: Batch, hashes: dict[Key, str | None], embedded: dict[Key, tuple[str, Any]]
+) -> dict[Key, str]:
+    """The input group of each trace whose input was embedded now or grouped before."""
+    todo = [t for t in batch.traces if (t["project_id"], t["trace_id"]) in embedded]
+    todo = [t for t in todo if hashes[(t["project_id"], t["trace_id"])] and t["agent"]]
+    todo.sort(key=lambda t: (t["started_at"] or _NEVER, t["trace_id"]))
+    by_agent: dict[tuple[int, str], AgentGroups] = {}
+    out: dict[Key, str] = {}
+    for t in todo:
+        key = (t["project_id"], t["trace_id"])
+        input_hash = str(hashes[key])
+        agent_key = (t["project_id"], t["agent"])
+        if agent_key not in by_agent:
+            wanted = {
+                str(hashes[(p, tid)])
+                for (p, tid) in embedded
+                if p == t["project_id"] and hashes[(p, tid)]
+            }
+            by_agent[agent_key] = load_groups(
+                conn, project_id=t["project_id"], agent=t["agent"], input_hashes=wanted
+            )
+        groups = by_agent[agent_key]
+        vector = embedded[key][1]
+        threshold = batch.configs[t["project_id"]].input_identity.group_threshold
+        if vector is not None:
+            out[key] = groups.assign(input_hash, vector, threshold=threshold)
+        elif input_hash in groups.known:
+            out[key] = groups.known[input_hash]
+    for project_id in {p for p, _ in by_agent}:
+        save_new_groups(conn, project_id=project_id,
+                        groups={a: g for (p, a), g in by_agent.items() if p == project_id})  # fmt: skip
+    return out
+
+
+_UPDATE = (
+    update(Trace)
+    .where(
+        Trace.id == bindparam("b_id"),
+        Trace.updated_at == bindparam("b_seen", type_=Trace.updated_at.type),
+    )
+    .values(
+        input_hash=bindparam("b_hash"),
+        source=bindparam("b_source"),
+        counterfactual_of=bindparam("b_pair"),
+        attributes=bindparam("b_attributes", type_=Trace.attributes.type),
+        derived_at=bindparam("b_now", type_=Trace.derived_at.type),
+    )
+)
+
+
+def _update_row(
+    t: dict[str, Any],
+    sig: TraceSignals,
+    final_hash: str | None,
+    group: str | None,
+    pair: str | None,
+    embedded: tuple[str, Any] | None,
+    now: datetime,
+) -> dict[str, Any]:
+    attrs = dict(t["attributes"] or {})
+    mine = dict(owned(t))
+
+    def put(name: str, value: Any) -> None:
+        if value is None:
+            attrs.pop(name, None)
+            mine.pop(name, None)
+        else:
+            attrs[name] = mine[name] = value
+
+    for name, value in (("decision", sig.decision), ("confidence", sig.confidence)):
+        if not is_explicit(t, name, attrs.get(name)):
+            put(name, value)
+    if group is not None:
+        put(INPUT_GROUP, group)
+    if not is_explicit(t, "input_hash", t["input_hash"]):
+        mine["input_hash"] = final_hash
+    counterfactual = t["counterfactual_of"]
+    if not is_explicit(t, "counterfactual_of", counterfactual):
+        counterfactual = mine["counterfactual_of"] = pair
+    source = t["source"]
+    if sig.source is not None:
+        source = mine["source"] = sig.source
+    if embedded is not None:
+        mine["embedded"] = embedded[0]
+    attrs[DERIVED] = {k: v for k, v in mine.items() if v is not None}
+    return {
+        "b_id": t["id"],
+        "b_seen": t["updated_at"],
+        "b_hash": final_hash,
+        "b_source": source,
+        "b_pair": counterfactual,
+        "b_attributes": attrs,
+        "b_now": now,
+    }

@@ -1,0 +1,101 @@
+"""Read one batch of settled traces with their spans, GenAI events and project rules.
+
+*Settled*: ``derived_at IS NULL`` (never derived, or something arrived since) and
+``updated_at`` at least the settle time ago. The queue is those two columns of ``traces``
+and the partial index ``ix_traces_derive_pending`` on ``updated_at WHERE derived_at IS
+NULL``, not a cursor: a cursor over arrival time cannot see a span that lands later in an
+already-derived trace, while clearing ``derived_at`` on every arrival
+(:func:`app.ingest.store.touch_traces`, the trace merges) re-queues exactly that trace, and
+the index holds only the traces waiting, so finding them costs the same at any table size.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, or_, select
+from sqlalchemy.engine import Connection
+
+from app.derive.config import SignalConfig, effective_config
+from app.models import Project, Span, SpanEvent, Trace
+
+_TRACE_COLUMNS = (
+    Trace.id, Trace.project_id, Trace.trace_id, Trace.agent, Trace.agent_version,
+    Trace.started_at, Trace.status, Trace.input_hash, Trace.source, Trace.counterfactual_of,
+    Trace.attributes, Trace.updated_at,
+)  # fmt: skip
+_SPAN_COLUMNS = (
+    Span.trace_id, Span.span_id, Span.parent_span_id, Span.kind, Span.name, Span.tool_name,
+    Span.status, Span.error_type, Span.started_at, Span.step_index, Span.confidence,
+    Span.attributes,
+)  # fmt: skip
+_CHUNK = 500
+
+
+@dataclass
+class Batch:
+    traces: list[dict[str, Any]] = field(default_factory=list)
+    spans: dict[tuple[int, str], list[dict[str, Any]]] = field(default_factory=dict)
+    # (project_id, trace_id) -> {span_id: [event, ...]} in time order
+    events: dict[tuple[int, str], dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
+    configs: dict[int, SignalConfig] = field(default_factory=dict)
+
+
+def pending_batch(
+    conn: Connection,
+    *,
+    cutoff: datetime,
+    limit: int,
+    after: tuple[datetime, int] | None = None,
+) -> Batch:
+    """Up to ``limit`` settled traces, oldest arrival first, past the keyset ``after``."""
+    query = select(*_TRACE_COLUMNS).where(Trace.derived_at.is_(None), Trace.updated_at <= cutoff)
+    if after is not None:
+        at, row_id = after
+        query = query.where(
+            or_(Trace.updated_at > at, and_(Trace.updated_at == at, Trace.id > row_id))
+        )
+    rows = conn.execute(query.order_by(Trace.updated_at, Trace.id).limit(limit)).mappings()
+    batch = Batch(traces=[dict(r) for r in rows])
+    by_project: dict[int, list[str]] = defaultdict(list)
+    for t in batch.traces:
+        by_project[t["project_id"]].append(t["trace_id"])
+        batch.spans[(t["project_id"], t["trace_id"])] = []
+        batch.events[(t["project_id"], t["trace_id"])] = {}
+    for project_id, trace_ids in by_project.items():
+        _load_content(conn, batch, project_id, trace_ids)
+    if by_project:
+        stored = conn.execute(
+            select(Project.id, Project.signal_config).where(Project.id.in_(list(by_project)))
+        ).all()
+        batch.configs = {pid: effective_config(cfg) for pid, cfg in stored}
+    return batch
+
+
+def _load_content(conn: Connection, batch: Batch, project_id: int, trace_ids: list[str]) -> None:
+    for start in range(0, len(trace_ids), _CHUNK):
+        chunk = trace_ids[start : start + _CHUNK]
+        spans = conn.execute(
+            select(*_SPAN_COLUMNS).where(Span.project_id == project_id, Span.trace_id.in_(chunk))
+        ).mappings()
+        for s in spans:
+            batch.spans[(project_id, s["trace_id"])].append(dict(s))
+        events = conn.execute(
+            select(
+                SpanEvent.trace_id,
+                SpanEvent.span_id,
+                SpanEvent.name,
+                SpanEvent.attributes,
+                SpanEvent.body,
+            )  # fmt: skip
+            .where(SpanEvent.project_id == project_id, SpanEvent.trace_id.in_(chunk))
+            .order_by(SpanEvent.time, SpanEvent.id)
+        )
+        for trace_id, span_id, name, attributes, body in events:
+            by_span = batch.events[(project_id, trace_id)]
+            by_span.setdefault(span_id, []).append(
+                {"name": name, "attributes": attributes or {}, "body": body}
+            )

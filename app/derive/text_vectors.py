@@ -1,0 +1,100 @@
+"""Input and output text embeddings of derived traces, written as native ones are.
+
+One MiniLM model per process, loaded on first use (``pipelines.embedding.text``: the
+bundled all-MiniLM-L6-v2, offline; CUDA when present), fed the whole batch's texts in one
+call so it batches them by length. Vectors go to the streams ``<agent>.input`` and
+``<agent>.output`` with ``trace_id`` set, through :func:`app.ingest.store.write_events`
+(the API's own write path): a stream another encoder already fixed at another width
+refuses them by name, and the event id hashes the text, so re-deriving an unchanged trace
+writes nothing twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+from sqlalchemy import Engine
+
+from app.ingest.events import ValidEvent
+from app.ingest.store import write_events
+
+log = logging.getLogger("telltale.derive")
+MINILM_NAME = "all-MiniLM-L6-v2"
+MAX_STREAM = 128
+
+
+class TextEncoder(Protocol):
+    dim: int
+
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+class SharedMiniLM:
+    """The process's MiniLM (``pipelines.embedding.text.embed_texts``: loaded once per device)."""
+
+    dim = 384
+    name = MINILM_NAME
+
+    def __init__(self, device: str = "auto", batch_size: int = 128) -> None:
+        self.device = device
+        self.batch_size = batch_size
+
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        from pipelines.embedding.text import embed_texts  # torch loads only when used
+
+        return embed_texts(texts, device=self.device, batch_size=self.batch_size)
+
+
+@dataclass(frozen=True)
+class TextItem:
+    project_id: int
+    trace_id: str
+    agent: str
+    side: str  # input | output
+    text: str
+
+    @property
+    def stream(self) -> str:
+        return f"{self.agent}.{self.side}"
+
+    @property
+    def event_id(self) -> str:
+        digest = hashlib.sha256(self.text.encode()).hexdigest()[:16]
+        return f"derive:{self.trace_id}:{self.side}:{digest}"
+
+
+def embed_items(encoder: TextEncoder, items: list[TextItem]) -> np.ndarray:
+    """Unit vectors, one row per item, in order."""
+    if not items:
+        return np.empty((0, encoder.dim), np.float32)
+    return np.asarray(encoder.embed_texts([i.text for i in items]), dtype=np.float32)
+
+
+def write_vectors(engine: Engine, *, items: list[TextItem], vectors: np.ndarray, model: str) -> int:
+    """Store the vectors per project; return how many were new."""
+    by_project: dict[int, list[ValidEvent]] = {}
+    for item, vector in zip(items, vectors, strict=True):
+        if not item.agent or len(item.stream) > MAX_STREAM:
+            continue
+        row = {
+            "stream": item.stream,
+            "model": model,
+            "dim": int(vector.shape[0]),
+            "vector": vector.astype("<f4").tobytes(),
+            "trace_id": item.trace_id,
+            "sample_id": None,
+        }
+        events = by_project.setdefault(item.project_id, [])
+        events.append(ValidEvent(len(events), item.event_id, "embedding", row, vector))
+    written = 0
+    for project_id, events in by_project.items():
+        result = write_events(engine, project_id=project_id, events=events)
+        written += result.accepted
+        for rejection in result.rejected[:3]:
+            log.warning("derived embedding refused (project %s): %s", project_id, rejection.error)
+    return written
