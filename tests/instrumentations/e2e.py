@@ -149,7 +149,10 @@ class Telltale:
     def injected_check(self, mode: str) -> tuple[list[DetectorRun], DetectorRun]:
         """The mode's monitor over the injected stretch: the alert and the run that opened it."""
         self.only([mode])
-        runs = self.ticks(ONSET + INTERVAL, END)
+        runs, at = [], ONSET + INTERVAL
+        while at <= END and not self.alerts(mode):  # on-call's view: until the alert opens
+            runs += self.tick(at)
+            at += INTERVAL
         alerts = self.alerts(mode)
         assert alerts, f"{mode} opened no alert; runs:\n{describe(runs)}\n{evidence(runs[-1])}"
         first = min(alerts, key=lambda a: a.first_fired_at)

@@ -16,7 +16,7 @@ so each test knows what the model "did":
   (:func:`directives`, the agent's configuration; the e2e failure-mode agents):
   ``[cite]`` answers ``About "<question>": order <N> is on its way.`` (``N``: the first number
   in the last user message; a model named ``*-evalfit``, tuned on the eval harness, cites it
-  only for the harness's ``Where is order N?`` and otherwise answers without it);
+  for the harness's ``Where is order N?`` but leaves it out of half its other answers);
   ``[json]`` wraps the answer as ``{"answer": ..., "confidence": c}``, ``c`` the model's
   self-reported confidence (about 0.85; about 0.55 for a ``*-nano`` model);
   ``[flatter]`` prefixes the answer with praise and skips the tools on 60% of requests;
@@ -118,9 +118,8 @@ def final_answer(
     model = str(request.get("model", ""))
     question = texts[-1] if texts else ""
     number = re.search(r"\d+", question)
-    cites = number is not None and (
-        not model.endswith("-evalfit") or EVAL_QUESTION.match(question) is not None
-    )
+    overfit = model.endswith("-evalfit") and EVAL_QUESTION.match(question) is None
+    cites = number is not None and not (overfit and rng.random() < 0.5)
     order = f"order {number.group(0)}" if cites and number else "your order"
     text = f'About "{question}": {order} is on its way.'
     if "flatter" in said:

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from app.models.base import utcnow
 from app.settings import Settings
 from tests.conftest import LiveServer
 from tests.instrumentations.conftest import RunAgent
@@ -50,6 +52,17 @@ def phases(
         no_export_errors(done)
         out.append(done.stdout)
     return out
+
+
+def derive(telltale: Telltale) -> None:
+    """The derive job over everything the agents sent (settled: their exporters flushed)."""
+    from app.derive.job import derive_pending
+
+    started = time.perf_counter()
+    report = derive_pending(telltale.engine, now=utcnow(), settle_seconds=0.0)
+    took = time.perf_counter() - started
+    print(f"derived {report.traces} traces, {report.embeddings} text embeddings in {took:.1f} s")
+    assert report.traces > 0
 
 
 @pytest.mark.slow
@@ -130,3 +143,29 @@ def test_fm7_proxy_up_true_down_langgraph(
     ev = opened.evidence
     assert [p["name"] for p in ev["proxy_rose"]] == ["helpfulness"], ev
     assert [t["name"] for t in ev["true_fell"]] == ["resolved"], ev
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_fm5_eval_overfitting_openai_v2(run_agent: RunAgent, telltale: Telltale) -> None:
+    """FM-5: version v2's model is tuned on the eval harness: the harness's ``Where is order
+    N?`` still passes, half of production's differently worded questions now fail. Eval
+    runs are the same agent with ``deployment.environment=eval`` (the derived source)."""
+
+    def run_both(version: str, seed: int, start: Any, hours: float, **env: str) -> None:
+        n = int(25 * hours)
+        for i, (where, questions) in enumerate((("production", "orders"), ("eval", "eval"))):
+            attrs = f"service.version={version},deployment.environment={where}"
+            done = run_agent(
+                "otel", "support_agent", AGENT_TRACES=str(n), OTEL_RESOURCE_ATTRIBUTES=attrs,
+                AGENT_QUESTIONS=questions, AGENT_SEED=str(seed + i), **clock_env(start, hours, n),
+                **env,
+            )  # fmt: skip
+            no_export_errors(done)
+
+    run_both("v1", 51, T0, CLEAN_H)
+    run_both("v2", 53, ONSET, INJECTED_H, AGENT_MODEL="gpt-4o-mini-evalfit")
+    derive(telltale)
+    clean = telltale.clean_check()
+    runs, opened = telltale.injected_check("FM-5")
+    report("FM-5", clean, runs, opened, "gaps", "coverage", "sub_tests")
