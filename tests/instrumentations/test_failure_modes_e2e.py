@@ -169,3 +169,27 @@ def test_fm5_eval_overfitting_openai_v2(run_agent: RunAgent, telltale: Telltale)
     clean = telltale.clean_check()
     runs, opened = telltale.injected_check("FM-5")
     report("FM-5", clean, runs, opened, "gaps", "coverage", "sub_tests")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+def test_fm3_nondeterministic_decisions_langgraph(run_agent: RunAgent, telltale: Telltale) -> None:
+    """FM-3: the same 30 questions recur; the model's temperature goes 0 -> 1 and the same
+    question is now sometimes answered without looking the order up (derived input
+    identity and decision: the executed tools and the finish reason)."""
+
+    def run(n: int, **env: str) -> subprocess.CompletedProcess[str]:
+        return run_agent(
+            "openinference", "langgraph_support", AGENT_TRACES=str(n), AGENT_INPUTS="30", **env
+        )
+
+    phases(
+        run,
+        clean={"AGENT_SEED": "31"},
+        injected={"AGENT_SEED": "32", "AGENT_TEMPERATURE": "1.0"},
+    )
+    derive(telltale)
+    clean = telltale.clean_check()
+    runs, opened = telltale.injected_check("FM-3")
+    report("FM-3", clean, runs, opened, "decision_disagreement", "reference", "current",
+           "most_inconsistent_inputs")  # fmt: skip

@@ -50,7 +50,40 @@ FLATTER = os.environ.get("AGENT_FLATTER") == "1"
 JUDGE = os.environ.get("AGENT_JUDGE") == "1"
 SYSTEM = "You are a support agent. [cite]" + (" Delight the customer. [flatter]" if FLATTER else "")
 rng = random.Random(SEED)
-fixed = [f"Where is my order {1000 + 37 * k}? It is late." for k in range(INPUTS)]
+# Distinct intents: near-duplicates would share one approximate input group (FM-3's unit).
+TOPICS = (
+    "Where is my parcel {n}? It is late.",
+    "Can I change the delivery address of order {n} to my office?",
+    "The blender from order {n} arrived broken, I want a replacement.",
+    "How do I return the shoes in order {n}, they are too small?",
+    "Was I charged twice for order {n}?",
+    "Please cancel order {n} before it ships.",
+    "Order {n} is missing one of the three books I bought.",
+    "Can you gift-wrap order {n} for my mother's birthday?",
+    "Is order {n} covered by the two-year warranty?",
+    "The courier left order {n} at the wrong house.",
+    "Can I pay for order {n} in three instalments?",
+    "Why was my discount code not applied to order {n}?",
+    "I need an invoice with my company's VAT number for order {n}.",
+    "Order {n} says delivered but my mailbox is empty.",
+    "Can order {n} be shipped to Canada instead?",
+    "The laptop in order {n} does not turn on.",
+    "How long does a refund for order {n} take to reach my card?",
+    "I ordered the wrong colour in order {n}, can I swap it?",
+    "Will order {n} arrive before Christmas?",
+    "The package for order {n} was opened and resealed.",
+    "Can I pick up order {n} from your store in Lyon?",
+    "My order {n} was delivered to a locker I cannot open.",
+    "Do you price-match? Order {n} is cheaper elsewhere now.",
+    "The size guide was wrong for the jacket in order {n}.",
+    "I got someone else's order, the label says {n}.",
+    "Can I add a phone case to order {n} before dispatch?",
+    "The assembly instructions are missing from order {n}.",
+    "Order {n} was damaged by rain on my doorstep.",
+    "How do I track order {n} with the courier's app?",
+    "Can you resend the confirmation e-mail for order {n}?",
+)
+fixed = [TOPICS[k % len(TOPICS)].format(n=1000 + 37 * k) for k in range(INPUTS)]
 
 
 @tool
