@@ -146,13 +146,19 @@ class Telltale:
         assert not [r for r in runs if r.fired]
         return runs
 
-    def injected_check(self, mode: str) -> tuple[list[DetectorRun], DetectorRun]:
-        """The mode's monitor over the injected stretch: the alert and the run that opened it."""
-        self.only([mode])
+    def injected_check(
+        self, mode: str, *, quiet: Sequence[str] = ()
+    ) -> tuple[list[DetectorRun], DetectorRun]:
+        """The mode's monitor over the injected stretch, ticking until its alert opens: the
+        runs and the one that opened it. The monitors of ``quiet`` run too and must not fire."""
+        self.only([mode, *quiet])
         runs, at = [], ONSET + INTERVAL
         while at <= END and not self.alerts(mode):  # on-call's view: until the alert opens
             runs += self.tick(at)
             at += INTERVAL
+        for other in quiet:
+            assert not self.alerts(other), f"{other} fired too:\n{describe(runs)}"
+        runs = [r for r in runs if r.failure_mode == mode]
         alerts = self.alerts(mode)
         assert alerts, f"{mode} opened no alert; runs:\n{describe(runs)}\n{evidence(runs[-1])}"
         first = min(alerts, key=lambda a: a.first_fired_at)

@@ -193,3 +193,57 @@ def test_fm3_nondeterministic_decisions_langgraph(run_agent: RunAgent, telltale:
     runs, opened = telltale.injected_check("FM-3")
     report("FM-3", clean, runs, opened, "decision_disagreement", "reference", "current",
            "most_inconsistent_inputs")  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+def test_fm4_model_degrades_while_labels_stop_openai_v2(
+    run_agent: RunAgent, telltale: Telltale, tmp_path: Path
+) -> None:
+    """FM-4: resolved-ticket labels arrive 3 h after each trace, then stop; meanwhile the
+    model is swapped for a cheaper one whose answers are right less often (its self-reported
+    confidence, the derived ``confidence``, falls with them): no label shows the drop, the
+    calibrated confidence does."""
+    telltale.put("/api/v1/project/signals", {"confidence": {"field": "$.confidence"}})
+    telltale.put(
+        "/api/v1/project/score-roles", {"roles": {"resolved": "true"}, "label_sources": ["delayed"]}
+    )
+    labels = tmp_path / "clean.jsonl"
+
+    def run(n: int, **env: str) -> subprocess.CompletedProcess[str]:
+        return run_agent("otel", "support_agent", AGENT_TRACES=str(n), AGENT_JSON="1", **env)
+
+    phases(
+        run,
+        clean={"AGENT_SEED": "41", "OUTCOMES_FILE": str(labels)},
+        injected={"AGENT_SEED": "42", "AGENT_MODEL": "gpt-4.1-nano"},
+    )
+    telltale.post_outcomes(str(labels), name="resolved", field="resolved", delay_s=3 * 3600)
+    derive(telltale)
+    clean = telltale.clean_check()
+    runs, opened = telltale.injected_check("FM-4")
+    report("FM-4", clean, runs, opened, "summary", "label_coverage", "reference_accuracy",
+           "estimated_accuracy", "drop_lower_bound", "needs_labels")  # fmt: skip
+    assert opened.evidence["label_coverage"] == 0.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_fm6_silent_input_drift_openai_v2(run_agent: RunAgent, telltale: Telltale) -> None:
+    """FM-6: customers start asking about billing in new words; tool and answer failures
+    stay as they were. The derived MiniLM ``support-agent.input`` stream drifts (MMD) while
+    FM-1 and FM-2, which run beside it, stay quiet: the drift is silent."""
+
+    def run(n: int, **env: str) -> subprocess.CompletedProcess[str]:
+        return run_agent("otel", "support_agent", AGENT_TRACES=str(n), **env)
+
+    phases(
+        run,
+        clean={"AGENT_SEED": "61"},
+        injected={"AGENT_SEED": "62", "AGENT_QUESTIONS": "billing"},
+    )
+    derive(telltale)
+    clean = telltale.clean_check()
+    runs, opened = telltale.injected_check("FM-6", quiet=("FM-1", "FM-2"))
+    report("FM-6", clean, runs, opened, "streams", "silent", "error_rate_alerts_open")
+    assert opened.evidence["silent"] is True
