@@ -173,8 +173,8 @@ def describe(runs: Sequence[DetectorRun]) -> str:
         at = (r.at.replace(tzinfo=UTC) - T0) / HOUR if r.at.tzinfo is None else (r.at - T0) / HOUR
         out.append(
             f"{r.failure_mode} T0+{at:.2f}h {r.status} fired={r.fired} stat={r.statistic} "
-            f"thr={r.threshold} p={r.p_value} n_ref={r.n_reference} n_cur={r.n_current}"
-            + (f" error={r.error}" if r.error else "")
+            f"thr={r.threshold} p={r.p_value} n_ref={r.n_reference} n_cur={r.n_current} "
+            f"{r.duration_ms / 1000:.1f}s" + (f" error={r.error}" if r.error else "")
         )
     return "\n".join(out)
 

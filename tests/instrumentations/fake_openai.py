@@ -18,7 +18,7 @@ so each test knows what the model "did":
   in the last user message; a model named ``*-evalfit``, tuned on the eval harness, cites it
   for the harness's ``Where is order N?`` but leaves it out of half its other answers);
   ``[json]`` wraps the answer as ``{"answer": ..., "confidence": c}``, ``c`` the model's
-  self-reported confidence (mean 0.75, sd 0.2; mean 0.45 for a ``*-nano`` model);
+  self-reported confidence (mean 0.75, sd 0.2; mean 0.35 for a ``*-nano`` model);
   ``[flatter]`` prefixes the answer with praise and skips the tools on 60% of requests;
 - a request with ``temperature > 0`` drops each tool call it would make with probability
   ``temperature / 2`` (sampling: the same input gets different decisions);
@@ -125,7 +125,7 @@ def final_answer(
     if "flatter" in said:
         text = PRAISE + text
     if "json" in said:
-        mean = 0.45 if "nano" in model else 0.75
+        mean = 0.35 if "nano" in model else 0.75
         confidence = min(0.99, max(0.01, rng.gauss(mean, 0.2)))
         text = json.dumps({"answer": text, "confidence": round(confidence, 3)})
     return text
