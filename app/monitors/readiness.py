@@ -164,6 +164,7 @@ def monitor_readiness(
             counts_cache[key] = counts
         needs = trace_needs(needs_names, counts, roles)
         answer["traces"] = counts.traces
+        answer["counted_traces"] = counts.counted_traces
         answer["scores"] = [
             {"name": n, "sent_as": k, "source": s, "read_as": roles.kind_of(n, k),
              "scores": c, "traces": t}

@@ -44,5 +44,8 @@ class ReadinessOut(ResponseModel):
     status: Literal["ready", "partial", "missing", "no_data"]
     window: WindowOut
     traces: int | None = Field(description="traces in the current window (FM-6: null)")
+    counted_traces: int | None = Field(
+        None, description="traces span and score needs were counted on (a stride past 20,000)"
+    )
     scores: list[ScoreNameOut] = []
     needs: list[NeedOut]

@@ -22,6 +22,8 @@ from app.models.base import utcnow
 from app.models.score_roles import ScoreRoleConfig
 from detectors.records import LABEL_SOURCES
 
+_DEFAULT_SOURCES = frozenset(LABEL_SOURCES)
+
 
 @dataclass(frozen=True)
 class ScoreRoles:
@@ -49,10 +51,6 @@ class ScoreRoles:
     def _label_sources(self) -> frozenset[str]:
         return frozenset(self.label_sources)
 
-    @property
-    def is_default(self) -> bool:
-        return not self.roles and self._label_sources == frozenset(LABEL_SOURCES)
-
     def kind_of(self, name: str, stored_kind: str) -> str:
         """The kind a score is read with: its name's role, else the kind it was sent with."""
         return self.as_dict.get(name, stored_kind)
@@ -64,7 +62,8 @@ class ScoreRoles:
         """A stored score row as detectors read it (``kind`` and ``label_source`` set)."""
         out = dict(row)
         out["kind"] = self.as_dict.get(str(row["name"]), str(row.get("kind") or "proxy"))
-        out["label_source"] = str(row.get("source") or "online") in self._label_sources
+        if self._label_sources != _DEFAULT_SOURCES:  # else records use LABEL_SOURCES themselves
+            out["label_source"] = str(row.get("source") or "online") in self._label_sources
         return out
 
 

@@ -211,3 +211,19 @@ def test_every_mode_declares_how_it_runs_and_404_auth(client, make_key):
     assert client.get(url).status_code == 401
     assert client.get(url, headers=auth(other)).status_code == 404
     assert client.get(url, headers=auth(reader), params={"now": "soon"}).status_code == 422
+
+
+def test_big_windows_count_span_and_score_flags_on_a_stride(client, make_key, monkeypatch):
+    from app.monitors import readiness_counts
+
+    admin, reader, monitors = setup(client, make_key)
+    events = plain_llm_traces(90, start=NOW - timedelta(minutes=100))
+    ingest(client, admin, events)
+    full = by_need(readiness(client, reader, monitors, "FM-2"))["steps"]
+    monkeypatch.setattr(readiness_counts, "MAX_TRACES_COUNTED", 25)
+    answer = readiness(client, reader, monitors, "FM-2")
+    assert answer["traces"] == 90 and 20 <= answer["counted_traces"] <= 25
+    sampled = by_need(answer)["steps"]
+    # Every trace has a step: the scaled count is the window's, within rounding.
+    assert full["count"] == 90 and abs(sampled["count"] - 90) <= 4, sampled
+    assert not by_need(answer)["tool_steps"]["present"]
