@@ -3,8 +3,9 @@
 Each trace is an ``invoke_agent`` span and two chat spans (``span_only`` capture: the
 messages as JSON on the spans), the first asking for one or two tools; inputs are drawn
 from 60 intents x 3 phrasings with a request time and a session UUID in them, so identity
-normalisation, the decision rule and the input groups all do their real work. Stored
-through the OTLP receiver's own mapping and write path (``decode_and_map`` +
+normalisation, the decision rule and the input groups all do their real work (with
+``distinct``, a case number makes every input and answer unique: the encoder's worst
+case). Stored through the OTLP receiver's own mapping and write path (``decode_and_map`` +
 ``write_events`` + ``merge_traces``), as ``/v1/traces`` stores them.
 """
 
@@ -43,13 +44,17 @@ def _kv(attrs: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _trace(rng: np.random.Generator, i: int, t0: int) -> dict[str, Any]:
+def _trace(rng: np.random.Generator, i: int, t0: int, distinct: bool) -> dict[str, Any]:
     trace_id = f"{i + 1:032x}"
     intent = int(rng.integers(60))
     topic, number = _TOPICS[intent % 6], 100 + intent
     text = _PHRASINGS[int(rng.integers(3))].format(
         t=topic, n=number, ts=f"2026-12-01T10:{i % 60:02d}:{i % 59:02d}Z", sid=uuid.UUID(int=i)
     )
+    answer = _ANSWERS[int(rng.integers(3))] + f" Reference {topic}-{number}."
+    if distinct:  # no text repeats: every input and output costs a forward pass
+        text += f" Case {i}."
+        answer += f" Case {i}."
     tools = _TOOLS[intent % 3]
     calls = [
         {"type": "tool_call", "id": f"c{k}", "name": n, "arguments": {}}
@@ -57,7 +62,6 @@ def _trace(rng: np.random.Generator, i: int, t0: int) -> dict[str, Any]:
     ]
     system = {"role": "system", "parts": [{"type": "text", "content": "You are a support agent."}]}
     user = {"role": "user", "parts": [{"type": "text", "content": text}]}
-    answer = _ANSWERS[int(rng.integers(3))] + f" Reference {topic}-{number}."
     start = t0 + i * 10**7
     root = f"{2 * i + 1:016x}"
 
@@ -115,16 +119,23 @@ def _trace(rng: np.random.Generator, i: int, t0: int) -> dict[str, Any]:
 
 
 def store_traces(
-    engine: Engine, *, project_id: int, n: int, seed: int = 0, per_request: int = 100
+    engine: Engine,
+    *,
+    project_id: int,
+    n: int,
+    distinct: bool = False,
+    seed: int = 0,
+    per_request: int = 100,
 ) -> None:
-    """Store ``n`` traces as the OTLP receiver would, ``per_request`` traces per export."""
+    """Store ``n`` traces as the OTLP receiver would, ``per_request`` traces per export;
+    ``distinct``: every input and output text differs (else intents and answers repeat)."""
     rng = np.random.default_rng(seed)
     t0 = int((utcnow() - timedelta(hours=1)).timestamp() * 1e9)
     for first in range(0, n, per_request):
         spans = [
             s
             for i in range(first, min(n, first + per_request))
-            for s in _trace(rng, i, t0)["spans"]
+            for s in _trace(rng, i, t0, distinct)["spans"]
         ]
         body = orjson.dumps({"resourceSpans": [{
             "resource": {"attributes": _kv({"service.name": "support-service"})},

@@ -111,13 +111,16 @@ class _TimedEncoder:
         return out
 
 
-def derive_throughput(*, n: int, device: str, embeddings: bool) -> dict[str, Any]:
+def derive_throughput(
+    *, n: int, device: str, embeddings: bool, distinct: bool = False
+) -> dict[str, Any]:
     """The derive job over ``n`` stored traces on a fresh SQLite file (model load excluded)."""
     from datetime import timedelta
 
     from app import migrate
     from app.db import make_engine, make_sessionmaker
     from app.derive.job import derive_pending
+    from app.derive.text_vectors import CACHE
     from app.keys import create_key
     from app.models import Project
     from app.models.base import utcnow
@@ -132,10 +135,11 @@ def derive_throughput(*, n: int, device: str, embeddings: bool) -> dict[str, Any
                 create_key(session, project_name="bench", role="ingest")
                 session.commit()
                 project_id = session.query(Project.id).scalar()
-            store_traces(engine, project_id=project_id, n=n)
+            store_traces(engine, project_id=project_id, n=n, distinct=distinct)
             encoder = _TimedEncoder(device) if embeddings else None
             if encoder is not None:
                 encoder.inner.embed_texts(["warm up"])  # the model loads outside the timing
+                CACHE.clear()  # no vector from a run before
             start = time.perf_counter()
             report = derive_pending(
                 engine, now=utcnow() + timedelta(seconds=60), encoder=encoder,
@@ -168,12 +172,16 @@ def main() -> None:
     sizes = [int(b) for b in args.batch_sizes.split(",")]
     report = text_throughput(device=args.device, n=args.n, batch_sizes=sizes, repeats=args.repeats)
     if args.derive_traces:
+        n, device = args.derive_traces, args.device
         report["derive"] = {
-            "sqlite_with_text_embeddings": derive_throughput(
-                n=args.derive_traces, device=args.device, embeddings=True
+            # 60 intents x 3 phrasings, 9 answers per intent: texts repeat as in real traffic
+            "sqlite_repeating_texts": derive_throughput(n=n, device=device, embeddings=True),
+            # every input and output unique: one forward pass per text
+            "sqlite_distinct_texts": derive_throughput(
+                n=n, device=device, embeddings=True, distinct=True
             ),
             "sqlite_without_text_embeddings": derive_throughput(
-                n=args.derive_traces, device=args.device, embeddings=False
+                n=n, device=device, embeddings=False
             ),
         }
     report["load_average"] = [round(x, 2) for x in __import__("os").getloadavg()]
