@@ -34,6 +34,16 @@ def normalised_input(text: str, *, exclude_patterns: list[str]) -> str:
     return _SPACE.sub(" ", folded).strip()
 
 
+def embedding_text(text: str, exclude_patterns: list[str]) -> str | None:
+    """The input as the encoder sees it: exclusions removed, whitespace collapsed.
+
+    >>> embedding_text("Where is order 42?  (at 2025-01-02)", [r"\\(at [0-9-]+\\)"])
+    'Where is order 42?'
+    """
+    text = _SPACE.sub(" ", strip_patterns(text, exclude_patterns)).strip()
+    return text or None
+
+
 def input_hash(text: str, *, exclude_patterns: list[str]) -> str | None:
     """The identity of an input, or None when nothing of it is left to hash.
 

@@ -2,7 +2,8 @@
 
 One MiniLM model per process, loaded on first use (``pipelines.embedding.text``: the
 bundled all-MiniLM-L6-v2, offline; CUDA when present), fed the whole batch's texts in one
-call so it batches them by length. Vectors go to the streams ``<agent>.input`` and
+call so it batches them by length; each distinct text is embedded once, and the last
+20,000 distinct texts' vectors are kept (:class:`VectorCache`). Vectors go to the streams ``<agent>.input`` and
 ``<agent>.output`` with ``trace_id`` set, through :func:`app.ingest.store.write_events`
 (the API's own write path): a stream another encoder already fixed at another width
 refuses them by name, and the event id hashes the text, so re-deriving an unchanged trace
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -72,11 +75,57 @@ class TextItem:
         return f"derive:{self.trace_id}:{self.side}:{digest}"
 
 
+class VectorCache:
+    """The vectors of the last :data:`CACHED_TEXTS` distinct texts, per encoder (LRU).
+
+    Repeated inputs are what FM-3 and FM-5 look for, and agents repeat their answers: a
+    text seen before costs a dict lookup, not a forward pass (the encoder dominates the
+    job's time on CPU, bench/text_embed.py). 20,000 MiniLM vectors are 30 MB.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str]) -> np.ndarray | None:
+        with self._lock:
+            vector = self._vectors.get(key)
+            if vector is not None:
+                self._vectors.move_to_end(key)
+            return vector
+
+    def clear(self) -> None:
+        with self._lock:
+            self._vectors.clear()
+
+    def put(self, key: tuple[str, str], vector: np.ndarray) -> None:
+        with self._lock:
+            self._vectors[key] = vector
+            self._vectors.move_to_end(key)
+            while len(self._vectors) > self.size:
+                self._vectors.popitem(last=False)
+
+
+CACHED_TEXTS = 20_000
+CACHE = VectorCache(CACHED_TEXTS)
+
+
 def embed_items(encoder: TextEncoder, items: list[TextItem]) -> np.ndarray:
-    """Unit vectors, one row per item, in order."""
+    """Unit vectors, one row per item, in order: each distinct text not cached is
+    embedded once, all of them in one encoder call."""
     if not items:
         return np.empty((0, encoder.dim), np.float32)
-    return np.asarray(encoder.embed_texts([i.text for i in items]), dtype=np.float32)
+    model = str(getattr(encoder, "name", type(encoder).__name__))
+    keys = [(model, hashlib.sha256(i.text.encode()).hexdigest()) for i in items]
+    found = {k: v for k in set(keys) if (v := CACHE.get(k)) is not None}
+    todo = {k: i.text for k, i in zip(keys, items, strict=True) if k not in found}
+    if todo:
+        fresh = np.asarray(encoder.embed_texts(list(todo.values())), dtype=np.float32)
+        for k, vector in zip(todo, fresh, strict=True):
+            found[k] = vector
+            CACHE.put(k, vector)
+    return np.stack([found[k] for k in keys])
 
 
 def write_vectors(engine: Engine, *, items: list[TextItem], vectors: np.ndarray, model: str) -> int:

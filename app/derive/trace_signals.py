@@ -3,7 +3,8 @@
 Rules (README, "Derived signals"); a value the telemetry gave explicitly always wins:
 
 - **input identity**: :mod:`app.derive.identity` on the user side of the first LLM call
-  (step order, :func:`detectors.records.step_order_key`);
+  (step order, :func:`detectors.records.step_order_key`); the *input text* embedded is
+  that text with the exclude patterns removed and whitespace collapsed (case kept);
 - **decision**: per agent, a JSON path or regex on the final output text; by default the
   tools the agent executed (tool spans, else the calls its LLM steps requested) joined by
   ``>``, then ``|`` and the final LLM call's finish reason (``error`` when that call failed
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.derive.config import SignalConfig
-from app.derive.identity import input_hash
+from app.derive.identity import embedding_text, input_hash
 from app.derive.json_path import read_json_path
 from app.derive.messages import CallContent, call_content
 from app.derive.patterns import extract
@@ -77,7 +78,9 @@ def derive_trace(
     first = next((c for c in calls if c.user or c.system), None)
     if first is not None:
         parts = [*first.system, *first.user] if ident.include_system_prompt else first.user
-        out.input_text = "\n".join(first.user) or None
+        # Embedded without its volatile parts: a timestamp or a session id says nothing of
+        # the intent, and repeats of one input then share one text (embedded once).
+        out.input_text = embedding_text("\n".join(first.user), ident.exclude_patterns)
         if not is_explicit(trace, "input_hash", trace.get("input_hash")):
             out.input_hash = input_hash("\n".join(parts), exclude_patterns=ident.exclude_patterns)
     final = next((c for c in reversed(calls) if c.output), None)
