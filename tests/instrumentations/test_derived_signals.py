@@ -26,7 +26,9 @@ def test_otel_openai_v2_traces_get_identity_decision_and_embeddings(
 ) -> None:
     no_export_errors(run_agent("otel", "otel_openai"))
     no_export_errors(
-        run_agent("otel", "otel_openai", OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT="event_only")
+        run_agent(
+            "otel", "otel_openai", OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT="event_only"
+        )
     )
     report = derive_pending(
         engine, now=utcnow() + timedelta(seconds=60), encoder=SharedMiniLM(device="cpu")
@@ -46,5 +48,8 @@ def test_otel_openai_v2_traces_get_identity_decision_and_embeddings(
     assert failing[0].input_hash not in (None, loops[0].input_hash)
     streams = {(v.trace_id, v.stream) for v in vectors}
     for t in loops:
-        assert {(t.trace_id, "support-agent.input"), (t.trace_id, "support-agent.output")} <= streams
+        assert {
+            (t.trace_id, "support-agent.input"),
+            (t.trace_id, "support-agent.output"),
+        } <= streams
     assert all(v.dim == 384 and v.model == "all-MiniLM-L6-v2" for v in vectors)

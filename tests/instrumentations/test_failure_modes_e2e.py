@@ -171,7 +171,9 @@ def test_fm5_eval_overfitting_openai_v2(run_agent: RunAgent, telltale: Telltale)
     derive(telltale)
     clean = telltale.clean_check()
     runs, opened = telltale.injected_check("FM-5")
-    report("FM-5", clean, runs, opened, "gaps", "coverage", "sub_tests")
+    report("FM-5", clean, runs, opened, "gaps")
+    (gap,) = [g for g in opened.evidence["gaps"] if g["fired"]]
+    assert gap["agent_version"] == "v2" and gap["eval_success"] > gap["production_success"], gap
 
 
 @pytest.mark.slow
@@ -198,8 +200,10 @@ def test_fm3_nondeterministic_decisions_langgraph(run_agent: RunAgent, telltale:
     derive(telltale)
     clean = telltale.clean_check()
     runs, opened = telltale.injected_check("FM-3")
-    report("FM-3", clean, runs, opened, "decision_disagreement", "reference", "current",
-           "most_inconsistent_inputs")  # fmt: skip
+    report("FM-3", clean, runs, opened, "decision_disagreement",
+           "reference_decision_disagreement", "groups", "reference_groups")  # fmt: skip
+    ev = opened.evidence
+    assert ev["decision_disagreement"] >= ev["reference_decision_disagreement"] + 0.05, ev
 
 
 @pytest.mark.slow
@@ -250,6 +254,7 @@ def test_fm6_silent_input_drift_openai_v2(run_agent: RunAgent, telltale: Telltal
         run,
         clean={"AGENT_SEED": "61"},
         injected={"AGENT_SEED": "62", "AGENT_QUESTIONS": "billing"},
+        rate=30,  # MiniLM on 2 shared cores embeds ~10-20 texts/s: keep the texts few
     )
     derive(telltale)
     clean = telltale.clean_check()
