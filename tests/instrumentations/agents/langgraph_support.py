@@ -16,7 +16,7 @@ by ``AGENT_SEED``, the user asks one question:
 
 ``OUTCOMES_FILE``: one JSON line per trace, ``{"otel_trace_id", "at", "looked_up",
 "resolved"}``: whether the ticket was resolved, learned later (0.85 when the order was looked
-up, else 0.25); the tests post it through the feedback API as the delayed true score.
+up, else 0.1); the tests post it through the feedback API as the delayed true score.
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ for i in range(N):
             }
             with tracer.start_as_current_span("judge", attributes=judged):
                 pass
-    resolved = rng.random() < (0.85 if looked_up else 0.25)
+    resolved = rng.random() < (0.85 if looked_up else 0.1)
     at = simclock.now_ns() / 1e9
     outcomes.append(
         {"otel_trace_id": trace_id, "at": at, "looked_up": looked_up, "resolved": resolved}
