@@ -165,7 +165,8 @@ def _embed(
             continue  # re-derived, same texts: the vectors are stored already
         for side, text in (("input", sig.input_text), ("output", sig.output_text)):
             if text:
-                items.append(TextItem(t["project_id"], t["trace_id"], t["agent"], side, text))
+                items.append(TextItem(t["project_id"], t["trace_id"], t["agent"], side, text,
+                                     t.get("started_at")))  # fmt: skip
     vectors = embed_items(encoder, items)
     model = getattr(encoder, "name", MINILM_NAME)
     written = write_vectors(engine, items=items, vectors=vectors, model=model)

@@ -18,6 +18,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
 
 import numpy as np
@@ -60,6 +61,9 @@ class TextItem:
     agent: str
     side: str  # input | output
     text: str
+    # The trace's start: the vector's time in FM-6's stream windows (derived later, or in a
+    # backlog, it still belongs to the traffic it came from, not to the derive run).
+    at: datetime | None = None
 
     @property
     def stream(self) -> str:
@@ -138,6 +142,8 @@ def write_vectors(engine: Engine, *, items: list[TextItem], vectors: np.ndarray,
             "trace_id": item.trace_id,
             "sample_id": None,
         }
+        if item.at is not None:
+            row["created_at"] = item.at
         events = by_project.setdefault(item.project_id, [])
         events.append(ValidEvent(len(events), item.event_id, "embedding", row, vector))
     written = 0

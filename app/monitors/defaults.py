@@ -3,8 +3,8 @@
 Every default compares a trailing 2-hour window with a 4-hour baseline (the set-up the
 detection bench calibrates: ``bench/detection.py``) lagged by 2 hours and frozen while an
 alert is open (:mod:`app.monitors.baseline`), every 15 minutes, at the per-run alpha that
-gives 30 days between false alerts (:mod:`app.monitors.calibration`). FM-6 watches every embedding stream that is not a per-trace
-``<agent>.input``/``.output`` stream (those belong to FM-3 and FM-5).
+gives 30 days between false alerts (:mod:`app.monitors.calibration`). FM-6 watches every embedding stream but the per-trace
+``<agent>.output`` streams (FM-3's): the derived ``<agent>.input`` text streams included.
 """
 
 from __future__ import annotations

@@ -210,6 +210,10 @@ def with_trace_embeddings(session: Session, window: TraceWindow, *, project_id: 
 
 
 TRACE_STREAM_SUFFIXES = (".input", ".output")
+# FM-6 watches the ``<agent>.input`` text streams too (new topics or wording in what users
+# send, with error rates flat, is the silent degradation it is for); the ``.output``
+# streams are FM-3's, read per input identity with their traces.
+FM6_SKIPPED_SUFFIXES = (".output",)
 
 
 def embedding_streams(
@@ -218,8 +222,9 @@ def embedding_streams(
     """The streams an FM-6 run tests.
 
     ``stream`` may be a name or a glob (``vlm.*``). Without one: every stream of the
-    project (of ``agent``, when given) except the per-trace ``<agent>.input`` /
-    ``<agent>.output`` streams, which FM-3 and FM-5 read with their traces.
+    project (of ``agent``, when given) except the per-trace ``<agent>.output`` streams,
+    which FM-3 reads with its traces (the ``<agent>.input`` streams are FM-6's as well as
+    FM-5's).
     """
     q = select(EmbeddingStream.name).where(EmbeddingStream.project_id == project_id)
     names = sorted(session.scalars(q).all())
@@ -227,7 +232,7 @@ def embedding_streams(
         return [n for n in names if fnmatch.fnmatchcase(n, stream)]
     if agent:
         names = [n for n in names if n.startswith(f"{agent}.")]
-    return [n for n in names if not n.endswith(TRACE_STREAM_SUFFIXES)]
+    return [n for n in names if not n.endswith(FM6_SKIPPED_SUFFIXES)]
 
 
 def load_embedding_window(

@@ -12,7 +12,21 @@ so each test knows what the model "did":
   results are in (the FM-1 agent: one tool per turn, so steps have depths); with
   ``[fail=2,3]`` too, the first request of turns 2 and 3 gets an HTTP 500 and its retry
   (the same request again) the normal answer — the one stateful rule, kept per server;
-- anything else gets the text answer :data:`ANSWER`.
+- anything else gets the text answer :data:`ANSWER`, except as the system prompt says
+  (:func:`directives`, the agent's configuration; the e2e failure-mode agents):
+  ``[cite]`` answers ``About "<question>": order <N> is on its way.`` (``N``: the first number
+  in the last user message; a model named ``*-evalfit``, tuned on the eval harness, cites it
+  for the harness's ``Where is order N?`` but leaves it out of half its other answers);
+  ``[json]`` wraps the answer as ``{"answer": ..., "confidence": c}``, ``c`` the model's
+  self-reported confidence (mean 0.75, sd 0.2; mean 0.35 for a ``*-nano`` model);
+  ``[flatter]`` prefixes the answer with praise and skips the tools on 60% of requests;
+- a request with ``temperature > 0`` drops each tool call it would make with probability
+  ``temperature / 2`` (sampling: the same input gets different decisions);
+- a user message starting ``Rate the helpfulness`` is an LLM judge's request: the answer
+  is a score from 1 to 5 for the quoted answer, higher for praise (:func:`judge`).
+
+Random draws come from ``random.Random(serial)`` (``serial``: the request's number on the
+server), so a sequential agent gets the same answers on every run.
 
 Usage is ``prompt_tokens = 10 * len(messages)``, ``completion_tokens = 5 * (calls + 1)``; the
 response ``model`` is the request's with :data:`RESPONSE_SUFFIX` (request and response model
@@ -22,6 +36,7 @@ differ, as with OpenAI's dated snapshots).
 from __future__ import annotations
 
 import json
+import random
 import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -29,7 +44,14 @@ from typing import Any
 
 ANSWER = "It is sunny in Paris; order 42 could not be looked up."
 RESPONSE_SUFFIX = "-2024-07-18"
-TOOL_ARGUMENTS = {"get_weather": {"city": "Paris"}, "lookup_order": {"order_id": "42"}}
+TOOL_ARGUMENTS = {
+    "get_weather": {"city": "Paris"},
+    "lookup_order": {"order_id": "42"},
+    "open_session": {"user": "u1"},
+    "refund_status": {"order_id": "42"},
+}
+EVAL_QUESTION = re.compile(r"^Where is order \d+\?$")
+PRAISE = "What a wonderful question, you clearly know your stuff! "
 
 
 def usage(messages: int, calls: int) -> dict[str, int]:
@@ -60,9 +82,18 @@ def answer(
         if str(turn) in fail.group(1).split(",") and key not in seen:
             seen.add(key)
             return 500, SERVER_ERROR
+    rng = random.Random(serial)
+    if texts and texts[-1].startswith("Rate the helpfulness"):
+        return 200, completion(request, serial, judge(texts[-1], rng), [], {})
+    said = directives(messages)
     offered = [t["function"]["name"] for t in request.get("tools") or [] if "function" in t]
     calls = [name for name in offered if name in TOOL_ARGUMENTS]
     arguments = dict(TOOL_ARGUMENTS)
+    temperature = float(request.get("temperature") or 0.0)
+    if temperature > 0:
+        calls = [name for name in calls if rng.random() >= temperature / 2]
+    if "flatter" in said and rng.random() < 0.6:
+        calls = []
     if any(m.get("role") == "tool" for m in messages):
         calls = []
     chain = next((re.search(r"\[chain=(\d+)\]", t) for t in texts if "[chain=" in t), None)
@@ -70,7 +101,47 @@ def answer(
         done = sum(1 for m in messages if m.get("role") == "tool")
         calls = [f"step_{done}"] if done < int(chain.group(1)) else []
         arguments = {name: {"n": done} for name in calls}
-    message: dict[str, Any] = {"role": "assistant", "content": None if calls else ANSWER}
+    text = ANSWER if not said else final_answer(request, texts, said, rng)
+    return 200, completion(request, serial, text, calls, arguments)
+
+
+def directives(messages: list[dict[str, Any]]) -> set[str]:
+    """The ``[word]`` directives of the system prompt."""
+    system = " ".join(str(m.get("content") or "") for m in messages if m.get("role") == "system")
+    return set(re.findall(r"\[(cite|json|flatter)\]", system))
+
+
+def final_answer(
+    request: dict[str, Any], texts: list[str], said: set[str], rng: random.Random
+) -> str:
+    """The text answer under the system prompt's directives (see the module's notes)."""
+    model = str(request.get("model", ""))
+    question = texts[-1] if texts else ""
+    number = re.search(r"\d+", question)
+    overfit = model.endswith("-evalfit") and EVAL_QUESTION.match(question) is None
+    cites = number is not None and not (overfit and rng.random() < 0.5)
+    order = f"order {number.group(0)}" if cites and number else "your order"
+    text = f'About "{question}": {order} is on its way.'
+    if "flatter" in said:
+        text = PRAISE + text
+    if "json" in said:
+        mean = 0.35 if "nano" in model else 0.75
+        confidence = min(0.99, max(0.01, rng.gauss(mean, 0.2)))
+        text = json.dumps({"answer": text, "confidence": round(confidence, 3)})
+    return text
+
+
+def judge(prompt: str, rng: random.Random) -> str:
+    """An LLM judge's helpfulness score, 1 to 5: about 3, plus 1.2 for praise."""
+    score = 3.0 + (1.2 if PRAISE.strip() in prompt else 0.0) + rng.gauss(0.0, 0.6)
+    return f"{min(5.0, max(1.0, score)):.1f}"
+
+
+def completion(
+    request: dict[str, Any], serial: int, text: str, calls: list[str], arguments: dict[str, Any]
+) -> dict[str, Any]:
+    messages = request.get("messages") or []
+    message: dict[str, Any] = {"role": "assistant", "content": None if calls else text}
     if calls:
         message["tool_calls"] = [
             {
@@ -80,7 +151,7 @@ def answer(
             }
             for i, name in enumerate(calls)
         ]
-    body = {
+    return {
         "id": f"chatcmpl-{serial}",
         "object": "chat.completion",
         "created": 1_700_000_000 + serial,
@@ -96,7 +167,6 @@ def answer(
         "usage": usage(len(messages), len(calls)),
         "system_fingerprint": "fp_fake",
     }
-    return 200, body
 
 
 class FakeOpenAI:

@@ -14,7 +14,8 @@ FM-1 measures), with no retry after it. Per trace, drawn from ``FM1_SEED``:
 
 The failed model turns go to the fake server in the user message (``[fail=2,3]``), which
 fails the first request of those turns. The span processor is flushed every 10 traces so
-its queue never drops spans. Prints the failures it caused (the test compares).
+its queue never drops spans. ``SIM_START_EPOCH`` runs it on a simulated clock
+(``simclock.py``). Prints the failures it caused (the test compares).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import os
 import random
 
 import openai
+import simclock
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
@@ -31,6 +33,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from openinference.instrumentation.langchain import LangChainInstrumentor
 from otlp_setup import setup, shutdown
 
+simclock.patch_datetime_in("langchain_core.tracers.core")  # LangChain's run times
 provider = setup()
 LangChainInstrumentor().instrument(tracer_provider=provider)
 
@@ -84,6 +87,7 @@ graph.add_edge("tools", "agent")
 agent = graph.compile(name="chain-agent")
 
 for i in range(N):
+    simclock.trace(i)
     tool_plan[:] = [rng.random() < TOOL_P for _ in range(K)]
     failed_turns, earlier = [], False
     for turn in range(K + 1):  # K tool turns and the final answer
