@@ -114,6 +114,9 @@ REMEDIES: dict[str, tuple[Remedy, ...]] = {
         _r("api", "or POST /api/v1/embeddings to stream <agent>.output with trace_ids"),
     ),
     "stream_embeddings": (
+        _r("config", f"text_embeddings: each trace's input text embedded by Telltale into "
+           f"the <agent>.input stream FM-6 watches, from captured content ({_SIGNALS_API})"),
+        *CONTENT_CAPTURE,
         _r("api", "POST /api/v1/embeddings (vectors of your own encoder), or POST "
            "/api/v1/media to have images and texts embedded by Telltale"),
     ),
