@@ -53,3 +53,37 @@ def test_otel_openai_v2_traces_get_identity_decision_and_embeddings(
             (t.trace_id, "support-agent.output"),
         } <= streams
     assert all(v.dim == 384 and v.model == "all-MiniLM-L6-v2" for v in vectors)
+
+
+def test_one_input_one_identity_across_client_libraries(
+    run_agent: RunAgent, engine: Engine
+) -> None:
+    """The same agent loop under OTel openai-v2, OpenInference and OpenLLMetry: each
+    library's own message attributes, read by the derive job, give the same input identity
+    and the same decision (the tools the model asked for, then its finish).
+
+    OpenLIT 1.45 is left out: at its defaults (``capture_message_content=True``) its
+    details events carried ``gen_ai.input.messages: []`` and its spans no messages, so
+    there is no input to derive an identity from (the decision, from its tool-call
+    attributes and finish reason, still is).
+    """
+    for env, script in (
+        ("otel", "otel_openai"),
+        ("openinference", "openinference_openai"),
+        ("traceloop", "traceloop_openai"),
+    ):
+        extra = {}
+        if env == "traceloop":  # its SDK is configured by its own variables
+            extra = {
+                "TRACELOOP_BASE_URL": run_agent.telltale_url,  # type: ignore[attr-defined]
+                "TRACELOOP_HEADERS": f"Authorization=Bearer%20{run_agent.ingest_key}",  # type: ignore[attr-defined]
+            }
+        no_export_errors(run_agent(env, script, **extra))
+    report = derive_pending(engine, now=utcnow() + timedelta(seconds=60), text_embeddings=False)
+    assert report.traces == 6
+    with Session(engine) as session:
+        loops = [t for t in session.scalars(select(Trace)) if t.status == "ok"]
+    assert len(loops) == 3
+    assert len({t.input_hash for t in loops}) == 1 and loops[0].input_hash is not None
+    decisions = {t.attributes.get("decision") for t in loops}
+    assert decisions == {"get_weather>lookup_order|stop"}, decisions
