@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException
+from sqlalchemy.orm import Session
 
 from app.api.deps import AdminKey, SessionDep, SettingsDep
 from app.derive.config import SignalConfig, SignalConfigOut, set_signal_config, signals_view
@@ -24,12 +25,7 @@ def put_signals(
     body: SignalConfig, principal: AdminKey, session: SessionDep, settings: SettingsDep
 ) -> SignalConfigOut:
     """Derive this project's signals by these rules (parts left out keep their defaults)."""
-    try:
-        project = set_signal_config(session, project_id=principal.project_id, config=body)
-    except LookupError:
-        raise HTTPException(404, "project not found") from None
-    session.commit()
-    return signals_view(project, server_embeddings=settings.derive_text_embeddings)
+    return _save(session, principal.project_id, body, settings.derive_text_embeddings)
 
 
 @router.delete("")
@@ -37,9 +33,15 @@ def delete_signals(
     principal: AdminKey, session: SessionDep, settings: SettingsDep
 ) -> SignalConfigOut:
     """Back to every default."""
+    return _save(session, principal.project_id, None, settings.derive_text_embeddings)
+
+
+def _save(
+    session: Session, project_id: int, config: SignalConfig | None, server_embeddings: bool
+) -> SignalConfigOut:
     try:
-        project = set_signal_config(session, project_id=principal.project_id, config=None)
+        project = set_signal_config(session, project_id=project_id, config=config)
     except LookupError:
         raise HTTPException(404, "project not found") from None
     session.commit()
-    return signals_view(project, server_embeddings=settings.derive_text_embeddings)
+    return signals_view(project, server_embeddings=server_embeddings)
