@@ -50,6 +50,7 @@ from app.ingest.events import validate_events
 from app.ingest.store import write_events
 from app.keys import get_or_create_project
 from app.models import Alert, DetectorRun
+from app.monitors.cycle import WindowCache
 from app.monitors.defaults import create_defaults
 from app.monitors.runner import run_monitor
 from pipelines.scenarios import Injection, generate_workload
@@ -120,11 +121,14 @@ def replay_db(events: list[dict[str, Any]], folder: Path, name: str) -> Replay:
 
 
 def evaluate(replay: Replay, modes: Sequence[str], start: datetime, stop: datetime) -> None:
+    """Every ``INTERVAL`` the monitors of ``modes`` run as one scheduler cycle does: sharing
+    one :class:`~app.monitors.cycle.WindowCache` (each window loaded once per cycle)."""
     now = start
     while now <= stop:
+        cache = WindowCache(now=now)
         for mode in modes:
             run_monitor(replay.engine, monitor_id=replay.monitors[mode], now=now,
-                        scheduled_for=now)  # fmt: skip
+                        scheduled_for=now, cache=cache)  # fmt: skip
         now += INTERVAL
 
 

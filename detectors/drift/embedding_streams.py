@@ -19,7 +19,7 @@ from detectors.drift.centroid_score import centroid_shift, chart_score
 from detectors.drift.cosine import cosine_drift
 from detectors.drift.mmd import mmd_drift
 from detectors.result import DetectorResult
-from detectors.significance import check_integers_at_least
+from detectors.significance import check_integers_at_least, stop_after_for
 
 FAILURE_MODE = "FM-6"
 METHODS = ("cosine", "mmd")
@@ -146,5 +146,6 @@ class EmbeddingDriftDetector:
         if self.method == "cosine":
             return cosine_drift(reference, current, alpha=alpha)
         return mmd_drift(
-            reference, current, alpha=alpha, n_permutations=self.n_permutations, seed=self.seed
-        )
+            reference, current, alpha=alpha, n_permutations=self.n_permutations, seed=self.seed,
+            stop_after=stop_after_for(alpha, self.n_permutations),
+        )  # fmt: skip
