@@ -5,10 +5,12 @@ lifecycle on a simulated clock. Prints JSON.
 
 Each scenario is the project's scenario generator (``pipelines.scenarios``) ingested into
 a fresh SQLite database through the ingest path, the seven default monitors
-(``POST /monitors/defaults``: 2 h current window, 4 h baseline lagged 2 h and frozen while
-an alert is open, every 15 minutes, alpha from a 30-day false-alert budget) and
-:func:`app.monitors.runner.run_monitor` called every 15 simulated minutes with an
-injected ``now``; alerts, their openings and resolutions are read back from the database.
+(``POST /monitors/defaults``: 2 h current window, 4 h baseline from the same hours the day
+before and frozen while an alert is open, every 15 minutes, alpha from a 30-day
+false-alert budget) and :func:`app.monitors.runner.run_monitor` called every 15 simulated
+minutes with an injected ``now``, the monitors of one time sharing a cycle's window cache
+as the scheduler's do; alerts, their openings and resolutions are read back from the
+database. Failures start after ``STEADY_H`` hours of clean traffic (the whole lag fits).
 
 * ``clean``: false alert episodes per monitor per 30 days, over ``--clean-days`` per seed
   (all seven monitors run; every episode is false).
@@ -50,7 +52,8 @@ from app.ingest.events import validate_events
 from app.ingest.store import write_events
 from app.keys import get_or_create_project
 from app.models import Alert, DetectorRun
-from app.monitors.defaults import create_defaults
+from app.monitors.cycle import WindowCache
+from app.monitors.defaults import WINDOW, create_defaults
 from app.monitors.runner import run_monitor
 from pipelines.scenarios import Injection, generate_workload
 
@@ -58,7 +61,16 @@ START = datetime(2025, 3, 3, tzinfo=UTC)
 HOUR = timedelta(hours=1)
 INTERVAL = timedelta(minutes=15)
 TRACES_PER_HOUR, IMAGES_PER_HOUR, EVAL_PER_AGENT_HOUR, DIM = 80.0, 90.0, 12, 32
-WARMUP_H = 8  # current 2 h + lag 2 h + baseline 4 h before the first evaluation
+# Clean runs: the first evaluation after current 2 h + shortest lag 2 h + baseline 4 h; the
+# defaults' 22 h lag shrinks to fit the young history (app.monitors.history) until it is
+# STEADY_H long, so clean days measure both phases.
+WARMUP_H = 8
+# Failures begin once the whole lag fits: they meet the baseline a monitor has from its
+# second day on (yesterday's hours), not the young-history one.
+STEADY_H = math.ceil(
+    (WINDOW["current_window_seconds"] + WINDOW["baseline_lag_seconds"]
+     + WINDOW["reference_window_seconds"]) / 3600
+)  # fmt: skip
 # Selection keys laid over the defaults' (``--lag-hours``: an experiment, not the defaults).
 OVERRIDES: dict[str, Any] = {}
 PRE_H, STEP_H, RAMP_H, HOLD_H, AFTER_H = 2, 12, 24, 6, 6
@@ -120,11 +132,14 @@ def replay_db(events: list[dict[str, Any]], folder: Path, name: str) -> Replay:
 
 
 def evaluate(replay: Replay, modes: Sequence[str], start: datetime, stop: datetime) -> None:
+    """Every ``INTERVAL`` the monitors of ``modes`` run as one scheduler cycle does: sharing
+    one :class:`~app.monitors.cycle.WindowCache` (each window loaded once per cycle)."""
     now = start
     while now <= stop:
+        cache = WindowCache(now=now)
         for mode in modes:
             run_monitor(replay.engine, monitor_id=replay.monitors[mode], now=now,
-                        scheduled_for=now)  # fmt: skip
+                        scheduled_for=now, cache=cache)  # fmt: skip
         now += INTERVAL
 
 
@@ -178,14 +193,14 @@ def run_clean(seed: int, days: float, folder: Path) -> dict[str, Any]:
 
 
 def run_failure(seed: int, mode: str, strength: str, kind: str, folder: Path) -> dict[str, Any]:
-    onset = START + (WARMUP_H + PRE_H) * HOUR
+    onset = START + (STEADY_H + PRE_H) * HOUR
     ramp = RAMP_H * HOUR if kind == "ramp" else timedelta(0)
     on_for = ramp + HOLD_H * HOUR if kind == "ramp" else STEP_H * HOUR
     end = onset + on_for
     hours = (end - START) / HOUR + AFTER_H
     events = failure_events(seed, mode, strength, onset=onset, end=end, ramp=ramp, hours=hours)
     replay = replay_db(events, folder, f"{kind}-{mode}-{strength}-{seed}")
-    evaluate(replay, [mode], START + WARMUP_H * HOUR, START + hours * HOUR)
+    evaluate(replay, [mode], START + STEADY_H * HOUR, START + hours * HOUR)
     budget = DETECTION_BUDGET_H.get(mode, 2.0)
     open_from = onset + ramp if kind == "ramp" else onset + budget * HOUR
     return failure_figures(replay, mode, onset=onset, end=end, open_from=open_from)
@@ -201,10 +216,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--failure-seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--lag-hours", type=float, default=None, help="override the baseline lag")
     args = ap.parse_args(argv)
-    global WARMUP_H
+    global STEADY_H
     if args.lag_hours is not None:
         OVERRIDES["baseline_lag_seconds"] = int(args.lag_hours * 3600)
-        WARMUP_H = math.ceil(2 + args.lag_hours + 4)
+        STEADY_H = math.ceil(2 + args.lag_hours + 4)
     t0 = time.perf_counter()
     out: dict[str, Any] = {
         "config": {

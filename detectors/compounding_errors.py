@@ -12,6 +12,7 @@ from detectors.records import DetectorResult, TraceRecord, is_tool_step, step_er
 from detectors.significance import (
     check_window_test_params,
     holm_verdict,
+    stop_after_for,
     sub_test,
     window_permutation_test,
 )
@@ -242,6 +243,7 @@ class CompoundingErrorDetector:
                 _, p = window_permutation_test(
                     cur["counts"], ref["counts"], log_mh_ratio,
                     n_permutations=self.n_permutations, seed=self.seed,
+                    stop_after=stop_after_for(self.alpha, self.n_permutations),
                 )  # fmt: skip
             else:
                 p = _cmh_greater(cur["counts"].sum(axis=0))

@@ -12,6 +12,7 @@ from detectors.records import DetectorResult, TraceRecord
 from detectors.significance import (
     check_window_test_params,
     holm_verdict,
+    stop_after_for,
     sub_test,
     window_permutation_test,
 )
@@ -231,7 +232,12 @@ class OutputDriftDetector:
             ):
                 continue
             diff, p = window_permutation_test(
-                cur, ref, statistic, n_permutations=self.n_permutations, seed=self.seed
+                cur,
+                ref,
+                statistic,
+                n_permutations=self.n_permutations,
+                seed=self.seed,
+                stop_after=stop_after_for(self.alpha, self.n_permutations),
             )
             ev[name] = float(statistic(cur.sum(axis=0)))
             ev[f"reference_{name}"] = float(statistic(ref.sum(axis=0)))

@@ -8,8 +8,11 @@ its own recent past. So the reference here is
 
 * **rolling and lagged** by default: ``[now - current - lag - reference, now - current - lag)``
   while the monitor is clean, so it only covers traffic that earlier runs saw pass
-  (``baseline_lag_seconds``, default one current window, keeps the newest not-yet-tested
-  stretch out of it and widens the gap a slow ramp must cross);
+  (``baseline_lag_seconds``, default one current window; the default monitors use 22 h,
+  yesterday's hours, so that a slow ramp is compared with traffic from before it began).
+  Where the data do not reach back that far (:mod:`app.monitors.history`), the lag
+  shrinks to what they allow, down to ``min(lag, current)``: the reference then stays on
+  the oldest stretch of data until the whole lag fits;
 * **frozen** at the last known-good period from the run that opens an alert until it
   resolves, and **held** there for ``baseline_hold_seconds`` after (default lag +
   reference: the first reference after the hold lies wholly after the resolution), so an
@@ -45,6 +48,12 @@ class BaselinePolicy:
     pinned: tuple[datetime, datetime] | None = None
     reference_version: str | None = None  # "previous" or a version (version_baseline)
 
+    @property
+    def min_lag(self) -> timedelta:
+        """The lag a history too short for ``lag`` shrinks to (never below one current
+        window, so the newest untested stretch stays out of the reference)."""
+        return min(self.lag, self.current)
+
     @classmethod
     def from_selection(cls, selection: Mapping[str, Any]) -> BaselinePolicy:
         """The policy a monitor's stored ``selection`` describes (defaults as documented)."""
@@ -62,8 +71,23 @@ class BaselinePolicy:
             )
         return cls(cur, ref, lag, hold, pinned, selection.get("reference_version") or None)
 
-    def rolling_end(self, now: datetime) -> datetime:
-        return now - self.current - self.lag
+    def rolling_end(self, now: datetime, history_start: datetime | None = None) -> datetime:
+        """Where the rolling reference ends: ``lag`` before the current window, or as far
+        back as data starting at ``history_start`` allow (at least ``min_lag``).
+
+        >>> from datetime import UTC
+        >>> p = BaselinePolicy.from_selection({"current_window_seconds": 7200,
+        ...     "reference_window_seconds": 14400, "baseline_lag_seconds": 22 * 3600})
+        >>> now = datetime(2025, 3, 3, 12, tzinfo=UTC)
+        >>> [(now - p.rolling_end(now, now - timedelta(hours=h))) / timedelta(hours=1)
+        ...  for h in (5, 10, 28, 40)]
+        [4.0, 6.0, 24.0, 24.0]
+        """
+        lag = self.lag
+        if history_start is not None:
+            room = now - self.current - self.reference - history_start
+            lag = max(self.min_lag, min(lag, room))
+        return now - self.current - lag
 
 
 @dataclass(frozen=True)
@@ -88,8 +112,15 @@ class Windows:
     reference_version: str | None = None
 
 
-def windows_for(policy: BaselinePolicy, state: BaselineState | None, now: datetime) -> Windows:
-    """The current window and the reference this run tests it against.
+def windows_for(
+    policy: BaselinePolicy,
+    state: BaselineState | None,
+    now: datetime,
+    *,
+    history_start: datetime | None = None,
+) -> Windows:
+    """The current window and the reference this run tests it against (``history_start``:
+    where the project's data begin, which bounds a rolling reference's lag).
 
     >>> from datetime import UTC
     >>> now = datetime(2025, 3, 3, 12, tzinfo=UTC)
@@ -106,7 +137,7 @@ def windows_for(policy: BaselinePolicy, state: BaselineState | None, now: dateti
     cur_start = now - policy.current
     if policy.pinned is not None:
         return Windows(cur_start, now, policy.pinned[0], policy.pinned[1], "pinned")
-    end, mode = policy.rolling_end(now), "rolling"
+    end, mode = policy.rolling_end(now, history_start), "rolling"
     if state is not None and state.frozen_since is not None:
         end, mode = min(end, state.good_until), "frozen"
     elif state is not None and state.hold_until is not None and now < state.hold_until:

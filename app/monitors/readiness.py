@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 from app.db import as_utc
 from app.models import Monitor
 from app.models.base import utcnow
-from app.monitors import baseline, readiness_counts, windows
+from app.monitors import baseline, history, readiness_counts, windows
 from app.monitors import state as monitor_state
 from app.monitors.readiness_counts import WindowCounts
 from app.monitors.remedies import REMEDIES, score_role_remedies
@@ -129,7 +129,10 @@ def monitor_readiness(
     now = as_utc(now) if now is not None else utcnow()
     sel = monitor.selection or {}
     policy = baseline.BaselinePolicy.from_selection(sel)
-    w = baseline.windows_for(policy, monitor_state.load(session, monitor.id).baseline, now)
+    begun = history.history_start(session, project_id=monitor.project_id)
+    w = baseline.windows_for(
+        policy, monitor_state.load(session, monitor.id).baseline, now, history_start=begun
+    )
     needs_names = tuple(registry.DETECTORS[monitor.failure_mode].needs)
     pid = monitor.project_id
     answer: dict[str, Any] = {

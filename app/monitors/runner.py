@@ -30,7 +30,7 @@ from app.alerts import lifecycle
 from app.db import as_utc, write_session
 from app.models import DetectorRun, Finding, Monitor
 from app.models.base import utcnow
-from app.monitors import baseline, calibration, version_baseline, windows
+from app.monitors import baseline, calibration, history, version_baseline, windows
 from app.monitors import state as monitor_state
 from app.monitors.baseline import BaselinePolicy, Windows
 from app.monitors.cycle import WindowCache
@@ -233,7 +233,8 @@ def run_monitor(
         as_of = cache.now if cache is not None else now
         policy = BaselinePolicy.from_selection(monitor.selection or {})
         state = monitor_state.load(session, monitor.id)
-        w = baseline.windows_for(policy, state.baseline, as_of)
+        begun = history.history_start(session, project_id=monitor.project_id)
+        w = baseline.windows_for(policy, state.baseline, as_of, history_start=begun)
         no_reference: str | None = None
         if policy.reference_version:
             found = version_baseline.resolve(

@@ -2,7 +2,10 @@
 
 A monitor may watch several streams (``vlm.*``); testing each at ``alpha / k`` (Bonferroni)
 keeps the monitor's family-wise false-alarm rate at ``alpha`` whatever the streams'
-dependence.
+dependence. Beside the test, every run reports ``chart_score``: the current window's fall
+in mean cosine similarity to the baseline centroid, in standard errors
+(:mod:`detectors.drift.centroid_score`), the observation a monitor's EWMA chart takes for
+FM-6 so that a slow slide is accumulated across runs while MMD catches shape changes.
 """
 
 from __future__ import annotations
@@ -12,10 +15,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from detectors.drift.centroid_score import centroid_shift, chart_score
 from detectors.drift.cosine import cosine_drift
 from detectors.drift.mmd import mmd_drift
 from detectors.result import DetectorResult
-from detectors.significance import check_integers_at_least
+from detectors.significance import check_integers_at_least, stop_after_for
 
 FAILURE_MODE = "FM-6"
 METHODS = ("cosine", "mmd")
@@ -102,8 +106,10 @@ class EmbeddingDriftDetector:
             )
         alpha = self.alpha / len(streams)
         per_stream: dict[str, Any] = {}
+        shifts: dict[str, dict[str, float]] = {}
         best: tuple[float, str, DetectorResult] | None = None
         for s in streams:
+            shifts[s] = centroid_shift(reference[s], current[s])
             r = self._stream_test(reference[s], current[s], alpha)
             p = 1.0 if r.p_value is None else float(r.p_value)
             per_stream[s] = {
@@ -129,6 +135,8 @@ class EmbeddingDriftDetector:
                 "bonferroni_streams": len(streams),
                 "most_drifted_stream": stream,
                 "streams": per_stream,
+                "chart_score": chart_score(shifts),
+                "centroid_shift": shifts,
             },
         )
 
@@ -138,5 +146,6 @@ class EmbeddingDriftDetector:
         if self.method == "cosine":
             return cosine_drift(reference, current, alpha=alpha)
         return mmd_drift(
-            reference, current, alpha=alpha, n_permutations=self.n_permutations, seed=self.seed
-        )
+            reference, current, alpha=alpha, n_permutations=self.n_permutations, seed=self.seed,
+            stop_after=stop_after_for(alpha, self.n_permutations),
+        )  # fmt: skip

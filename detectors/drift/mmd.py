@@ -6,7 +6,9 @@ matrix K is computed once; for a group-indicator vector a (b = 1 − a), with r 
 T = 1ᵀK1 every permuted statistic needs only aᵀKa and aᵀr:
     Σ_XX = aᵀKa,  Σ_XY = aᵀr − aᵀKa,  Σ_YY = T − 2aᵀr + aᵀKa,
 so all permutations cost one matrix product K·Aᵀ with A the (P+1) × N indicator matrix.
-The p-value (1 + #{perm ≥ observed})/(1 + P) gives an exact level-α test.
+The p-value (1 + #{perm ≥ observed})/(1 + P) gives an exact level-α test; with
+``stop_after`` the permutations stop at that many exceedances (Besag and Clifford's
+sequential p-value, :mod:`detectors.significance`), in chunks against the one K.
 """
 
 from __future__ import annotations
@@ -22,14 +24,15 @@ from detectors.drift._validation import (
     resolve_backend,
 )
 from detectors.result import DetectorResult
+from detectors.significance import SequentialPValue
 
 _MEDIAN_PAIRS = 100_000  # pairs for the median heuristic (all pairs when fewer)
 
 
-def _kernel_sums_numpy(
-    pooled: np.ndarray, indicators: np.ndarray, pair_i: np.ndarray, pair_j: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, float, float]:
-    """Return aᵀKa and aᵀr for each indicator row, T = 1ᵀK1, and the bandwidth σ²."""
+def _rbf_kernel(
+    pooled: np.ndarray, pair_i: np.ndarray, pair_j: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """The pooled RBF kernel matrix K, its row sums r = K1 and the bandwidth σ²."""
     sq = np.einsum("ij,ij->i", pooled, pooled)
     k = pooled @ pooled.T  # float32 GEMM, then |x|² + |y|² − 2x·y in place
     k *= -2.0
@@ -42,10 +45,52 @@ def _kernel_sums_numpy(
         sigma2 = float(k.max()) or 1.0  # over half the pairs are duplicates
     k *= np.float32(-0.5 / sigma2)
     np.exp(k, out=k)
-    row_sums = k.sum(axis=1, dtype=np.float64)
-    k_a = (k @ indicators.T).astype(np.float64)  # (N, P+1)
-    a_k_a = np.einsum("np,pn->p", k_a, indicators)
-    return a_k_a, indicators @ row_sums, float(row_sums.sum()), sigma2
+    return k, k.sum(axis=1, dtype=np.float64), sigma2
+
+
+def _kernel_sums(
+    k: np.ndarray, row_sums: np.ndarray, indicators: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """aᵀKa and aᵀr for each indicator row."""
+    k_a = (k @ indicators.T).astype(np.float64)  # (N, P)
+    return np.einsum("np,pn->p", k_a, indicators), indicators @ row_sums
+
+
+def _indicators(order: np.ndarray, n: int) -> np.ndarray:
+    """Rows of 1 for the first ``n`` pooled indices of each permutation in ``order``."""
+    indicators = np.zeros(order.shape, dtype=np.float32)
+    np.put_along_axis(indicators, order[:, :n], 1.0, axis=1)
+    return indicators
+
+
+def _mmd2(a_k_a: np.ndarray, a_r: np.ndarray, t_all: float, n: int, m: int) -> np.ndarray:
+    # K_ii = 1 for the RBF kernel, so the diagonals removed by the unbiased form are n and m.
+    s_xx, s_xy, s_yy = a_k_a, a_r - a_k_a, t_all - 2.0 * a_r + a_k_a
+    return (s_xx - n) / (n * (n - 1)) + (s_yy - m) / (m * (m - 1)) - 2.0 * s_xy / (n * m)
+
+
+def _permuted_numpy(
+    pooled: np.ndarray, pair_i: np.ndarray, pair_j: np.ndarray, rng: np.random.Generator,
+    *, n: int, n_perm: int, stop_after: int | None,
+) -> tuple[float, np.ndarray, SequentialPValue, float]:  # fmt: skip
+    """The observed MMD², the permuted ones drawn, their p-value and σ²: K is computed
+    once, permutations in doubling chunks until the p-value is decided."""
+    total = len(pooled)
+    k, row_sums, sigma2 = _rbf_kernel(pooled, pair_i, pair_j)
+    t_all = float(row_sums.sum())
+    observed = float(_mmd2(*_kernel_sums(k, row_sums, _indicators(np.arange(total)[None], n)),
+                           t_all, n, total - n)[0])  # fmt: skip
+    acc = SequentialPValue(n=n_perm, stop_after=stop_after)
+    parts, size = [], 32
+    while acc.done < n_perm:
+        size = min(size, n_perm - acc.done)
+        order = rng.permuted(np.tile(np.arange(total), (size, 1)), axis=1)
+        values = _mmd2(*_kernel_sums(k, row_sums, _indicators(order, n)), t_all, n, total - n)
+        parts.append(values)
+        if acc.add(values >= observed):
+            break
+        size = min(2 * size, 1024)
+    return observed, np.concatenate(parts)[: acc.done], acc, sigma2
 
 
 def mmd_drift(
@@ -57,6 +102,7 @@ def mmd_drift(
     *,
     max_samples: int = 5000,
     seed: int = 0,
+    stop_after: int | None = None,
 ) -> DetectorResult:
     """Detect a change in distribution with a permutation MMD test.
 
@@ -126,21 +172,23 @@ def mmd_drift(
         pair_i = rng.integers(0, total, size=_MEDIAN_PAIRS)
         pair_j = (pair_i + rng.integers(1, total, size=_MEDIAN_PAIRS)) % total
     n_perm = int(n_permutations)
-    order = np.tile(np.arange(total), (n_perm + 1, 1))
-    order[1:] = rng.permuted(order[1:], axis=1)
-    indicators = np.zeros((n_perm + 1, total), dtype=np.float32)
-    np.put_along_axis(indicators, order[:, :n], 1.0, axis=1)
     if backend == "torch":
         from detectors.drift._torch_backend import kernel_sums_torch
 
-        a_k_a, a_r, t_all, sigma2 = kernel_sums_torch(pooled, indicators, pair_i, pair_j)
+        order = np.tile(np.arange(total), (n_perm + 1, 1))
+        order[1:] = rng.permuted(order[1:], axis=1)
+        a_k_a, a_r, t_all, sigma2 = kernel_sums_torch(pooled, _indicators(order, n), pair_i, pair_j)
+        mmd2 = _mmd2(a_k_a, a_r, t_all, n, m)
+        observed, permuted = float(mmd2[0]), mmd2[1:]
+        # All permutations at once on the device; the same stopping rule read off them.
+        acc = SequentialPValue(n=n_perm, stop_after=stop_after)
+        acc.add(permuted >= observed)
+        permuted = permuted[: acc.done]
     else:
-        a_k_a, a_r, t_all, sigma2 = _kernel_sums_numpy(pooled, indicators, pair_i, pair_j)
-    # K_ii = 1 for the RBF kernel, so the diagonals removed by the unbiased form are n and m.
-    s_xx, s_xy, s_yy = a_k_a, a_r - a_k_a, t_all - 2.0 * a_r + a_k_a
-    mmd2 = (s_xx - n) / (n * (n - 1)) + (s_yy - m) / (m * (m - 1)) - 2.0 * s_xy / (n * m)
-    observed, permuted = float(mmd2[0]), mmd2[1:]
-    p_value = float((1 + np.count_nonzero(permuted >= observed)) / (1 + n_perm))
+        observed, permuted, acc, sigma2 = _permuted_numpy(
+            pooled, pair_i, pair_j, rng, n=n, n_perm=n_perm, stop_after=stop_after
+        )
+    p_value = acc.p_value
     return DetectorResult(
         failure_mode="FM-6",
         statistic=observed,
@@ -151,6 +199,7 @@ def mmd_drift(
             "method": "MMD² (unbiased, RBF kernel, median heuristic) permutation test",
             "alpha": alpha,
             "n_permutations": n_perm,
+            "resampling": acc.evidence(),
             "bandwidth": float(np.sqrt(sigma2)),
             "backend": backend,
             "n_reference": len(ref),

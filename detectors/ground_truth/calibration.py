@@ -53,8 +53,14 @@ def bootstrap_drop(
     *,
     n_bootstrap: int,
     seed: int,
+    min_drop: float = 0.0,
+    stop_after: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Stratified bootstrap of (drop, estimated accuracy), refitting the calibration.
+
+    With ``stop_after`` it stops at that many resampled drops at most ``min_drop`` (the
+    replicates that count against a drop: Besag and Clifford's sequential p-value,
+    :mod:`detectors.significance`), and returns the replicates drawn so far.
 
     Each resample becomes integer weights on the distinct confidence values, so a refit is
     one call to the PAVA kernel that ``IsotonicRegression`` itself uses; ``np.interp``
@@ -70,6 +76,7 @@ def bootstrap_drop(
     n_r, n_l, n_u = ref_y.size, cur_y.size, cur_uc.size
     drops = np.empty(n_bootstrap)
     ests = np.empty(n_bootstrap)
+    hits = 0
     for b in range(n_bootstrap):
         ref_pick = rng.integers(0, n_r, n_r)
         cur_pick = rng.integers(0, n_l, n_l)
@@ -82,4 +89,8 @@ def bootstrap_drop(
         estimated = np.interp(cur_uc[rng.integers(0, n_u, n_u)], ux[keep], fit).sum()
         ests[b] = (cur_y[cur_pick].sum() + estimated) / (n_l + n_u)
         drops[b] = ref_y[ref_pick].mean() - ests[b]
+        if stop_after is not None and drops[b] <= min_drop:
+            hits += 1
+            if hits >= stop_after:
+                return drops[: b + 1], ests[: b + 1]
     return drops, ests

@@ -11,7 +11,7 @@ from sklearn.isotonic import IsotonicRegression
 from detectors.ground_truth.calibration import bootstrap_drop, labels_and_confidences
 from detectors.ground_truth.label_coverage import label_coverage, visible_label
 from detectors.records import DetectorResult, TraceRecord
-from detectors.significance import check_integers_at_least
+from detectors.significance import SequentialPValue, check_integers_at_least, stop_after_for
 
 FAILURE_MODE = "FM-4"
 
@@ -170,11 +170,16 @@ class GroundTruthAbsenceDetector:
         expected = calibrator.predict(cur_uc) if cur_uc.size else np.empty(0)
         ref_acc = float(ref_y.mean())
         est_acc = float((cur_y.sum() + expected.sum()) / (cur_y.size + cur_uc.size))
-        drops, ests = bootstrap_drop(
-            ref_y, ref_c, cur_y, cur_lc, cur_uc, n_bootstrap=self.n_bootstrap, seed=self.seed
+        resampling = SequentialPValue(
+            n=self.n_bootstrap, stop_after=stop_after_for(self.alpha, self.n_bootstrap)
         )
+        drops, ests = bootstrap_drop(
+            ref_y, ref_c, cur_y, cur_lc, cur_uc, n_bootstrap=self.n_bootstrap, seed=self.seed,
+            min_drop=self.min_drop, stop_after=resampling.stop_after,
+        )  # fmt: skip
+        resampling.add(drops <= self.min_drop)
         drop = ref_acc - est_acc
-        p_value = float((1 + np.sum(drops <= self.min_drop)) / (self.n_bootstrap + 1))
+        p_value = float(resampling.p_value)
         fired = p_value <= self.alpha
         lo, hi = np.quantile(ests, [self.alpha, 1.0 - self.alpha])
         evidence = {
@@ -183,6 +188,9 @@ class GroundTruthAbsenceDetector:
             "estimated_accuracy": est_acc,
             "estimated_accuracy_interval": [float(lo), float(hi)],
             "interval_level": 1.0 - 2.0 * self.alpha,
+            # The interval is over the replicates drawn: few when the p-value was decided
+            # early (no drop in sight), all of them when it matters.
+            "resampling": resampling.evidence(),
             "estimated_accuracy_unlabeled": float(expected.mean()) if expected.size else None,
             "realised_accuracy_labeled_current": float(cur_y.mean()) if cur_y.size else None,
             "drop_lower_bound": float(np.quantile(drops, self.alpha)),

@@ -12,6 +12,7 @@ from detectors.records import DetectorResult, TraceRecord
 from detectors.significance import (
     check_window_test_params,
     holm_verdict,
+    stop_after_for,
     sub_test,
     window_permutation_test,
 )
@@ -161,6 +162,7 @@ class ToolCascadeDetector:
             _, p_shift = window_permutation_test(
                 cur["pairs"], ref["pairs"], excess_risk,
                 n_permutations=self.n_permutations, seed=self.seed,
+                stop_after=stop_after_for(self.alpha, self.n_permutations),
             )  # fmt: skip
             ev["lift_increase_p_value"] = p_shift
             p = max(p, p_shift)

@@ -116,3 +116,47 @@ def test_chart_catches_a_ramp_the_run_test_misses_and_holds_until_the_end(engine
     assert alert.resolved_at is not None and end < alert.resolved_at <= end + timedelta(hours=3)
     assert all(r.at < alert.resolved_at for r in during)  # open for the whole failure
     assert any(r.evidence.get("still_degraded") for r in during)  # held open by hysteresis
+
+
+def test_a_detectors_chart_score_drives_the_chart_and_holds_an_open_alert() -> None:
+    """FM-6 hands the chart its centroid score: a steady slide (score 2.5, MMD's p 0.5)
+    signals within a few windows, the same p alone never does, and while an alert is
+    open a score past Φ⁻¹(0.95) keeps it open."""
+    from types import SimpleNamespace
+
+    from app.monitors import state as monitor_state
+    from app.monitors.baseline import BaselinePolicy, BaselineState, windows_for
+
+    monitor: Any = SimpleNamespace(sequential=True, interval_seconds=900, for_seconds=0,
+                                   expected_days_between_false_alerts=30.0)  # fmt: skip
+    policy = BaselinePolicy.from_selection(SEL)
+
+    def signals_after(evidence: dict[str, Any]) -> int | None:
+        st = monitor_state.MonitorState()
+        for k in range(40):
+            now = T0 + timedelta(hours=k)
+            result = DetectorResult("FM-6", 0.0, 1.0, 0.5, False, evidence)
+            v = monitor_state.verdict(monitor, policy, st, windows_for(policy, None, now),
+                                      result, now)  # fmt: skip
+            if v.fired:
+                return k
+            st = monitor_state.MonitorState(None, v.chart)
+        return None
+
+    assert signals_after({}) is None
+    k = signals_after({"chart_score": 2.5})
+    assert k is not None and k <= 10
+    opened = monitor_state.MonitorState(BaselineState(good_until=T0, frozen_since=T0))
+    w = windows_for(policy, opened.baseline, T0)
+    held = [
+        monitor_state.verdict(
+            monitor,
+            policy,
+            opened,
+            w,
+            DetectorResult("FM-6", 0.0, 1.0, 0.5, False, {"chart_score": x}),
+            T0,
+        ).still_degraded  # fmt: skip
+        for x in (1.0, 2.0)
+    ]
+    assert held == [False, True]

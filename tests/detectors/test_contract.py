@@ -25,6 +25,7 @@ from detectors.registry import (
 )
 from detectors.result import DetectorResult
 from detectors.signals import SIGNALS
+from detectors.significance import stop_after_for
 from tests.detectors.test_registry import rich_traces
 
 MODES = ("FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-6", "FM-7")
@@ -117,7 +118,11 @@ def test_fm6_is_one_bonferroni_test_per_stream() -> None:
     ref, cur = streams(0), streams(1)
     cur["vlm.image"] = cur["vlm.image"] * 0.6  # one stream drifts
     result = build_detector("FM-6", {"method": "mmd", "alpha": 0.01}).test(ref, cur, now=NOW)
-    by_hand = {s: mmd_drift(ref[s], cur[s], alpha=0.005, n_permutations=200) for s in ref}
+    # With the sequential stop the detector uses (h exceedances at alpha / k).
+    h = stop_after_for(0.005, 200)
+    by_hand = {
+        s: mmd_drift(ref[s], cur[s], alpha=0.005, n_permutations=200, stop_after=h) for s in ref
+    }
     assert result.fired and result.evidence["most_drifted_stream"] == "vlm.image"
     assert result.statistic == by_hand["vlm.image"].statistic
     assert result.p_value == min(1.0, 2 * by_hand["vlm.image"].p_value)
