@@ -8,7 +8,7 @@ Reminders of a firing alert past its ``repeat_interval`` are also sent by a time
 (:mod:`app.alerts.repeats`), so they do not wait for a fired run. Every transition is an
 ``alert_events`` row with its actor and time. Notifications are
 written to the outbox in the same transaction as the transition, so an event is never
-lost between the two.
+lost between the two; they go out with their channel's group (:mod:`app.alerts.grouping`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.alerts import channels
+from app.alerts import channels, group_payloads, grouping
 from app.alerts.patterns import compile_label_pattern
 from app.models import (
     Alert,
@@ -31,7 +31,6 @@ from app.models import (
     DetectorRun,
     Finding,
     Monitor,
-    Notification,
     Project,
     Silence,
 )
@@ -140,7 +139,10 @@ def silenced_by(
 
 
 def notify(session: Session, alert: Alert, *, event: str, now: datetime, public_url: str) -> int:
-    """Queue ``event`` for every channel that routes it; return how many were queued."""
+    """Queue ``event`` for every channel that routes it; return how many were queued.
+
+    Each goes into the channel's notification group, sent after its ``group_wait`` /
+    ``group_interval`` (:mod:`app.alerts.grouping`)."""
     ctx = _context(session, alert, public_url)
     queued = 0
     for channel in session.scalars(
@@ -148,17 +150,7 @@ def notify(session: Session, alert: Alert, *, event: str, now: datetime, public_
     ):
         if not channels.routes_to(channel, alert, event):
             continue
-        session.add(
-            Notification(
-                project_id=alert.project_id,
-                channel_id=channel.id,
-                alert_id=alert.id,
-                event=event,
-                payload=channels.build_payload(channel, ctx, event),
-                next_attempt_at=now,
-                created_at=now,
-            )
-        )
+        grouping.enqueue(session, channel, item=group_payloads.item(channel, ctx, event), now=now)
         queued += 1
     return queued
 

@@ -1,5 +1,7 @@
 """Durable notification delivery from the ``notifications`` table (the outbox).
 
+A row is one notification of a channel's group (:mod:`app.alerts.grouping`: it is due
+after the group's wait or interval, and takes the group's alerts until it is claimed).
 A row stays ``pending`` until a receiver answers 2xx, so delivery is at-least-once across
 crashes and restarts (receivers dedupe on ``X-Telltale-Delivery``). A sender claims due
 rows (:func:`app.db.claim_rows`) by pushing their ``next_attempt_at`` one lease ahead
@@ -131,7 +133,11 @@ class OutboxSender:
             s.execute(
                 update(Notification)
                 .where(Notification.id.in_(ids))
-                .values(next_attempt_at=now + timedelta(seconds=self.policy.claim_lease_s))
+                # A claimed group row takes no more alerts: what is posted is what stays.
+                .values(
+                    next_attempt_at=now + timedelta(seconds=self.policy.claim_lease_s),
+                    collecting=False,
+                )
             )
             rows = s.execute(
                 select(Notification, Channel)

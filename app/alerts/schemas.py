@@ -26,6 +26,13 @@ class ChannelCreate(RequestModel):
     min_severity: Severity = "info"
     failure_modes: list[FailureMode] = Field(default_factory=list)
     enabled: bool = True
+    # Alertmanager's names and defaults (app.alerts.grouping); 0 sends each event at once.
+    group_wait_seconds: int = Field(
+        30, ge=0, le=86400, description="how long a new group waits for alerts to join it"
+    )
+    group_interval_seconds: int = Field(
+        300, ge=0, le=86400, description="least time between two notifications of the group"
+    )
 
     @field_validator("url")
     @classmethod
@@ -99,6 +106,8 @@ class ChannelOut(ResponseModel):
     min_severity: str
     failure_modes: list[str]
     enabled: bool
+    group_wait_seconds: int
+    group_interval_seconds: int
     created_at: Time
 
 

@@ -44,6 +44,8 @@ def create_channel(
         secret=body.secret,
         config=config,
         enabled=body.enabled,
+        group_wait_seconds=body.group_wait_seconds,
+        group_interval_seconds=body.group_interval_seconds,
     )
     session.add(channel)
     session.flush()
@@ -146,6 +148,8 @@ def masked(c: Channel) -> ChannelOut:
         min_severity=cfg.get("min_severity", "info"),
         failure_modes=cfg.get("failure_modes", []),
         enabled=c.enabled,
+        group_wait_seconds=c.group_wait_seconds,
+        group_interval_seconds=c.group_interval_seconds,
         created_at=c.created_at,
     )
 

@@ -93,6 +93,9 @@ class Channel(Base):
     # routing_key (pagerduty), min_severity, failure_modes.
     config: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    # Alertmanager's timing for the channel's notification group (app.alerts.grouping).
+    group_wait_seconds: Mapped[int] = mapped_column(Integer, default=30)
+    group_interval_seconds: Mapped[int] = mapped_column(Integer, default=300)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
@@ -100,7 +103,10 @@ class Notification(Base):
     """The outbox: a row stays ``pending`` until a 2xx, so delivery survives restarts."""
 
     __tablename__ = "notifications"
-    __table_args__ = (Index("ix_notifications_due", "status", "next_attempt_at"),)
+    __table_args__ = (
+        Index("ix_notifications_due", "status", "next_attempt_at"),
+        Index("ix_notifications_channel_due", "channel_id", "due_at"),
+    )
 
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
@@ -108,8 +114,15 @@ class Notification(Base):
     alert_id: Mapped[int | None] = mapped_column(
         ForeignKey("alerts.id", ondelete="CASCADE"), nullable=True
     )
-    event: Mapped[str] = mapped_column(String(16))  # trigger | acknowledge | resolve
+    # trigger | acknowledge | resolve, or "mixed" for a group notification of several.
+    event: Mapped[str] = mapped_column(String(16))
     payload: Mapped[Any] = mapped_column(JSONType)
+    # The group's alerts, one entry each in its latest state (None: rows from before 0012).
+    items: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONType, nullable=True)
+    # When the group's flush is due (group_wait / group_interval); retries leave it alone.
+    due_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # Still takes alerts of its group: until the sender claims it, never again after.
+    collecting: Mapped[bool] = mapped_column(Boolean, default=False)
     status: Mapped[str] = mapped_column(String(8), default="pending")  # pending|sent|dead
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime)

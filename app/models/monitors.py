@@ -26,7 +26,7 @@ class Monitor(Base):
     failure_mode: Mapped[str] = mapped_column(String(8))
     detector_params: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
     # agent, stream, source, current_window_seconds, reference_window_seconds,
-    # reference_start, reference_end (a frozen reference), max_traces.
+    # reference_start, reference_end (a frozen reference), reference_version, max_traces.
     selection: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
     interval_seconds: Mapped[int] = mapped_column(Integer, default=300)
     severity: Mapped[str] = mapped_column(String(16), default="warning")

@@ -17,7 +17,11 @@ its own recent past. So the reference here is
   resolves, and **held** there for ``baseline_hold_seconds`` after (default lag +
   reference: the first reference after the hold lies wholly after the resolution), so an
   alert resolves only when the *current* window is back within that baseline;
-* **pinned** when the selection names ``reference_start``/``reference_end``.
+* **pinned** when the selection names ``reference_start``/``reference_end``;
+* **version**: the traffic of the agent version before the one the current window runs
+  (``reference_version: "previous"``, or a named version), resolved from the database by
+  :mod:`app.monitors.version_baseline`, which replaces the reference :func:`windows_for`
+  gives.
 
 This module decides time ranges only; how rows are loaded for them is
 :mod:`app.monitors.windows`' business. Everything is pure: the state comes in and goes out.
@@ -32,7 +36,7 @@ from typing import Any, Literal
 
 from app.db import as_utc
 
-BaselineMode = Literal["rolling", "frozen", "held", "pinned"]
+BaselineMode = Literal["rolling", "frozen", "held", "pinned", "version"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,7 @@ class BaselinePolicy:
     lag: timedelta
     hold: timedelta
     pinned: tuple[datetime, datetime] | None = None
+    reference_version: str | None = None  # "previous" or a version (version_baseline)
 
     @property
     def min_lag(self) -> timedelta:
@@ -64,7 +69,7 @@ class BaselinePolicy:
                 as_utc(datetime.fromisoformat(selection["reference_start"])),
                 as_utc(datetime.fromisoformat(selection["reference_end"])),
             )
-        return cls(cur, ref, lag, hold, pinned)
+        return cls(cur, ref, lag, hold, pinned, selection.get("reference_version") or None)
 
     def rolling_end(self, now: datetime, history_start: datetime | None = None) -> datetime:
         """Where the rolling reference ends: ``lag`` before the current window, or as far
@@ -102,6 +107,9 @@ class Windows:
     reference_start: datetime
     reference_end: datetime
     mode: BaselineMode = "rolling"
+    # Mode "version": the traces each window reads (the current window's dominant version).
+    current_version: str | None = None
+    reference_version: str | None = None
 
 
 def windows_for(
@@ -191,8 +199,14 @@ def describe(state: BaselineState | None, used: Windows) -> dict[str, Any]:
     def iso(dt: datetime | None) -> str | None:
         return dt.isoformat().replace("+00:00", "Z") if dt is not None else None
 
+    versions = (
+        {"current_version": used.current_version, "reference_version": used.reference_version}
+        if used.mode == "version"
+        else {}
+    )
     return {
         "mode": used.mode,
+        **versions,
         "reference_start": iso(used.reference_start),
         "reference_end": iso(used.reference_end),
         "frozen_since": iso(state.frozen_since) if state else None,

@@ -17,6 +17,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -29,7 +30,7 @@ from app.alerts import lifecycle
 from app.db import as_utc, write_session
 from app.models import DetectorRun, Finding, Monitor
 from app.models.base import utcnow
-from app.monitors import baseline, calibration, history, windows
+from app.monitors import baseline, calibration, history, version_baseline, windows
 from app.monitors import state as monitor_state
 from app.monitors.baseline import BaselinePolicy, Windows
 from app.monitors.cycle import WindowCache
@@ -169,24 +170,27 @@ def _load(
     )
     with_emb = bool(needs & TRACE_EMBEDDING_SIGNALS)
 
-    def traces(start: datetime, end: datetime) -> windows.TraceWindow:
+    def traces(start: datetime, end: datetime, version: str | None) -> windows.TraceWindow:
+        vsel = replace(tsel, agent_version=version)
+
         def load(embeddings: bool) -> windows.TraceWindow:
             return windows.load_trace_window(
-                session, tsel, start=start, end=end, as_of=w.current_end,
+                session, vsel, start=start, end=end, as_of=w.current_end,
                 with_embeddings=embeddings,
             )  # fmt: skip
 
         if cache is None:
             return load(with_emb)
         return cache.trace_window(
-            (tsel, start, end, w.current_end),
+            (vsel, start, end, w.current_end),
             with_embeddings=with_emb,
             load=lambda: load(False),
             attach=lambda tw: windows.with_trace_embeddings(session, tw, project_id=pid),
         )
 
-    ref = traces(w.reference_start, w.reference_end)
-    cur = traces(w.current_start, w.current_end)
+    ref_version, cur_version = version_baseline.reference_versions_at(w)
+    ref = traces(w.reference_start, w.reference_end, ref_version)
+    cur = traces(w.current_start, w.current_end, cur_version)
     sample = {"reference": ref.sample.evidence(), "current": cur.sample.evidence()}
     return ref.records, cur.records, sample
 
@@ -231,12 +235,21 @@ def run_monitor(
         state = monitor_state.load(session, monitor.id)
         begun = history.history_start(session, project_id=monitor.project_id)
         w = baseline.windows_for(policy, state.baseline, as_of, history_start=begun)
+        no_reference: str | None = None
+        if policy.reference_version:
+            found = version_baseline.resolve(
+                session, project_id=monitor.project_id, selection=monitor.selection or {},
+                policy=policy, windows=w,
+            )  # fmt: skip
+            w, no_reference = found.windows, found.reason
         sample: dict[str, Any] = {}
         result: DetectorResult | None = None
         error: str | None = None
         n_ref = n_cur = 0
         wait_s = 0.0 if refuse_when_busy else float(monitor.time_limit_seconds)
-        if not slots.try_acquire(wait_s):
+        if no_reference is not None:  # no version to compare with: not an error
+            result = DetectorResult.insufficient(monitor.failure_mode, no_reference)
+        elif not slots.try_acquire(wait_s):
             if refuse_when_busy:
                 raise DetectorsBusy(slots.busy_message())
             error = f"DetectorsBusy: {slots.busy_message()}"

@@ -21,7 +21,10 @@ class Selection(RequestModel):
     ``reference_window_seconds`` ending ``baseline_lag_seconds`` (default: one current
     window) before the current window starts; it stays frozen while an alert is open and
     for ``baseline_hold_seconds`` (default: lag + reference) after it resolves. A pinned
-    reference ``[reference_start, reference_end)`` replaces it (:mod:`app.monitors.baseline`).
+    reference ``[reference_start, reference_end)`` replaces it (:mod:`app.monitors.baseline`),
+    or ``reference_version`` does: the last reference window of the traffic of the version
+    before the current window's (``"previous"``) or of a named one
+    (:mod:`app.monitors.version_baseline`).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -35,6 +38,12 @@ class Selection(RequestModel):
     baseline_hold_seconds: int | None = Field(None, ge=0, le=366 * 86400)
     reference_start: UTCTime | None = None
     reference_end: UTCTime | None = None
+    reference_version: str | None = Field(
+        None,
+        min_length=1,
+        max_length=64,
+        description='"previous" (the version before the current window\'s) or an agent_version',
+    )
     max_traces: int = Field(20_000, gt=0, le=500_000)
 
     @model_validator(mode="after")
@@ -47,6 +56,11 @@ class Selection(RequestModel):
             and self.reference_start >= self.reference_end
         ):
             raise ValueError("reference_start must be before reference_end")
+        if self.reference_version is not None and self.reference_start is not None:
+            raise ValueError(
+                "reference_version: a version baseline replaces reference_start/reference_end;"
+                " give one or the other"
+            )
         return self
 
 

@@ -48,6 +48,8 @@ class TraceSelection:
     max_traces: int = DEFAULT_MAX_TRACES
     # The project's score roles, applied to every score as it is read (app/scores/roles.py).
     roles: ScoreRoles = DEFAULT_ROLES
+    # Only this agent version's traces (a version baseline: app/monitors/version_baseline.py).
+    agent_version: str | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,8 @@ def _in_window(
         q = q.where(Trace.agent == sel.agent)
     if sel.source:
         q = q.where(Trace.source == sel.source)
+    if sel.agent_version:
+        q = q.where(Trace.agent_version == sel.agent_version)
     return q
 
 

@@ -89,6 +89,10 @@ def add_monitor(engine: Engine, project_id: int, mode: str = "FM-2", **kw: Any) 
 def add_channel(
     engine: Engine, project_id: int, *, outbound: OutboundPolicy = LOCAL, **kw: Any
 ) -> int:
+    # Each event at once unless a test asks for grouping: the engine tests count one
+    # notification per event (grouping: tests/app/alerts/test_grouping.py).
+    kw.setdefault("group_wait_seconds", 0)
+    kw.setdefault("group_interval_seconds", 0)
     with write_session(engine) as s:
         body = ChannelCreate(**kw)
         return create_channel(s, project_id=project_id, body=body, outbound=outbound).id

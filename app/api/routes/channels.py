@@ -26,7 +26,9 @@ def create(
     body: ChannelCreate, principal: AdminKey, engine: EngineDep, outbound: OutboundDep
 ) -> ChannelOut:
     """``{"type", "url", "secret"?, "routing_key"? (pagerduty), "min_severity"?,
-    "failure_modes"?}``. The URL must reach a public address or one allowed by
+    "failure_modes"?, "group_wait_seconds"? (30), "group_interval_seconds"? (300)}``:
+    the alerts routed here are sent as one group, Alertmanager-style
+    (:mod:`app.alerts.grouping`). The URL must reach a public address or one allowed by
     ``TELLTALE_OUTBOUND_ALLOW`` (README: Outbound). URL, secret and routing key are
     write-only: the answer, like every listing, shows them masked."""
     try:

@@ -97,7 +97,7 @@ def _alert(engine: Engine, pid: int, monitor: int, state: str, channel: int) -> 
             s.add(
                 Notification(
                     project_id=pid, channel_id=channel, alert_id=alert.id, event="trigger",
-                    payload={}, status=status, next_attempt_at=OLD, created_at=OLD,
+                    payload={}, status=status, next_attempt_at=OLD, due_at=OLD, created_at=OLD,
                 )
             )  # fmt: skip
         return alert.id
