@@ -192,7 +192,8 @@ def test_readiness_is_a_fixed_number_of_count_queries(client, make_key, engine):
         ingest(client, admin, plain_llm_traces(400, start=NOW - timedelta(minutes=110), prefix="u"))
         statements.clear()
         readiness(client, reader, monitors, "FM-7")
-        assert len(statements) == small <= 12
+        # 12 counts, plus 2 seeks for where the history begins (app/monitors/history.py).
+        assert len(statements) == small <= 14, (len(statements), small)
         assert not any(
             "FROM spans" in s and "GROUP BY" not in s and "count" not in s.lower()
             for s in statements
