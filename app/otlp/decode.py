@@ -115,22 +115,23 @@ def decode_protobuf(body: bytes, *, max_depth: int = DEFAULT_MAX_DEPTH) -> list[
                     span_err = span_err or parent_err
                 attributes, events, attr_err = _pb_span_attrs(sp, max_depth)
                 status = sp.status
+                # Positional, in field order: keywords cost 0.4 µs a span here.
                 spans.append(
                     DecodedSpan(
-                        trace_id=trace_id,
-                        span_id=span_id,
-                        parent_span_id=parent,
-                        name=clean(sp.name),
-                        kind=sp.kind,
-                        start_ns=sp.start_time_unix_nano,
-                        end_ns=sp.end_time_unix_nano,
-                        status_code=status.code,
-                        status_message=clean(status.message),
-                        attributes=attributes,
-                        resource=resource,
-                        scope=scope,
-                        events=events,
-                        error=err or span_err or resource_error or attr_err,
+                        trace_id,
+                        span_id,
+                        parent,
+                        clean(sp.name),
+                        sp.kind,
+                        sp.start_time_unix_nano,
+                        sp.end_time_unix_nano,
+                        status.code,
+                        clean(status.message),
+                        attributes,
+                        resource,
+                        scope,
+                        events,
+                        err or span_err or resource_error or attr_err,
                     )
                 )
     return spans
