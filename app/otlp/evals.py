@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -33,6 +33,8 @@ _OI = re.compile(
     r"(name|score|label|explanation|annotator_kind)$"
 )
 EVALUATION_EVENT = "gen_ai.evaluation.result"
+# Every key _OI matches starts with one of these.
+EVALUATION_PREFIXES = ("annotations.", "evaluations.", "trace.")
 
 
 def _value(value: Any) -> float | None:
@@ -45,16 +47,18 @@ def _text(value: Any, limit: int) -> str | None:
     return str(value)[:limit] if isinstance(value, str) and value else None
 
 
-def _openinference(attrs: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+def _openinference(
+    attrs: dict[str, Any], keys: Iterable[str] | None
+) -> Iterator[tuple[str, dict[str, Any]]]:
     found: dict[tuple[str, int], dict[str, Any]] = {}
-    for key, value in attrs.items():
-        if not key.startswith(("annotations.", "evaluations.", "trace.")):
+    for key in attrs if keys is None else keys:
+        if not key.startswith(EVALUATION_PREFIXES):
             continue
         match = _OI.match(key)
         if match is not None:
             collection, index, _, field = match.groups()
             scope = "trace." if key.startswith("trace.") else ""
-            found.setdefault((scope + collection, int(index)), {})[field] = value
+            found.setdefault((scope + collection, int(index)), {})[field] = attrs[key]
     for (collection, index), fields in sorted(found.items()):
         yield f"{collection}.{index}", fields
 
@@ -75,10 +79,15 @@ def _events(sp: DecodedSpan) -> Iterator[tuple[str, dict[str, Any]]]:
         )
 
 
-def evaluation_scores(sp: DecodedSpan, index: int, at: datetime | None) -> list[ValidEvent]:
+def evaluation_scores(
+    sp: DecodedSpan, index: int, at: datetime | None, *, keys: Iterable[str] | None = None
+) -> list[ValidEvent]:
+    """The span's evaluation results as score events; ``keys``, when given, are the span's
+    attribute keys that include every one starting with :data:`EVALUATION_PREFIXES`."""
     out = []
     # Only OpenInference spans carry its annotation attributes: others skip the key scan.
-    found = _openinference(sp.attributes) if "openinference.span.kind" in sp.attributes else ()
+    oi = "openinference.span.kind" in sp.attributes
+    found = _openinference(sp.attributes, keys) if oi else ()
     for where, fields in (*found, *_events(sp)):
         name, value = _text(fields.get("name"), 128), _value(fields.get("score"))
         if name is None or value is None:

@@ -63,6 +63,8 @@ def error_type(sp: DecodedSpan) -> str | None:
 
 
 def _number(value: Any) -> float | int | None:
+    if type(value) is int:  # the usual token count, checked first (no bool here)
+        return value
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return value if math.isfinite(value) else None
@@ -95,9 +97,10 @@ def _models_and_usage(attrs: dict[str, Any]) -> None:
                 attrs[name] = attrs[twin]
                 break
     if "gen_ai.usage.total_tokens" not in attrs:
-        given = [_number(attrs.get(f"gen_ai.usage.{side}_tokens")) for side in ("input", "output")]
-        if given[0] is not None and given[1] is not None:
-            attrs["gen_ai.usage.total_tokens"] = given[0] + given[1]
+        given_in = _number(attrs.get("gen_ai.usage.input_tokens"))
+        given_out = _number(attrs.get("gen_ai.usage.output_tokens"))
+        if given_in is not None and given_out is not None:
+            attrs["gen_ai.usage.total_tokens"] = given_in + given_out
 
 
 def normalise(attrs: dict[str, Any], sp: DecodedSpan, kind: str) -> dict[str, Any]:
@@ -122,6 +125,8 @@ def normalise(attrs: dict[str, Any], sp: DecodedSpan, kind: str) -> dict[str, An
 
 
 def _int(value: Any) -> int | None:
+    if type(value) is int:  # what instrumentations send, checked first (no bool here)
+        return value if 0 <= value < 2**31 else None
     number = _number(value)
     if number is None or number != int(number) or not 0 <= number < 2**31:
         return None

@@ -54,7 +54,7 @@ _LEGACY_CALL = re.compile(r"^gen_ai\.completion\.(\d+)\.tool_calls\.(\d+)\.(id|n
 _LEGACY_INPUT = re.compile(r"^gen_ai\.prompt\.(\d+)\.(role|tool_call_id|content)$")
 _EVENT_MESSAGE_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages")
 _FIELD = {"function.name": "name", "function.arguments": "arguments"}
-_FLAT_PREFIXES = (
+FLAT_PREFIXES = (
     "llm.output_messages.",
     "llm.input_messages.",
     "gen_ai.completion.",
@@ -85,16 +85,22 @@ def outcome(content: Any) -> str:
     return "ok"
 
 
-def add_tool_calls(attrs: dict[str, Any]) -> None:
-    """Write the two lists onto an LLM span's attributes when it carries any."""
-    # One pass finds the flattened message keys; most spans have none.
-    flat = [k for k in attrs if k.startswith(_FLAT_PREFIXES)]
+def add_tool_calls(attrs: dict[str, Any], *, flat: list[str] | None = None) -> None:
+    """Write the two lists onto an LLM span's attributes when it carries any.
+
+    ``flat``: keys of ``attrs`` that include every one starting with :data:`FLAT_PREFIXES`
+    (others are ignored), when the caller has found them already; else they are looked up.
+    """
+    if flat is None:
+        flat = [k for k in attrs if k.startswith(FLAT_PREFIXES)]
+    # Membership tests first: this runs for every LLM span, and most carry no messages.
+    output, given = attrs.get("gen_ai.output.messages"), attrs.get("gen_ai.input.messages")
     requested = (
-        _otel_calls(attrs.get("gen_ai.output.messages"))
+        (_otel_calls(output) if output is not None else [])
         or (_flat_calls(attrs, flat) if flat else [])
-        or _openlit_calls(attrs)
+        or (_openlit_calls(attrs) if "gen_ai.tool.call.id" in attrs else [])
     )
-    results = _otel_results(attrs.get("gen_ai.input.messages")) or (
+    results = (_otel_results(given) if given is not None else []) or (
         _flat_results(attrs, flat) if flat else []
     )
     if requested:

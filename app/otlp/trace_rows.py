@@ -106,24 +106,33 @@ class TraceAcc:
             self.failed = True
         self.rank = max(self.rank, 2 if is_root else 1 if kind == "agent" else 0)
         attrs, res = sp.attributes, sp.resource
-        preference, agent, version = agent_identity(sp, kind)
-        key = (preference, sp.start_ns, sp.span_id)
-        if agent and (self.agent_rank is None or key < self.agent_rank):
-            self.agent_rank, self.agent, self.agent_version = key, agent, version
-            agent_id = attrs.get("gen_ai.agent.id")
-            if agent_id is not None:
-                self.attributes["gen_ai.agent.id"] = str(agent_id)[:128]
+        best = self.agent_rank
+        # An agent span's claim starting before this span cannot lose to it: most spans of
+        # a trace start after its agent span, and skip agent_identity().
+        if best is None or best[0] != _AGENT_SPAN or sp.start_ns <= best[1]:
+            preference, agent, version = agent_identity(sp, kind)
+            key = (preference, sp.start_ns, sp.span_id)
+            if agent and (best is None or key < best):
+                self.agent_rank, self.agent, self.agent_version = key, agent, version
+                agent_id = attrs.get("gen_ai.agent.id")
+                if agent_id is not None:
+                    self.attributes["gen_ai.agent.id"] = str(agent_id)[:128]
         if not self.has_resource:
             self.has_resource = True
             self.attributes.update({f"resource.{k}": v for k, v in res.items()})
         if not telltale:
             return
+        # given(), inlined: this runs for every span that carries a telltale.* key.
         for column, name, limit in _TRACE_FIELDS:
-            value = given(name, attrs, res)
+            value = attrs.get(name)
+            if value is None:
+                value = res.get(name)
             if value is not None and (is_root or column not in self.fields):
                 self.fields[column] = _text(value, limit)
         for column, name in _TRACE_ATTRIBUTES:
-            value = given(name, attrs, res)
+            value = attrs.get(name)
+            if value is None:
+                value = res.get(name)
             if value is not None and (is_root or column not in self.attributes):
                 self.attributes[column] = value
         source = given("telltale.source", attrs, res)

@@ -139,6 +139,40 @@ def test_protobuf_values_match_json_values() -> None:
     assert (span.trace_id, span.span_id, span.parent_span_id) == (TRACE, SPAN, None)
 
 
+def test_protobuf_empty_and_zero_values_and_span_fields_keep_their_place() -> None:
+    # The decoder reads a non-empty string / non-zero int before asking which value is
+    # set, and builds the span positionally: the falsy values and field order are the edges.
+    req = ExportTraceServiceRequest()
+    sp = req.resource_spans.add().scope_spans.add().spans.add()
+    sp.trace_id, sp.span_id, sp.name = bytes.fromhex(TRACE), bytes.fromhex(SPAN), "x"
+    sp.kind, sp.start_time_unix_nano, sp.end_time_unix_nano = 3, 10, 20
+    sp.status.code, sp.status.message = 2, "boom"
+    sp.attributes.extend(
+        [
+            KeyValue(key="empty", value=AnyValue(string_value="")),
+            KeyValue(key="zero", value=AnyValue(int_value=0)),
+            KeyValue(key="no", value=AnyValue(bool_value=False)),
+            KeyValue(key="d0", value=AnyValue(double_value=0.0)),
+            KeyValue(key="unset", value=AnyValue()),
+            KeyValue(key="nul", value=AnyValue(string_value="a\x00")),
+            KeyValue(key="big", value=AnyValue(int_value=2**40)),
+        ]
+    )
+    (span,) = decode_protobuf(req.SerializeToString())
+    assert span.attributes == {
+        "empty": "",
+        "zero": 0,
+        "no": False,
+        "d0": 0.0,
+        "unset": None,
+        "nul": "a\ufffd",
+        "big": 2**40,
+    }
+    assert type(span.attributes["no"]) is bool and type(span.attributes["d0"]) is float
+    assert (span.name, span.kind, span.start_ns, span.end_ns) == ("x", 3, 10, 20)
+    assert (span.status_code, span.status_message, span.scope, span.error) == (2, "boom", "", None)
+
+
 @pytest.mark.parametrize(
     "body",
     [
