@@ -10,14 +10,11 @@ The state is one ``monitor_baselines`` row: where the baseline stands
   alert resolves) and a run that does not fire still keeps the alert open while its
   p-value is at most ``RESOLVE_ALPHA``: the current window is not back within the frozen
   baseline yet. Opening at a strict level and closing at a lenient one is hysteresis,
-  which keeps an alert from flapping on a failure near the detection limit. A detector's
-  own chart observation (``chart_score``, FM-6) at or above ``Φ⁻¹(1 − RESOLVE_ALPHA)``
-  keeps it open as well.
+  which keeps an alert from flapping on a failure near the detection limit.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -123,13 +120,7 @@ def _verdict(
     fired = bool(result.fired)
     p = result.p_value
     if state.alert_open:
-        # The detector's own chart observation counts too: an FM-6 slide the chart caught
-        # may keep MMD's p above 0.05 while the centroid stays as far away.
-        x = _chart_score(result)
-        degraded = not fired and (
-            (p is not None and p <= RESOLVE_ALPHA)
-            or (x is not None and x >= sequential.score(RESOLVE_ALPHA))
-        )
+        degraded = not fired and p is not None and p <= RESOLVE_ALPHA
         extra: dict[str, Any] = {"resolve_alpha": RESOLVE_ALPHA, "still_degraded": degraded}
         if monitor.sequential:
             extra["sequential"] = {"paused": "an alert is open"}
@@ -137,8 +128,7 @@ def _verdict(
     if not monitor.sequential:
         return Verdict(fired, False, state.chart, {})
     chart, ev = sequential.update(
-        state.chart, p_value=p, x=_chart_score(result), window_start=w.current_start,
-        window_end=w.current_end,
+        state.chart, p_value=p, window_start=w.current_start, window_end=w.current_end,
         arl0=chart_arl0(monitor, policy),
     )  # fmt: skip
     extra = {"sequential": ev}
@@ -147,14 +137,6 @@ def _verdict(
     elif fired:
         extra["opened_by"] = "run test"
     return Verdict(fired or bool(ev["signal"]), False, chart, extra)
-
-
-def _chart_score(result: DetectorResult) -> float | None:
-    """The detector's own chart observation, when it gives a finite one (FM-6 does)."""
-    x = result.evidence.get("chart_score")
-    if isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x):
-        return float(x)
-    return None
 
 
 def silent_drift(session: Session, *, project_id: int) -> dict[str, Any]:

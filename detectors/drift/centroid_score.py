@@ -1,5 +1,6 @@
-"""The textbook EWMA chart's observation for embedding drift: how far the current window's
-mean cosine similarity to the baseline centroid fell, in standard errors.
+"""How far the current window's mean cosine similarity to the baseline centroid fell, in
+standard errors: the textbook EWMA chart's observation for embedding drift, reported as
+FM-6 evidence.
 
 An EWMA chart (Roberts 1959) watches a stream of standardised batch means,
 ``x = (mu0 - mean(batch)) / (sigma0 * sqrt(1/m + 1/n))``, where ``mu0`` and ``sigma0`` are
@@ -11,10 +12,12 @@ centroid, leave-one-out for the baseline's own rows
 vector are scored alike. ``x`` is positive when the current vectors moved away from the
 centroid: the chart signals on the upper side only.
 
-Where :func:`detectors.drift.mmd_drift` catches a change of *shape* (a new cluster as far
-from the centroid as the old ones), this catches a steady slide away from the baseline a
-little at a time, which no single MMD test at a 30-day false-alert budget is sure of:
-the monitor's chart (``app.monitors.sequential``) accumulates it.
+Each ``x`` is N(0, 1) on its own, but against a baseline only twice the current window's
+size, a third of its variance is the baseline's estimation error, which every observation
+against that baseline shares: an EWMA of them spreads about twice as wide as its
+run-length tables assume (Jones, Champ & Rigdon 2001), and a monitor charting it raised
+repeated false alerts against one held baseline (``app.monitors.sequential``). So it is
+evidence of how far the vectors slid, next to :func:`detectors.drift.mmd_drift`'s test.
 
 Several streams give one observation: the smallest one-sided p-value, Bonferroni-adjusted
 over the streams, mapped back to ``Φ⁻¹(1 − p)`` (stochastically at most N(0, 1) in
@@ -55,13 +58,13 @@ def centroid_shift(reference: Any, current: Any) -> dict[str, float]:
             "mean_current": mean_cur, "n_reference": n, "n_current": m}  # fmt: skip
 
 
-def chart_score(per_stream: Mapping[str, Mapping[str, float]]) -> float:
-    """One chart observation from the streams' :func:`centroid_shift`: the Bonferroni-adjusted
-    smallest one-sided p as ``Φ⁻¹(1 − p)``.
+def shift_score(per_stream: Mapping[str, Mapping[str, float]]) -> float:
+    """One score from the streams' :func:`centroid_shift`: the Bonferroni-adjusted smallest
+    one-sided p as ``Φ⁻¹(1 − p)``, capped at ±8.
 
-    >>> round(chart_score({"a": {"p_one_sided": 0.01}, "b": {"p_one_sided": 0.5}}), 3)
+    >>> round(shift_score({"a": {"p_one_sided": 0.01}, "b": {"p_one_sided": 0.5}}), 3)
     2.054
     """
     k = len(per_stream)
     p = min(1.0, k * min(float(s["p_one_sided"]) for s in per_stream.values()))
-    return float(special.ndtri(1.0 - max(p, 1e-300)))
+    return float(min(8.0, max(-8.0, special.ndtri(1.0 - min(max(p, 1e-15), 1.0 - 1e-15)))))

@@ -2,10 +2,11 @@
 
 A monitor may watch several streams (``vlm.*``); testing each at ``alpha / k`` (Bonferroni)
 keeps the monitor's family-wise false-alarm rate at ``alpha`` whatever the streams'
-dependence. Beside the test, every run reports ``chart_score``: the current window's fall
-in mean cosine similarity to the baseline centroid, in standard errors
-(:mod:`detectors.drift.centroid_score`), the observation a monitor's EWMA chart takes for
-FM-6 so that a slow slide is accumulated across runs while MMD catches shape changes.
+dependence. Beside the test, every run reports ``centroid_shift_z``: the current window's
+fall in mean cosine similarity to the baseline centroid, in standard errors
+(:mod:`detectors.drift.centroid_score`): how far the vectors slid, for the alert page. It
+is evidence, not the test or the monitor's chart observation (``app.monitors.sequential``
+says why).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from detectors.drift.centroid_score import centroid_shift, chart_score
+from detectors.drift.centroid_score import centroid_shift, shift_score
 from detectors.drift.cosine import cosine_drift
 from detectors.drift.mmd import mmd_drift
 from detectors.result import DetectorResult
@@ -135,7 +136,7 @@ class EmbeddingDriftDetector:
                 "bonferroni_streams": len(streams),
                 "most_drifted_stream": stream,
                 "streams": per_stream,
-                "chart_score": chart_score(shifts),
+                "centroid_shift_z": shift_score(shifts),
                 "centroid_shift": shifts,
             },
         )

@@ -1,5 +1,5 @@
-"""FM-6's chart observation: N(0, 1) on stationary embeddings (so the EWMA chart's
-run-length tables hold), positive and growing as the vectors slide from the centroid."""
+"""FM-6's centroid-shift evidence: N(0, 1) on stationary embeddings, positive and growing
+as the vectors slide from the centroid."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 from scipy import stats
 
 from detectors.drift import EmbeddingDriftDetector
-from detectors.drift.centroid_score import centroid_shift, chart_score
+from detectors.drift.centroid_score import centroid_shift, shift_score
 
 
 def _cloud(rng: np.random.Generator, n: int, shift: float = 0.0, dim: int = 32) -> np.ndarray:
@@ -36,16 +36,16 @@ def test_a_slide_away_from_the_centroid_scores_higher_the_further_it_goes() -> N
 
 
 def test_several_streams_give_one_bonferroni_observation() -> None:
-    one = chart_score({"a": {"p_one_sided": 0.004}})
-    two = chart_score({"a": {"p_one_sided": 0.004}, "b": {"p_one_sided": 0.7}})
-    assert one > two == chart_score({"a": {"p_one_sided": 0.008}})
+    one = shift_score({"a": {"p_one_sided": 0.004}})
+    two = shift_score({"a": {"p_one_sided": 0.004}, "b": {"p_one_sided": 0.7}})
+    assert one > two == shift_score({"a": {"p_one_sided": 0.008}})
 
 
-def test_the_fm6_detector_reports_the_chart_score_whatever_its_test() -> None:
+def test_the_fm6_detector_reports_the_shift_score_whatever_its_test() -> None:
     rng = np.random.default_rng(1)
     ref = {"vlm.image": _cloud(rng, 300)}
     cur = {"vlm.image": _cloud(rng, 120, 0.4)}
     for method in ("mmd", "cosine"):
         res = EmbeddingDriftDetector(method=method, n_permutations=50).test(ref, cur)
-        assert res.evidence["chart_score"] > 3
+        assert res.evidence["centroid_shift_z"] > 3
         assert set(res.evidence["centroid_shift"]) == {"vlm.image"}
