@@ -10,9 +10,8 @@ its own recent past. So the reference here is
   while the monitor is clean, so it only covers traffic that earlier runs saw pass
   (``baseline_lag_seconds``, default one current window; the default monitors use 22 h,
   yesterday's hours, so that a slow ramp is compared with traffic from before it began).
-  Where the data do not reach back that far (:mod:`app.monitors.history`), the lag
-  shrinks to what they allow, down to ``min(lag, current)``: the reference then stays on
-  the oldest stretch of data until the whole lag fits;
+  Where the data do not reach back that far (:mod:`app.monitors.history`), the lag is
+  ``min(lag, current)`` until the whole lag fits;
 * **frozen** at the last known-good period from the run that opens an alert until it
   resolves, and **held** there for ``baseline_hold_seconds`` after (default lag +
   reference: the first reference after the hold lies wholly after the resolution), so an
@@ -72,21 +71,22 @@ class BaselinePolicy:
         return cls(cur, ref, lag, hold, pinned, selection.get("reference_version") or None)
 
     def rolling_end(self, now: datetime, history_start: datetime | None = None) -> datetime:
-        """Where the rolling reference ends: ``lag`` before the current window, or as far
-        back as data starting at ``history_start`` allow (at least ``min_lag``).
+        """Where the rolling reference ends: ``lag`` before the current window, or
+        ``min_lag`` before it while data starting at ``history_start`` do not reach back
+        ``lag`` (the reference keeps rolling; it is never pinned to the oldest data, which
+        every run of a young monitor would then share: see :mod:`app.monitors.sequential`).
 
         >>> from datetime import UTC
         >>> p = BaselinePolicy.from_selection({"current_window_seconds": 7200,
         ...     "reference_window_seconds": 14400, "baseline_lag_seconds": 22 * 3600})
         >>> now = datetime(2025, 3, 3, 12, tzinfo=UTC)
         >>> [(now - p.rolling_end(now, now - timedelta(hours=h))) / timedelta(hours=1)
-        ...  for h in (5, 10, 28, 40)]
-        [4.0, 6.0, 24.0, 24.0]
+        ...  for h in (5, 10, 27, 28, 40)]
+        [4.0, 4.0, 4.0, 24.0, 24.0]
         """
         lag = self.lag
-        if history_start is not None:
-            room = now - self.current - self.reference - history_start
-            lag = max(self.min_lag, min(lag, room))
+        if history_start is not None and now - self.current - self.reference - history_start < lag:
+            lag = self.min_lag
         return now - self.current - lag
 
 

@@ -30,7 +30,10 @@ baseline shares it, so the EWMA's spread is about twice what its run-length tabl
 (Jones, Champ & Rigdon 2001 on EWMA charts with estimated parameters). Measured: 8 false
 FM-6 alerts in 7.5 clean simulated days of one seed, all opened by that chart against one
 held baseline. A permutation p-value conditions on both windows and is far less tied to
-the baseline's particular draw.
+the baseline's particular draw, but a baseline held for a day after an alert resolves is
+still one draw for every observation: measured, a false FM-6 alert whose held baseline
+opened a second one through the chart. So the chart observes only while the baseline rolls
+(:func:`app.monitors.state.verdict`).
 
 Half the monitor's ERT budget goes to the per-run test and half to the chart (the union
 bound again: the two false-alert rates add up).

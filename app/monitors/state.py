@@ -6,6 +6,8 @@ The state is one ``monitor_baselines`` row: where the baseline stands
 
 * with no alert open, the run fires when the detector fires at the per-run alpha *or*
   the chart signals (each on half the false-alert budget);
+* the chart observes only against a rolling baseline: held (after a resolution), pinned
+  and version baselines are shared by every observation, which voids its tables;
 * with an alert open the chart is paused (it watches for onsets; it restarts after the
   alert resolves) and a run that does not fire still keeps the alert open while its
   p-value is at most ``RESOLVE_ALPHA``: the current window is not back within the frozen
@@ -127,6 +129,12 @@ def _verdict(
         return Verdict(fired, degraded, sequential.ChartState(), extra)
     if not monitor.sequential:
         return Verdict(fired, False, state.chart, {})
+    if w.mode != "rolling":
+        # A held, pinned or version baseline is the same for every observation, and what is
+        # shared is its own sampling error: the chart's run-length tables would not hold
+        # (app.monitors.sequential). The run test, valid against any clean baseline, stays.
+        paused = {"paused": f"the baseline is {w.mode}: every observation would share it"}
+        return Verdict(fired, False, state.chart, {"sequential": paused})
     chart, ev = sequential.update(
         state.chart, p_value=p, window_start=w.current_start, window_end=w.current_end,
         arl0=chart_arl0(monitor, policy),

@@ -136,26 +136,26 @@ def test_pinned_reference_is_used_as_given(engine: Engine) -> None:
     assert runs[0].n_reference == 48
 
 
-def test_a_day_lag_shrinks_to_a_young_history_and_grows_to_the_full_lag(engine: Engine) -> None:
-    """The defaults' 22 h lag with data from T0 - 12 h: the reference sits on the oldest
-    stretch of data (no ``insufficient_data`` for want of yesterday) until the whole lag
-    fits, after which it rolls a full lag behind."""
+def test_a_day_lag_waits_for_the_history_and_rolls_short_until_then(engine: Engine) -> None:
+    """The defaults' 22 h lag with data from T0 - 12 h: until the whole lag fits the
+    reference rolls one current window behind (no ``insufficient_data`` for want of
+    yesterday, and never pinned to the oldest data), then a full lag behind."""
     pid = setup_project(engine)
     _ingest(engine, pid)  # traces from T0 - 12 h to T0 + 24 h
     sel = {"current_window_seconds": 3600, "reference_window_seconds": 7200,
            "baseline_lag_seconds": 22 * 3600}  # fmt: skip
     mid = add_monitor(engine, pid, "FM-2", selection=sel, interval_seconds=900)
-    first = T0 - timedelta(hours=12)
     # Before T0 (clean) and well after the failure (T0 + 12 h) nothing fires.
-    at = [T0 - timedelta(hours=8), T0 - timedelta(hours=1), T0 + timedelta(hours=23)]
+    at = [T0 - timedelta(hours=8), T0 - timedelta(hours=1), T0 + timedelta(hours=12),
+          T0 + timedelta(hours=23)]  # fmt: skip
     for now in at:
         run_monitor(engine, monitor_id=mid, now=now, detector_factory=_factory)
     runs = _runs(engine, mid)
-    assert [r.status for r in runs] == ["ok"] * 3
-    # At T0 - 8 h only 4 h of data: the shortest lag (one current window), reference
-    # clipped to the data it has; at T0 - 1 h the lag grew to fit (reference = first 2 h).
-    assert runs[0].reference_end == at[0] - timedelta(hours=2)
-    assert (runs[1].reference_start, runs[1].reference_end) == (first, first + timedelta(hours=2))
+    assert [r.status for r in runs[:2]] == ["ok"] * 2 and runs[3].status == "ok"
+    # With 4 h, 11 h and 24 h of data the 25 h the full lag needs do not fit: one current
+    # window of lag, the reference rolling with each run.
+    for r, now in zip(runs[:3], at[:3], strict=True):
+        assert r.reference_end == now - timedelta(hours=2)
     # At T0 + 23 h (35 h of data) the full 22 h lag: the reference is from before T0.
-    assert runs[2].reference_end == at[2] - timedelta(hours=23)
-    assert runs[2].reference_end <= T0
+    assert runs[3].reference_end == at[3] - timedelta(hours=23)
+    assert runs[3].reference_end <= T0 and not runs[3].fired

@@ -5,6 +5,7 @@ ends. Real runner and storage; a detector with an honest one-sided test of error
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -116,3 +117,34 @@ def test_chart_catches_a_ramp_the_run_test_misses_and_holds_until_the_end(engine
     assert alert.resolved_at is not None and end < alert.resolved_at <= end + timedelta(hours=3)
     assert all(r.at < alert.resolved_at for r in during)  # open for the whole failure
     assert any(r.evidence.get("still_degraded") for r in during)  # held open by hysteresis
+
+
+def test_the_chart_only_observes_against_a_rolling_baseline() -> None:
+    """Held, pinned and version baselines are one sample shared by every observation: the
+    chart pauses (p = 0.01 every window would signal within a few against a rolling one)."""
+    from types import SimpleNamespace
+
+    from app.monitors import state as monitor_state
+    from app.monitors.baseline import BaselinePolicy, windows_for
+
+    monitor: Any = SimpleNamespace(sequential=True, interval_seconds=900, for_seconds=0,
+                                   expected_days_between_false_alerts=30.0)  # fmt: skip
+    policy = BaselinePolicy.from_selection(SEL)
+
+    def first_signal(mode: str) -> int | None:
+        st = monitor_state.MonitorState()
+        for k in range(30):
+            now = T0 + timedelta(hours=k)
+            w = replace(windows_for(policy, None, now), mode=mode)
+            v = monitor_state.verdict(monitor, policy, st, w,
+                                      DetectorResult("FM-2", 0.0, 1.0, 0.01, False), now)  # fmt: skip
+            if v.fired:
+                return k
+            if mode != "rolling":
+                assert "paused" in v.evidence["sequential"]
+            st = monitor_state.MonitorState(None, v.chart)
+        return None
+
+    k = first_signal("rolling")
+    assert k is not None and k < 10
+    assert [first_signal(m) for m in ("held", "pinned", "version")] == [None] * 3
