@@ -11,10 +11,13 @@ Saccucci 1990, :func:`detectors.drift.ewma_limit_for_arl0`) accumulates them:
 * the observation is ``x = Φ⁻¹(1 − p)``, standard normal while the data are in control
   (a valid p-value is uniform or, for conservative tests, stochastically larger; its
   floor ``1 / (n + 1)`` caps ``x`` at about 3.8);
-* consecutive runs overlap (a 2 h window every 15 min), so their x are strongly
-  correlated and the chart's iid run-length tables would not hold; the chart therefore
-  takes one observation per *non-overlapping* current window (the first run whose window
-  starts at or after the last observed window's end);
+* consecutive runs overlap (a 2 h window every 15 min, a 4 h reference rolling with it),
+  so their x are strongly correlated and the chart's iid run-length tables would not
+  hold; the chart therefore takes an observation only when *both* windows have moved
+  past the last observed ones: the first run whose window ends at least
+  ``max(current, reference)`` after the last observed end. With the current window alone
+  as the spacing, consecutive observations shared half their reference, and the clean
+  bench measured 2 false FM-6 alerts in 30 simulated days; with both, 1;
 * the chart signals on ``z_t > +limit`` only (small p-values); the limit width is the
   two-sided one for ARL0/2, i.e. a one-sided in-control ARL of about ARL0, where
   ``ARL0 = (ERT / share) / observation period`` with ``share`` = 1/2, the chart's part of
@@ -44,7 +47,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from scipy import special
@@ -76,9 +79,17 @@ def limit_width(arl0: float, lam: float = LAMBDA) -> float:
     return ewma_limit_for_arl0(max(arl0 / 2.0, 2.0), lam)
 
 
-def observation_seconds(*, interval_seconds: float, current_window_seconds: float) -> float:
-    """How often the chart takes an observation: once per non-overlapping window."""
-    return max(float(interval_seconds), float(current_window_seconds))
+def observation_seconds(
+    *, interval_seconds: float, current_window_seconds: float, reference_seconds: float = 0.0
+) -> float:
+    """How often the chart takes an observation: once both windows have moved past the
+    last observed ones (and never more often than the monitor runs).
+
+    >>> observation_seconds(interval_seconds=900, current_window_seconds=7200,
+    ...                     reference_seconds=14400)
+    14400.0
+    """
+    return max(float(interval_seconds), float(current_window_seconds), float(reference_seconds))
 
 
 def arl0_observations(*, ert_days: float, share: float, observation_s: float) -> float:
@@ -108,12 +119,14 @@ def update(
     window_start: datetime,
     window_end: datetime,
     arl0: float,
+    spacing: timedelta | None = None,
     lam: float = LAMBDA,
 ) -> tuple[ChartState, dict[str, Any]]:
     """The chart after this run, and what the run should report (``signal`` among it).
 
-    A run whose window overlaps the last observed one, or without a p-value, leaves the
-    chart as it is and reports its last state.
+    A run whose window ends less than ``spacing`` (default: the current window's length)
+    after the last observed end, or without a p-value, leaves the chart as it is and
+    reports its last state.
 
     >>> from datetime import UTC, timedelta
     >>> t0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -129,8 +142,9 @@ def update(
     """
     state = state or ChartState()
     L = limit_width(arl0, lam)
+    spacing = spacing if spacing is not None else window_end - window_start
     observe = p_value is not None and (
-        state.last_window_end is None or window_start >= state.last_window_end
+        state.last_window_end is None or window_end - state.last_window_end >= spacing
     )
     if observe:
         x = score(p_value)  # type: ignore[arg-type]
@@ -140,7 +154,8 @@ def update(
     t = max(state.t, 1)
     half_width = L * math.sqrt(lam / (2.0 - lam) * (1.0 - (1.0 - lam) ** (2 * t)))
     evidence = {
-        "method": "EWMA of probit(1 - p) per non-overlapping window",
+        "method": "EWMA of probit(1 - p), one observation per non-overlapping window pair",
+        "spacing_seconds": spacing.total_seconds(),
         "lam": lam,
         "L": L,
         "arl0_observations": arl0,

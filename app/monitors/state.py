@@ -94,6 +94,7 @@ def chart_arl0(monitor: Monitor, policy: BaselinePolicy) -> float:
     every = sequential.observation_seconds(
         interval_seconds=monitor.interval_seconds,
         current_window_seconds=policy.current.total_seconds(),
+        reference_seconds=policy.reference.total_seconds(),
     )
     return sequential.arl0_observations(
         ert_days=monitor.expected_days_between_false_alerts, share=0.5, observation_s=every
@@ -137,7 +138,7 @@ def _verdict(
         return Verdict(fired, False, state.chart, {"sequential": paused})
     chart, ev = sequential.update(
         state.chart, p_value=p, window_start=w.current_start, window_end=w.current_end,
-        arl0=chart_arl0(monitor, policy),
+        arl0=chart_arl0(monitor, policy), spacing=max(policy.current, policy.reference),
     )  # fmt: skip
     extra = {"sequential": ev}
     if ev["signal"] and not fired:

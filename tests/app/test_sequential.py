@@ -22,7 +22,10 @@ from detectors.result import DetectorResult
 from tests.app.engine_helpers import add_monitor, setup_project
 
 T0 = datetime(2025, 3, 3, 12, tzinfo=UTC)  # the ramp starts here
-RAMP_H, HOLD_H = 12, 6
+# The chart observes once both windows have moved on (every 2 h here), so the ramp is a
+# day long, like the alerting bench's: long enough for its ~8 observations to add up.
+RAMP_H, HOLD_H = 24, 12
+PER_H = 360  # a trace every 10 s
 SEL = {"current_window_seconds": 3600, "reference_window_seconds": 7200}
 
 
@@ -60,9 +63,9 @@ def _error_rate(h: float) -> float:
 def _ingest(engine: Engine, pid: int) -> None:
     rng = np.random.default_rng(0)
     events = []
-    for i in range(-12 * 180, 30 * 180):  # a trace every 20 s
-        at = T0 + timedelta(seconds=20 * i)
-        bad = rng.uniform() < _error_rate(i / 180)
+    for i in range(-12 * PER_H, (RAMP_H + HOLD_H + 8) * PER_H):
+        at = T0 + timedelta(seconds=3600 * i / PER_H)
+        bad = rng.uniform() < _error_rate(i / PER_H)
         body = {"trace_id": f"t{i}", "agent": "a", "started_at": at.isoformat(),
                 "ended_at": (at + timedelta(seconds=5)).isoformat(),
                 "status": "error" if bad else "ok"}  # fmt: skip
