@@ -9,7 +9,9 @@ are attached on the first request that needs them, without reloading the traces.
 
 Windows are shared only when their bounds are equal, so the cache also fixes the cycle's
 ``now``: every monitor of the tick is evaluated as of the time the tick began (its run is
-still stamped with the time it really ran).
+still stamped with the time it really ran). Where a project's data begin
+(:func:`app.monitors.history.history_start`, which places a young history's baseline) is
+asked once per project and cycle too.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class WindowCache:
     _traces: dict[TraceKey, TraceWindow] = field(default_factory=dict)
     _with_vectors: set[TraceKey] = field(default_factory=set)
     _vectors: dict[tuple[Any, ...], np.ndarray] = field(default_factory=dict)
+    _history_starts: dict[int, datetime | None] = field(default_factory=dict)
 
     def trace_window(
         self,
@@ -68,3 +71,11 @@ class WindowCache:
         else:
             self.hits += 1
         return found
+
+    def history_start(
+        self, project_id: int, load: Callable[[], datetime | None]
+    ) -> datetime | None:
+        """Where the project's data begin, looked up once per cycle."""
+        if project_id not in self._history_starts:
+            self._history_starts[project_id] = load()
+        return self._history_starts[project_id]

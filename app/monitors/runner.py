@@ -233,7 +233,12 @@ def run_monitor(
         as_of = cache.now if cache is not None else now
         policy = BaselinePolicy.from_selection(monitor.selection or {})
         state = monitor_state.load(session, monitor.id)
-        begun = history.history_start(session, project_id=monitor.project_id)
+        pid = monitor.project_id
+        begun = (
+            cache.history_start(pid, lambda: history.history_start(session, project_id=pid))
+            if cache is not None
+            else history.history_start(session, project_id=pid)
+        )
         w = baseline.windows_for(policy, state.baseline, as_of, history_start=begun)
         no_reference: str | None = None
         if policy.reference_version:

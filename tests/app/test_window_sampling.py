@@ -194,6 +194,16 @@ def test_one_cycle_loads_each_window_once_with_the_same_verdicts(
         return real(*args, **kwargs)
 
     monkeypatch.setattr(windows, "load_trace_window", counting)
+    from app.monitors import history
+
+    starts: list[int] = []
+    real_start = history.history_start
+
+    def counting_start(*args: Any, **kwargs: Any) -> Any:
+        starts.append(kwargs["project_id"])
+        return real_start(*args, **kwargs)
+
+    monkeypatch.setattr(history, "history_start", counting_start)
     service = SchedulerService(Settings(database_url="sqlite://"), engine, None, clock=lambda: now)
     with engine.begin() as conn:  # every monitor due again
         from sqlalchemy import update
@@ -204,6 +214,7 @@ def test_one_cycle_loads_each_window_once_with_the_same_verdicts(
     shared = {run.monitor_id: run for run in service.tick()}
     # Six trace monitors, two windows: two loads (vectors attached once, not reloaded).
     assert len(loads) == 2 and len(set(loads)) == 2
+    assert starts == [pid]  # where the data begin: asked once per project and cycle
     assert set(shared) == set(ids)
     for mid in ids:
         a, b = alone[mid], shared[mid]
