@@ -23,6 +23,9 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="TELLTALE_", extra="ignore")
 
     database_url: str = "sqlite:///./telltale.db"
+    # Where scheduled monitor runs read their windows (a streaming replica of
+    # database_url); runs, alerts and monitor state are still written to database_url.
+    read_database_url: str | None = None
     # Request limits: a body over max_request_bytes gets 413, a batch over
     # max_events_per_batch gets 413 too (it is a size limit, not a malformed envelope).
     max_request_bytes: int = Field(default=16 * 1024 * 1024, gt=0)

@@ -17,6 +17,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -201,6 +202,11 @@ def _size(window: Any) -> int:
     return len(window)
 
 
+def _reader(session: Session, read_engine: Engine | None) -> AbstractContextManager[Session]:
+    """A session on the read engine, or the run's own session when there is none."""
+    return Session(read_engine) if read_engine is not None else nullcontext(session)
+
+
 def run_monitor(
     engine: Engine,
     *,
@@ -212,6 +218,7 @@ def run_monitor(
     slots: DetectorSlots = DETECTOR_SLOTS,
     refuse_when_busy: bool = False,
     cache: WindowCache | None = None,
+    read_engine: Engine | None = None,
 ) -> DetectorRun | None:
     """Run the monitor as of ``now``; return the persisted run (None: monitor is gone).
 
@@ -222,10 +229,16 @@ def run_monitor(
 
     ``cache``: the scheduler cycle's shared windows (:mod:`app.monitors.cycle`); the
     windows then end at the cycle's ``now``, so the monitors of one cycle share them.
+
+    ``read_engine``: where the windows are read (``TELLTALE_READ_DATABASE_URL``, a
+    streaming replica): the traces, vectors, versions and where the history begins. The
+    monitor, its state (the frozen baseline, the open alert) and everything the run writes
+    go through ``engine``, the primary, so a replica's lag can only delay which data a run
+    sees, never which baseline or alert it acts on.
     """
     now = as_utc(now) if now is not None else utcnow()
     started = time.perf_counter()
-    with Session(engine) as session:
+    with Session(engine) as session, _reader(session, read_engine) as data:
         monitor = session.get(Monitor, monitor_id)
         if monitor is None:
             return None
@@ -235,15 +248,15 @@ def run_monitor(
         state = monitor_state.load(session, monitor.id)
         pid = monitor.project_id
         begun = (
-            cache.history_start(pid, lambda: history.history_start(session, project_id=pid))
+            cache.history_start(pid, lambda: history.history_start(data, project_id=pid))
             if cache is not None
-            else history.history_start(session, project_id=pid)
+            else history.history_start(data, project_id=pid)
         )
         w = baseline.windows_for(policy, state.baseline, as_of, history_start=begun)
         no_reference: str | None = None
         if policy.reference_version:
             found = version_baseline.resolve(
-                session, project_id=monitor.project_id, selection=monitor.selection or {},
+                data, project_id=monitor.project_id, selection=monitor.selection or {},
                 policy=policy, windows=w,
             )  # fmt: skip
             w, no_reference = found.windows, found.reason
@@ -263,7 +276,7 @@ def run_monitor(
             try:
                 params = run_params(monitor, registry.detector_parameters(monitor.failure_mode))
                 detector = detector_factory(monitor.failure_mode, params)
-                ref, cur, sample = _load(session, monitor, detector, w, cache)
+                ref, cur, sample = _load(data, monitor, detector, w, cache)
                 n_ref, n_cur = _size(ref), _size(cur)
                 epoch = as_of.timestamp()
                 handed_to_thread = True

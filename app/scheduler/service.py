@@ -24,6 +24,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy import Engine, func, select
 
 from app import metrics
+from app.db import make_engine
 from app.models import Alert, DetectorRun
 from app.models.base import utcnow
 from app.monitors.cycle import WindowCache
@@ -50,9 +51,14 @@ class SchedulerService:
         misfire_grace_s: int = 30,
         clock: Any = utcnow,
         detector_factory: DetectorFactory = build_detector,
+        read_engine: Engine | None = None,
     ) -> None:
         self.settings = settings
         self.engine = engine
+        # Monitor windows from a replica when one is configured (app.monitors.runner).
+        if read_engine is None and settings.read_database_url:
+            read_engine = make_engine(settings.read_database_url, pool_size=settings.db_pool_size)
+        self.read_engine = read_engine
         self.sessionmaker = sessionmaker
         self.jobs = list(jobs)
         self.tick_seconds = tick_seconds
@@ -88,6 +94,7 @@ class SchedulerService:
                     detector_factory=self.detector_factory,
                     public_url=self.settings.public_url,
                     cache=cache,
+                    read_engine=self.read_engine,
                 )
                 if run is not None:
                     runs.append(run)
