@@ -223,8 +223,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--strengths", nargs="+", default=["moderate", "weak"])
     ap.add_argument("--failure-seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--lag-hours", type=float, default=None, help="override the baseline lag")
+    ap.add_argument(
+        "--traces-per-hour", type=float, default=None,
+        help="production traffic (default 80); images scale with it",
+    )  # fmt: skip
     args = ap.parse_args(argv)
-    global STEADY_H
+    global STEADY_H, TRACES_PER_HOUR, IMAGES_PER_HOUR
+    if args.traces_per_hour is not None:
+        IMAGES_PER_HOUR *= args.traces_per_hour / TRACES_PER_HOUR
+        TRACES_PER_HOUR = args.traces_per_hour
     if args.lag_hours is not None:
         OVERRIDES["baseline_lag_seconds"] = int(args.lag_hours * 3600)
         STEADY_H = math.ceil(2 + args.lag_hours + 4)
