@@ -147,7 +147,9 @@ def create_partition(conn: Connection, table: str, day: date) -> None:
         bounds,
     )
     lo, hi = (f"'{bounds[b].isoformat()}'" for b in ("lo", "hi"))
-    conn.execute(text(f"ALTER TABLE {table} ATTACH PARTITION {name} FOR VALUES FROM ({lo}) TO ({hi})"))
+    conn.execute(
+        text(f"ALTER TABLE {table} ATTACH PARTITION {name} FOR VALUES FROM ({lo}) TO ({hi})")
+    )
 
 
 def drop_partition(conn: Connection, table: str, day: date) -> None:
