@@ -32,20 +32,26 @@ with their data on both databases), and holding a day of every project for one p
 open alert would tie the disk to how long alerts stay open; so no partition waits for one.
 
 Locks. ``ATTACH PARTITION`` takes only ``SHARE UPDATE EXCLUSIVE`` on the parent (inserts go
-on) but must scan and lock DEFAULT; ``DETACH`` (and ``DROP``) need ``ACCESS EXCLUSIVE`` on the
-parent (``DETACH .. CONCURRENTLY`` is not allowed beside a DEFAULT partition). Each
-statement runs under a :data:`LOCK_TIMEOUT` in its own transaction: behind a long reader it
-gives up instead of holding every insert queued behind its lock request, and the hourly
-job tries again (days are made :data:`AHEAD_DAYS` ahead, so there are many tries).
+on) but must scan and lock DEFAULT. A day goes by a plain ``DROP TABLE`` of the attached
+partition: ``ACCESS EXCLUSIVE`` on the parent for a catalog change. Not ``DETACH`` first: a
+detached partition's foreign key becomes its own, with triggers on ``projects``, and
+dropping those takes ``ACCESS EXCLUSIVE`` on ``projects``, which every ingest transaction
+has already touched (its key check) before it writes spans: the two deadlocked in the
+tests. (``DETACH .. CONCURRENTLY`` is not allowed beside a DEFAULT partition anyway.)
+Each change runs under a :data:`LOCK_TIMEOUT` in its own transaction, so behind a long
+reader it gives up instead of holding every insert queued behind its lock request; it is
+tried :data:`ATTEMPTS` times, then again at the next hourly pass (days are made
+:data:`AHEAD_DAYS` ahead, so there are many passes before one is needed).
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from prometheus_client import Counter
 from sqlalchemy import Engine, text
@@ -63,6 +69,8 @@ PARTITIONED: dict[str, str] = {
 }
 AHEAD_DAYS = 3
 LOCK_TIMEOUT = "1s"
+ATTEMPTS = 3
+RETRY_PAUSE_S = 0.5  # lets the inserts queued behind a timed-out lock request through
 
 _DAY_NAME = re.compile(r"^(?P<table>[a-z_]+)_p(?P<day>\d{8})$")
 
@@ -97,7 +105,7 @@ def is_partition_name(name: str) -> bool:
 
 
 def day_start(day: date) -> datetime:
-    return datetime.combine(day, time(), tzinfo=UTC)
+    return datetime(day.year, day.month, day.day, tzinfo=UTC)
 
 
 def partitioned_tables(conn: Connection) -> list[str]:
@@ -153,11 +161,9 @@ def create_partition(conn: Connection, table: str, day: date) -> None:
 
 
 def drop_partition(conn: Connection, table: str, day: date) -> None:
-    """Detach and drop one day of ``table``: catalog work only, whatever the rows."""
-    name = partition_name(table, day)
+    """Drop one day of ``table``: catalog work only, whatever its rows."""
     conn.execute(text(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'"))
-    conn.execute(text(f"ALTER TABLE {table} DETACH PARTITION {name}"))
-    conn.execute(text(f"DROP TABLE {name}"))
+    conn.execute(text(f"DROP TABLE {partition_name(table, day)}"))
 
 
 def maintain_partitions(
@@ -195,12 +201,18 @@ def _change(
     changes: PartitionChanges,
 ) -> None:
     name = partition_name(table, day)
-    try:
-        with engine.begin() as conn:
-            ddl(conn, table, day)
-    except DBAPIError as exc:
-        changes.failed.append(name)
-        log.warning("partition %s not %s, next pass tries again: %s", name, change, exc.orig)
-        return
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            with engine.begin() as conn:
+                ddl(conn, table, day)
+            break
+        except DBAPIError as exc:
+            if attempt == ATTEMPTS:
+                changes.failed.append(name)
+                log.warning(
+                    "partition %s not %s; the next pass tries again: %s", name, change, exc.orig
+                )
+                return
+            time.sleep(RETRY_PAUSE_S)
     getattr(changes, change).append(name)
     PARTITIONS_CHANGED.labels(table=table, change=change).inc()
