@@ -4,7 +4,9 @@
 
 Two databases get the same expired day (traces, their spans, a score and a 64-d embedding
 per trace, 40 days old) beside a day of fresh data: one at migration 0012 (unpartitioned,
-so the job deletes in batches), one at head (partitioned, so the job drops the day). Times
+so the job deletes in batches), one at head (partitioned, a partition for each of the last
+40 days, so the job drops the expired days). Also times what the monitor windows do, the
+spans of 2,000 traces by trace id, which on the partitioned table probes every day kept. Times
 one ``purge_all`` pass on each and prints JSON: rows expired, seconds, the WAL each wrote,
 the tables' size on disk before and after.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import time
 from datetime import timedelta
@@ -81,6 +84,20 @@ def _table_mb(engine: Engine) -> float:
         return round(int(conn.scalar(text(sql)) or 0) / 2**20, 1)
 
 
+def _lookup_ms(engine: Engine, traces: int) -> float:
+    ids = [f"new{g}" for g in range(1, traces + 1, max(1, traces // 2000))][:2000]
+    sql = text(
+        "SELECT span_id, attributes FROM spans WHERE project_id = 1 AND trace_id = ANY(:ids)"
+    )
+    times = []
+    with engine.connect() as conn:
+        for _ in range(5):
+            start = time.perf_counter()
+            conn.execute(sql, {"ids": ids}).all()
+            times.append((time.perf_counter() - start) * 1000)
+    return round(statistics.median(times), 1)
+
+
 def _wal_bytes(engine: Engine) -> int:
     with engine.connect() as conn:
         return int(conn.scalar(text("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn")) or 0)
@@ -95,11 +112,13 @@ def _one(revision: str, args: argparse.Namespace) -> dict[str, Any]:
                 conn.execute(
                     text("INSERT INTO projects (id, name, created_at) VALUES (1, 'p', now())")
                 )
-                if revision == "heads":  # the expired day has its own partition
-                    day = (utcnow() - timedelta(days=AGE_DAYS)).date()
+                if revision == "heads":  # every day of the last AGE_DAYS has its partition
                     for table in PARTITIONED:
-                        if day not in partition_days(conn, table):
-                            create_partition(conn, table, day)
+                        have = set(partition_days(conn, table))
+                        for n in range(AGE_DAYS + 1):
+                            day = (utcnow() - timedelta(days=n)).date()
+                            if day not in have:
+                                create_partition(conn, table, day)
             _fill(
                 engine,
                 traces=args.traces,
@@ -112,8 +131,11 @@ def _one(revision: str, args: argparse.Namespace) -> dict[str, Any]:
             start = time.perf_counter()
             deleted = purge_all(engine, default_days=30)
             seconds = time.perf_counter() - start
+            lookup_ms = _lookup_ms(engine, args.traces)
             return {
                 "schema": "partitioned" if revision == "heads" else "unpartitioned",
+                # What the monitor windows do: the spans of 2,000 traces by trace id.
+                "span_lookup_2000_traces_ms": lookup_ms,
                 "seconds": round(seconds, 3),
                 # Deleted rows free no disk until VACUUM, and then only for reuse.
                 "table_mb_before": size,
