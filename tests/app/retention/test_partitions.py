@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, func, select, text, update
 
-from app.db import write_session
+from app.db import make_sessionmaker, write_session
 from app.models import (
     Alert,
     DetectorRun,
@@ -33,6 +33,8 @@ from app.retention.partitions import (
     partition_days,
 )
 from app.retention.purge import purge_all
+from app.scheduler.jobs import periodic_jobs
+from app.scheduler.service import SchedulerService
 from tests.app.engine_helpers import add_monitor, setup_project
 from tests.conftest import auth
 
@@ -247,3 +249,20 @@ def test_ingest_keeps_answering_while_days_are_dropped(
         assert min(partition_days(conn, "spans")) == (NOW - timedelta(days=30)).date()
     assert _count(engine, Span) == 20 * len(answers)
     assert _count(engine, Trace, Trace.trace_id.like("d%")) == 0
+
+
+@pg_only
+def test_the_scheduled_retention_job_makes_the_days_ahead(engine: Engine, settings: Any) -> None:
+    last = TODAY + timedelta(days=3)
+    with engine.begin() as conn:
+        for table in PARTITIONED:
+            if last in partition_days(conn, table):
+                conn.execute(text(f"DROP TABLE {table}_p{last:%Y%m%d}"))
+    job = next(j for j in periodic_jobs() if j.name == "data_retention")
+    assert job.exclusive  # one scheduler process runs it per interval (the lease)
+
+    SchedulerService(settings, engine, make_sessionmaker(engine)).run_periodic(job)
+
+    with engine.connect() as conn:
+        for table in PARTITIONED:
+            assert last in partition_days(conn, table), table
