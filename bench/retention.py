@@ -3,7 +3,7 @@
     .venv/bin/python bench/retention.py [--traces 20000] [--spans-per-trace 10]
 
 Two databases get the same expired day (traces, their spans, a score and a 64-d embedding
-per trace, 40 days old) beside a day of fresh data: one at migration 0012 (unpartitioned,
+per trace, and an event id row for each span, score and embedding, 40 days old) beside a day of fresh data: one at migration 0012 (unpartitioned,
 so the job deletes in batches), one at head (partitioned, a partition for each of the last
 40 days, so the job drops the expired days). Also times what the monitor windows do, the
 spans of 2,000 traces by trace id, which on the partitioned table probes every day kept. Times
@@ -69,6 +69,15 @@ def _fill(engine: Engine, *, traces: int, per_trace: int, age_days: float, tag: 
                 "INSERT INTO embeddings (project_id, stream, model, dim, vector, trace_id,"
                 " created_at) SELECT 1, 'out', '', 64, decode(repeat('00', 256), 'hex'),"
                 " :tag || g, :at FROM generate_series(1, :n) g"
+            ),
+            params,
+        )
+        # Every span, score and embedding came as an event: its id row, deleted in batches.
+        conn.execute(
+            text(
+                "INSERT INTO ingest_events (project_id, event_id, type, created_at)"
+                " SELECT 1, :tag || '-' || g || '-' || s, 'span', :at"
+                " FROM generate_series(1, :n) g, generate_series(1, :k + 2) s"
             ),
             params,
         )
@@ -152,7 +161,7 @@ def main() -> None:
     parser.add_argument("--traces", type=int, default=20_000)
     parser.add_argument("--spans-per-trace", type=int, default=10)
     args = parser.parse_args()
-    expired = args.traces * (args.spans_per_trace + 3)
+    expired = args.traces * (2 * args.spans_per_trace + 5)
     runs = [_one("0012_notification_groups", args), _one("heads", args)]
     print(json.dumps({"expired_rows": expired, "runs": runs}, indent=2))
 
