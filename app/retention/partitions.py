@@ -21,11 +21,15 @@ re-sent record brings again unchanged:
 
 Retention is per project but a partition holds every project's rows of its day, so a day
 is dropped only when it is older than every project's cutoff (now minus the longest
-effective retention): ``DETACH`` and ``DROP`` of one table, no row touched, whatever its
-size. Projects with a shorter retention still get the batched deletes for the newer days,
-and rows outside the daily partitions (in DEFAULT: no start, or a clock far off) go the
-same way. Since spans are keyed by their own start, a span that arrives more than the
-longest retention after it started goes at the next pass, with the rest of its day.
+effective retention): one ``DROP TABLE`` per table, no row touched, whatever its size.
+Projects with a shorter retention still get the batched deletes for the newer days, and
+rows outside the daily partitions (in DEFAULT: no time, or a clock far off) go the same
+way. Since rows are keyed by their own time, a row that arrives more than the longest
+retention after its time goes at the next pass, with the rest of its day. What it buys
+(bench/retention.py, one expired day of 60,000 traces, 600,000 spans, 2-core machine): the
+spans, span events, scores and embeddings went in 0.7 s instead of 5.8 s of deletes; the
+pass wrote 10 MB of WAL (the trace rows' deletes) instead of 280 and gave 280 MB of disk
+back at once, where deleted rows give none back until VACUUM (and then only for reuse).
 
 Open alerts: the findings and runs that are their evidence are unpartitioned and kept, as
 before. The traces a finding names are not kept by the batched deletes either (they expire
