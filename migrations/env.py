@@ -8,6 +8,7 @@ from sqlalchemy import engine_from_config, pool
 import app.models  # noqa: F401  (registers every table on Base.metadata)
 from app.db import normalise_url
 from app.models.base import Base
+from app.retention.partitions import is_partition_name
 from app.settings import get_settings
 
 config = context.config
@@ -36,12 +37,18 @@ def run_migrations_online() -> None:
         _run(conn)
 
 
+def include_name(name: str | None, type_: str, _parent_names: object) -> bool:
+    """Autogenerate skips PostgreSQL's daily partitions: made by the retention job, not models."""
+    return not (type_ == "table" and name is not None and is_partition_name(name))
+
+
 def _run(connection: object) -> None:
     context.configure(
         connection=connection,  # type: ignore[arg-type]
         target_metadata=target_metadata,
         render_as_batch=True,  # SQLite needs batch mode for ALTERs
         compare_type=True,
+        include_name=include_name,
     )
     with context.begin_transaction():
         context.run_migrations()

@@ -84,7 +84,9 @@ class Trace(Base):
 class Span(Base):
     __tablename__ = "spans"
     # Spans are read by trace (the unique index leads with project_id, trace_id); an index
-    # on time would cost every insert and serve no query, so there is none.
+    # on time would cost every insert and serve no query, so there is none. On PostgreSQL
+    # the table is partitioned by day of started_at, which the key then also holds, NULLS
+    # NOT DISTINCT, and there is no primary key (migration 0013, app/retention/partitions.py).
     __table_args__ = (UniqueConstraint("project_id", "trace_id", "span_id"),)
 
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)

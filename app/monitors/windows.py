@@ -271,7 +271,9 @@ def load_embedding_window(
         ]
         rows = []
         for chunk in _chunks(ids):
-            rows += session.execute(vectors.where(Embedding.id.in_(chunk))).all()
+            # The window's bounds again: on PostgreSQL they limit the id lookups to the
+            # window's days (partitions by created_at) instead of every day kept.
+            rows += session.execute(vectors.where(*in_window, Embedding.id.in_(chunk))).all()
     dim = rows[0].dim
     buf = b"".join(r.vector for r in rows if r.dim == dim)
     return np.frombuffer(buf, dtype="<f4").reshape(-1, dim)

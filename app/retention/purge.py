@@ -9,6 +9,11 @@ notifications, and last the ingest event ids. Kept: anything newer than the cuto
 Event ids go last, in the pass that deleted their data, so an id is never forgotten while
 its data remains: an event re-sent after its retention is accepted again (a new row).
 
+On PostgreSQL the heavy tables are partitioned by day (:mod:`.partitions`): first the
+days older than every project's cutoff are dropped whole, then the batched deletes below
+remove the rest (shorter retentions, traces and the small tables), finding nothing left in
+the dropped days.
+
 Each batch is its own short write transaction (``BEGIN IMMEDIATE`` on SQLite), so ingest
 waits at most one batch for the lock, never the whole pass. On SQLite the job then pauses
 :data:`SQLITE_PAUSE_S`: a waiting writer polls the lock with sleeps of up to 100 ms (its
@@ -46,6 +51,7 @@ from app.models import (
     Trace,
 )
 from app.models.base import utcnow
+from app.retention.partitions import maintain_partitions
 from app.settings import Settings
 
 log = logging.getLogger("telltale.retention")
@@ -88,6 +94,10 @@ def purge_all(
         pause_s = SQLITE_PAUSE_S if engine.dialect.name == "sqlite" else 0.0
     with engine.connect() as conn:
         projects = conn.execute(select(Project.id, Project.retention_days)).all()
+    longest = max((days or default_days for _pid, days in projects), default=default_days)
+    changes = maintain_partitions(engine, now=now, keep_from=now - timedelta(days=longest))
+    if changes.dropped:
+        log.info("data retention dropped partitions %s", changes.dropped)
     totals: dict[str, int] = {}
     for project_id, days in projects:
         cutoff = now - timedelta(days=days or default_days)
