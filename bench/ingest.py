@@ -15,6 +15,7 @@ import json
 import random
 import statistics
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,10 @@ from bench.common import count_rows, drive, fresh_db, server, telltale  # noqa: 
 JSON = "application/json"
 
 TOOLS = ["search", "db_query", "calculator", "http_fetch", "vector_lookup"]
+
+# Today (UTC): on PostgreSQL spans then land in a daily partition the migration made, as
+# live traffic does, not in the DEFAULT partition a fixed old date would reach.
+DAY = datetime.now(UTC).date().isoformat()
 
 
 def span_batch(run: str, b: int, size: int, rng: random.Random) -> bytes:
@@ -49,8 +54,8 @@ def span_batch(run: str, b: int, size: int, rng: random.Random) -> bytes:
                     "name": "step",
                     "tool_name": rng.choice(TOOLS),
                     "status": "error" if rng.random() < 0.05 else "ok",
-                    "started_at": "2026-11-29T10:00:00.123Z",
-                    "ended_at": "2026-11-29T10:00:01.456Z",
+                    "started_at": f"{DAY}T10:00:00.123Z",
+                    "ended_at": f"{DAY}T10:00:01.456Z",
                     "step_index": i % 10,
                     "confidence": round(rng.random(), 3),
                     "attributes": attrs,

@@ -22,6 +22,7 @@ import os
 import random
 import statistics
 import sys
+from datetime import UTC, datetime, time
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import PG_ADMIN, count_rows, drive, fresh_db, server, telltale  # noqa: E402
 
 TOOLS = ["search", "db_query", "calculator", "http_fetch", "vector_lookup"]
-T0 = 1_795_000_000_000_000_000
+# Today, 01:00 UTC in ns: on PostgreSQL spans land in a daily partition the migration made,
+# as live traffic does, not in the DEFAULT partition an old fixed date would reach.
+T0 = int(datetime.combine(datetime.now(UTC).date(), time(1), UTC).timestamp()) * 10**9
 STEP = 200_000_000
 
 
