@@ -68,9 +68,10 @@ class TcpProxy:
         for s in conns:
             try:
                 s.shutdown(socket.SHUT_RDWR)
-                s.close()
-            except OSError:
+            except OSError:  # a pipe thread shut it down already (its peer hung up)
                 pass
+            finally:
+                s.close()  # always: a socket left open is a ResourceWarning when collected
 
     def restore(self) -> None:
         self._up.set()
