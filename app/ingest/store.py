@@ -5,11 +5,18 @@ transaction it claims the batch's client event ids (``INSERT .. ON CONFLICT DO N
 RETURNING``), and writes rows only for ids it claimed, so a re-sent event writes nothing
 even when two copies race: on PostgreSQL the second insert waits on the unique index and
 then sees the conflict; on SQLite ``BEGIN IMMEDIATE`` serialises writers. Rows go in with
-multi-row executemany, never one ORM add per row.
+multi-row executemany or COPY, never one ORM add per row.
 
-A span is one ``(trace_id, span_id)``: a span event under a new event id for a span already
-stored (or earlier in the same batch) writes nothing and is counted in ``duplicates``, not
-``accepted``, so the answer says what was stored.
+A span is one ``(trace_id, span_id)`` (with its start on PostgreSQL, whose span table is
+partitioned by it): a span under any event id for a span already stored (or earlier in the
+same batch) writes nothing and is counted in ``duplicates``, not ``accepted``, so the
+answer says what was stored. That key is a span's whole identity, so spans claim no event
+id: the span table's own unique index does what an ``ingest_events`` row would. Dropping
+that second row and index entry per span (spans are most of what is ingested, and most of
+what the retention job deleted row by row) measured 1.15x native and 1.09x OTLP spans/s
+end to end on PostgreSQL (``bench/ingest.py``, ``bench/ingest_otlp.py``). Span rows go in
+key order, so two batches that share spans wait on each other's index entries in one
+order (no deadlock).
 """
 
 from __future__ import annotations
@@ -85,9 +92,10 @@ def write_events(
         return result
     with write_transaction(engine) as conn:
         unique = _check_stream_dims(conn, project_id, unique, result)
-        claimed = _claim_event_ids(conn, project_id, unique)
-        result.duplicates += len(unique) - len(claimed)
-        fresh = [ev for ev in unique if ev.event_id in claimed]
+        claiming = [ev for ev in unique if ev.type != "span"]
+        claimed = _claim_event_ids(conn, project_id, claiming)
+        result.duplicates += len(claiming) - len(claimed)
+        fresh = [ev for ev in unique if ev.type == "span" or ev.event_id in claimed]
         skipped_spans = _write_rows(conn, project_id, fresh)
         result.duplicates += skipped_spans
         result.accepted = len(fresh) - skipped_spans
@@ -220,10 +228,11 @@ def _write_rows(conn: Connection, project_id: int, events: list[ValidEvent]) -> 
 
 
 def _first_per_span_key(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The first row per span key, in key order (the order batches lock index entries)."""
     keyed: dict[tuple[str, str], dict[str, Any]] = {}
     for row in rows:
         keyed.setdefault((row["trace_id"], row["span_id"]), row)
-    return list(keyed.values())
+    return [keyed[k] for k in sorted(keyed)]
 
 
 def _insert_spans(conn: Connection, rows: list[dict[str, Any]]) -> int:

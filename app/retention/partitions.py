@@ -17,7 +17,9 @@ re-sent record brings again unchanged:
   id is opaque: a re-send arrives at another time, and the id must stay unique across all of
   them) and ``ingest_minutes`` (60 rows per project-hour). They keep the batched deletes of
   :mod:`app.retention.purge`: a trace row per trace, and an event id row (about 100 bytes)
-  per event, which is the row-by-row work left on PostgreSQL (see bench/retention.py).
+  per event that is not a span (spans claim no event id: their key is their identity,
+  :mod:`app.ingest.store`), which is the row-by-row work left on PostgreSQL (see
+  bench/retention.py).
 
 Retention is per project but a partition holds every project's rows of its day, so a day
 is dropped only when it is older than every project's cutoff (now minus the longest

@@ -380,6 +380,47 @@ def test_overload_gets_429_with_retry_after(db_url, tmp_path, make_key):
     assert asyncio.run(scenario()) == ["refused 2", "done", "done", "ran"]
 
 
+def test_batches_sharing_spans_in_opposite_orders_store_each_span_once(
+    live_server, make_key, engine
+):
+    """Spans claim no event id, so the span table's unique index alone keeps them once,
+    also while batches that list the same spans in opposite orders (and under other event
+    ids) are written at the same time."""
+    key = make_key("ingest")
+    N = 1000
+    spans = [
+        {
+            "id": f"ev-{k}-{side}",
+            "type": "span",
+            "body": {"trace_id": f"shared-{k // 10}", "span_id": f"s{k % 10}", "kind": "tool",
+                     "name": "step", "started_at": "2026-01-01T00:00:00Z"},
+        }
+        for k in range(N)
+        for side in ("a",)
+    ]  # fmt: skip
+    bodies = [
+        {"events": spans if i % 2 else [dict(ev, id=ev["id"] + f"-{i}") for ev in spans[::-1]]}
+        for i in range(6)
+    ]
+    answers: list[dict[str, Any]] = []
+
+    def send(body: dict[str, Any]) -> None:
+        with httpx.Client(base_url=live_server.url, timeout=60) as c:
+            r = c.post("/api/v1/ingest", json=body, headers=auth(key))
+            assert r.status_code == 200, r.text
+            answers.append(r.json())
+
+    threads = [threading.Thread(target=send, args=(b,)) for b in bodies]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(answers) == 6
+    assert sum(a["accepted"] for a in answers) == N
+    assert sum(a["duplicates"] for a in answers) == 5 * N
+    assert count(engine, Span) == N
+
+
 def test_same_span_under_a_new_event_id_is_a_duplicate(client, make_key, engine):
     key = make_key("ingest")
     first = trace_batch()[1:3]

@@ -15,7 +15,7 @@ import httpx
 from sqlalchemy import create_engine, select
 
 from app.db import normalise_url
-from app.models import IngestEvent, Span
+from app.models import Span
 from tests.conftest import auth, free_port
 
 
@@ -93,13 +93,11 @@ def test_kill_9_loses_no_acknowledged_event(db_url, make_key):
     eng = create_engine(normalise_url(db_url))
     with eng.connect() as conn:
         span_keys = set(conn.execute(select(Span.trace_id, Span.span_id)).all())
-        event_ids = set(conn.scalars(select(IngestEvent.event_id)))
     eng.dispose()
     per_batch = {i: sum((f"t{i}", f"s{j}") in span_keys for j in range(50)) for i in sent}
     # Acknowledged batches are whole; any other batch is all-or-nothing (one transaction).
     assert all(per_batch[i] == 50 for i in acked)
     assert all(n in (0, 50) for n in per_batch.values()), per_batch
-    assert all(f"b{i}-{j}" in event_ids for i in acked for j in range(50))
 
     # After a restart, re-sending everything: acknowledged events are duplicates, the rest land.
     with server_process(db_url) as (_proc, url), httpx.Client(timeout=30) as c:
