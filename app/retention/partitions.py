@@ -74,6 +74,9 @@ PARTITIONED: dict[str, str] = {
     "scores": "created_at",
     "embeddings": "created_at",
 }
+# Table -> the storage parameters each of its partitions gets (a partitioned parent cannot
+# carry them): vectors stay inline and uncompressed (migration 0014 says why).
+PARTITION_OPTIONS: dict[str, str] = {"embeddings": "toast_tuple_target = 8160"}
 AHEAD_DAYS = 3
 LOCK_TIMEOUT = "1s"
 ATTEMPTS = 3
@@ -153,6 +156,8 @@ def create_partition(conn: Connection, table: str, day: date) -> None:
     conn.execute(text(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'"))
     conn.execute(text(f"LOCK TABLE {default_partition(table)} IN ACCESS EXCLUSIVE MODE"))
     conn.execute(text(f"CREATE TABLE {name} (LIKE {table} INCLUDING DEFAULTS INCLUDING STORAGE)"))
+    if table in PARTITION_OPTIONS:
+        conn.execute(text(f"ALTER TABLE {name} SET ({PARTITION_OPTIONS[table]})"))
     conn.execute(
         text(
             f"WITH moved AS (DELETE FROM {default_partition(table)} "

@@ -61,10 +61,7 @@ async def ingest_embeddings(
         )
     except FieldError as exc:
         raise HTTPException(422, str(exc)) from None
-    valid = [
-        ValidEvent(i, ev["id"], "embedding", ev["row"], vector=ev["vec"])
-        for i, ev in enumerate(events)
-    ]
+    valid = [ValidEvent(i, ev["id"], "embedding", ev["row"]) for i, ev in enumerate(events)]
     return await ingest_batch(
         app_state=request.app.state,
         project_id=principal.project_id,
@@ -128,25 +125,31 @@ def _bulk_to_events(
     if ids is None and sample_ids is None:
         raise FieldError("body.ids", "ids or sample_ids is required so re-sends are idempotent")
     trace_ids = _per_vector(payload, "trace_ids", n, max_len=64, nullable=True)
-    out = []
-    for i in range(n):
-        sid = None if sample_ids is None else sample_ids[i]
-        eid = ids[i] if ids is not None else as_str(f"{stream}:{sid}", "body.sample_ids", 200)
-        out.append(
-            {
-                "id": eid,
-                "vec": matrix[i],
-                "row": {
-                    "stream": stream,
-                    "model": model,
-                    "dim": int(matrix.shape[1]),
-                    "vector": matrix[i].tobytes(),
-                    "trace_id": None if trace_ids is None else trace_ids[i],
-                    "sample_id": sid,
-                },
-            }
-        )
-    return out
+    # One bytes object for the whole matrix, cut per row: a numpy row view and its
+    # tobytes() per vector were a tenth of the batch's server time.
+    dim = int(matrix.shape[1])
+    blob, width = np.ascontiguousarray(matrix, dtype="<f4").tobytes(), dim * 4
+    sids: list[str | None] = sample_ids if sample_ids is not None else [None] * n
+    tids: list[str | None] = trace_ids if trace_ids is not None else [None] * n
+    eids = (
+        ids
+        if ids is not None
+        else [as_str(f"{stream}:{sid}", "body.sample_ids", 200) for sid in sids]
+    )
+    return [
+        {
+            "id": eids[i],
+            "row": {
+                "stream": stream,
+                "model": model,
+                "dim": dim,
+                "vector": blob[i * width : (i + 1) * width],
+                "trace_id": tids[i],
+                "sample_id": sids[i],
+            },
+        }
+        for i in range(n)
+    ]
 
 
 def _per_vector(

@@ -169,6 +169,39 @@ def test_the_job_makes_days_ahead_and_moves_early_rows_out_of_default(engine: En
     assert again.created == [] and again.failed == []
 
 
+def test_vectors_stay_inline_in_migrated_and_new_partitions(engine: Engine) -> None:
+    """A 512-d float32 vector (2,048 bytes) is neither compressed nor moved to TOAST: in
+    today's partition (made by the migrations), a partition the job makes later, and
+    DEFAULT (migration 0014)."""
+    if engine.dialect.name != "postgresql":
+        pytest.skip("TOAST is PostgreSQL's")
+    pid = setup_project(engine)
+    later = NOW + timedelta(days=6)
+    maintain_partitions(engine, now=NOW + timedelta(days=3), keep_from=_days_ago(400))
+    vector = bytes(range(256)) * 8
+    with write_session(engine) as s:
+        for at in (NOW, later, None):
+            s.add(
+                Embedding(project_id=pid, stream="img", dim=512, vector=vector,
+                          created_at=at or datetime(1990, 1, 1, tzinfo=UTC))
+            )  # fmt: skip
+    parts = ["embeddings_p" + f"{NOW:%Y%m%d}", f"embeddings_p{later:%Y%m%d}", "embeddings_default"]
+    with engine.connect() as conn:
+        for part in parts:
+            stored = conn.execute(
+                text(f"SELECT pg_column_size(vector), pg_column_compression(vector) FROM {part}")
+            ).one()
+            toast = conn.scalar(
+                text(
+                    "SELECT pg_relation_size(reltoastrelid) FROM pg_class "
+                    "WHERE relname = :part"
+                ),
+                {"part": part},
+            )
+            assert stored == (2048 + 4, None), part  # the varlena header, no compression
+            assert toast == 0, part
+
+
 def _span(event_id: str, started_at: str | None) -> dict[str, Any]:
     body: dict[str, Any] = {"trace_id": "t-1", "span_id": "s-1", "name": "llm"}
     if started_at is not None:
