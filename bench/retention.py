@@ -3,9 +3,11 @@
     .venv/bin/python bench/retention.py [--traces 20000] [--spans-per-trace 10]
 
 Two databases get the same expired day (traces, their spans, a score and a 64-d embedding
-per trace, and an event id row for each span, score and embedding, 40 days old) beside a day of fresh data: one at migration 0012 (unpartitioned,
-so the job deletes in batches), one at head (partitioned, a partition for each of the last
-40 days, so the job drops the expired days). Also times what the monitor windows do, the
+per trace, 40 days old) beside a day of fresh data: one at migration 0012 (unpartitioned,
+so the job deletes in batches; an event id row for each span, score and embedding, as the
+store wrote them then), one at head (partitioned, a partition for each of the last 40 days,
+so the job drops the expired days; event id rows for the score and the embedding only, as
+spans claim none now: their key is their identity). Also times what the monitor windows do, the
 spans of 2,000 traces by trace id, which on the partitioned table probes every day kept. Times
 one ``purge_all`` pass on each and prints JSON: rows expired, seconds, the WAL each wrote,
 the tables' size on disk before and after.
@@ -35,9 +37,17 @@ from bench.common import fresh_db  # noqa: E402
 AGE_DAYS = 40
 
 
-def _fill(engine: Engine, *, traces: int, per_trace: int, age_days: float, tag: str) -> None:
+def _fill(
+    engine: Engine, *, traces: int, per_trace: int, age_days: float, tag: str, span_ids: bool
+) -> None:
     at = utcnow() - timedelta(days=age_days)
-    params = {"n": traces, "k": per_trace, "at": at, "tag": tag}
+    params = {
+        "n": traces,
+        "k": per_trace,
+        "at": at,
+        "tag": tag,
+        "ids": (per_trace if span_ids else 0) + 2,
+    }
     attrs = "jsonb_build_object('gen_ai.request.model', 'gpt-x', 'n', g, 'pad', repeat('x', 200))"
     with engine.begin() as conn:
         conn.execute(
@@ -72,12 +82,12 @@ def _fill(engine: Engine, *, traces: int, per_trace: int, age_days: float, tag: 
             ),
             params,
         )
-        # Every span, score and embedding came as an event: its id row, deleted in batches.
+        # The event id rows the store wrote for them, deleted in batches.
         conn.execute(
             text(
                 "INSERT INTO ingest_events (project_id, event_id, type, created_at)"
                 " SELECT 1, :tag || '-' || g || '-' || s, 'span', :at"
-                " FROM generate_series(1, :n) g, generate_series(1, :k + 2) s"
+                " FROM generate_series(1, :n) g, generate_series(1, :ids) s"
             ),
             params,
         )
@@ -128,14 +138,10 @@ def _one(revision: str, args: argparse.Namespace) -> dict[str, Any]:
                             day = (utcnow() - timedelta(days=n)).date()
                             if day not in have:
                                 create_partition(conn, table, day)
-            _fill(
-                engine,
-                traces=args.traces,
-                per_trace=args.spans_per_trace,
-                age_days=AGE_DAYS,
-                tag="old",
-            )
-            _fill(engine, traces=args.traces, per_trace=args.spans_per_trace, age_days=1, tag="new")
+            fill = {"traces": args.traces, "per_trace": args.spans_per_trace}
+            span_ids = revision != "heads"
+            _fill(engine, **fill, age_days=AGE_DAYS, tag="old", span_ids=span_ids)
+            _fill(engine, **fill, age_days=1, tag="new", span_ids=span_ids)
             wal, size = _wal_bytes(engine), _table_mb(engine)
             start = time.perf_counter()
             deleted = purge_all(engine, default_days=30)
@@ -161,7 +167,7 @@ def main() -> None:
     parser.add_argument("--traces", type=int, default=20_000)
     parser.add_argument("--spans-per-trace", type=int, default=10)
     args = parser.parse_args()
-    expired = args.traces * (2 * args.spans_per_trace + 5)
+    expired = args.traces * (2 * args.spans_per_trace + 5)  # at 0012; head has fewer id rows
     runs = [_one("0012_notification_groups", args), _one("heads", args)]
     print(json.dumps({"expired_rows": expired, "runs": runs}, indent=2))
 
