@@ -33,7 +33,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import fresh_db  # noqa: E402
 
-T0 = datetime(2026, 11, 2, tzinfo=UTC)
+# Traffic ends at today's midnight (UTC): on PostgreSQL its rows land in the daily
+# partitions the migration made (the last 7 days), as live traffic does, not in DEFAULT.
+END = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def start_for(hours: float) -> datetime:
+    return END - timedelta(hours=hours)
 
 
 def load(db_url: str, rate: float, hours: float, inject: str | None, strength: str) -> dict:
@@ -49,14 +55,15 @@ def load(db_url: str, rate: float, hours: float, inject: str | None, strength: s
     engine = make_engine(db_url)
     with write_session(engine) as s:
         pid = get_or_create_project(s, name="default").id
-    end = T0 + timedelta(hours=hours)
+    t0 = start_for(hours)
+    end = END
     injections = [Injection(inject, end - timedelta(hours=2), strength)] if inject else []
     t = time.perf_counter()
     events = 0
     for h in range(int(hours)):
-        lo, hi = T0 + timedelta(hours=h), T0 + timedelta(hours=h + 1)
+        lo, hi = t0 + timedelta(hours=h), t0 + timedelta(hours=h + 1)
         chunk = generate_workload(
-            11, T0, end - T0, traces_per_hour=rate, injections=injections,
+            11, t0, end - t0, traces_per_hour=rate, injections=injections,
             embedding_dim=64, emit_between=(lo, hi),
         )  # fmt: skip
         for i in range(0, len(chunk), 2000):
@@ -163,7 +170,7 @@ def reused_load(url: str, hours: float) -> dict:
         ):  # fmt: skip
             conn.execute(text(f"DELETE FROM {table}"))
     engine.dispose()
-    return {"events": None, "load_s": None, "end": (T0 + timedelta(hours=hours)).isoformat()}
+    return {"events": None, "load_s": None, "end": END.isoformat()}
 
 
 def main() -> None:
