@@ -62,3 +62,41 @@ def test_mmd_stops_early_without_changing_a_detection() -> None:
     seq = mmd_drift(ref, moved, alpha=0.001, n_permutations=5000, backend="numpy", stop_after=h)
     assert seq.fired and full.fired and seq.p_value == full.p_value
     assert seq.evidence["resampling"]["resamples"] == 5000
+
+
+def _wide(rng: np.random.Generator, n: int, shift: float = 0.0) -> np.ndarray:
+    """Per-trace count rows as a monitor window at volume has them: few distinct values."""
+    errors = rng.binomial(1, 0.05 + shift, n)
+    return np.column_stack([errors, rng.integers(1, 4, n)]).astype(float)
+
+
+def test_large_windows_draw_the_same_permutation_distribution_by_groups() -> None:
+    """From GROUPED_FROM units the current window's sums are drawn by groups of identical
+    rows (multivariate hypergeometric), not by shuffling every label: the same null
+    distribution, so the same p-values up to resampling noise, valid and as powerful."""
+    from detectors import significance
+
+    rng = np.random.default_rng(11)
+    units = _wide(rng, 8000)
+    labels = np.zeros(len(units), dtype=np.float32)
+    labels[:4000] = 1.0
+    u32 = units.astype(np.float32)
+    grouped = significance._grouped_draws(u32, 4000, np.random.default_rng(1))
+    assert grouped is not None  # 8,000 units, 6 distinct rows
+    shuffled = significance._shuffled_draws(u32, labels, np.random.default_rng(2))
+    a, b = grouped(4000), shuffled(4000)
+    assert np.allclose(a.mean(axis=0), b.mean(axis=0), rtol=0.002)
+    assert np.allclose(a.std(axis=0), b.std(axis=0), rtol=0.06)
+    assert significance._grouped_draws(u32[:4000], 2000, rng) is None  # small: shuffled
+    assert significance._grouped_draws(rng.random((8000, 2)).astype(np.float32), 4000, rng) is None
+
+    nulls = [
+        window_permutation_test(_wide(rng, 6000), _wide(rng, 6000), _rate,
+                                n_permutations=99, seed=k)[1]
+        for k in range(200)
+    ]  # fmt: skip
+    assert abs(np.mean(np.array(nulls) <= 0.1) - 0.1) < 0.05
+    _, p = window_permutation_test(
+        _wide(rng, 6000, shift=0.02), _wide(rng, 6000), _rate, n_permutations=999, seed=0
+    )
+    assert p <= 0.002
