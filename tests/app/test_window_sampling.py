@@ -257,3 +257,38 @@ def test_steps_carry_only_the_attributes_detectors_read(engine: Engine) -> None:
     [record] = _load(engine, pid, max_traces=10).records
     [step] = record.steps
     assert dict(step.attributes) == {"partial": True, "result_count": 0}
+
+
+def test_a_window_read_in_chunks_gives_every_trace_its_own_steps_and_scores_in_order(
+    engine: Engine,
+) -> None:
+    """Records are built chunk by chunk (1,000 trace ids each) to bound the load's memory:
+    a window over several chunks holds every trace once, with its own spans and scores,
+    oldest first, whatever order the chunks came in."""
+    pid = setup_project(engine, "p1")
+    n = 2300
+    events: list[dict[str, Any]] = []
+    for i in range(n):
+        minute = (n - i) * 0.04  # later ids start earlier: chunk order is not time order
+        events.append(_trace(i, minute=minute))
+        for k, kind in enumerate(("llm", "tool")):
+            events.append({"id": f"s{i}.{k}", "type": "span", "body": {
+                "trace_id": f"t{i}", "span_id": f"{i}-{k}", "kind": kind, "step_index": k,
+                "name": f"step{k}", "status": "error" if (i + k) % 7 == 0 else "ok",
+                "started_at": (T0 + timedelta(minutes=minute, seconds=k)).isoformat()}})  # fmt: skip
+        events.append({"id": f"c{i}", "type": "score", "body": {
+            "trace_id": f"t{i}", "name": "resolved", "value": i % 2, "kind": "true"}})  # fmt: skip
+    for lo in range(0, len(events), 2000):
+        _write(engine, pid, events[lo : lo + 2000])
+
+    window = _load(engine, pid, max_traces=10_000)
+    recs = window.records
+    assert len(recs) == n and len({r.trace_id for r in recs}) == n
+    assert [r.started_at for r in recs] == sorted(r.started_at for r in recs)
+    for r in recs:
+        i = int(r.trace_id[1:])
+        assert [(s.index, s.kind, s.status) for s in r.steps] == [
+            (k, kind, "error" if (i + k) % 7 == 0 else "ok")
+            for k, kind in enumerate(("llm", "tool"))
+        ]
+        assert [(s.name, s.value) for s in r.scores] == [("resolved", float(i % 2))]
