@@ -8,13 +8,19 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy import stats
 
-from detectors.records import DetectorResult, TraceRecord, is_tool_step, step_error
+from detectors.records import DetectorResult, TraceRecord
 from detectors.significance import (
     check_window_test_params,
     holm_verdict,
     stop_after_for,
     sub_test,
     window_permutation_test,
+)
+from detectors.step_profiles import (
+    profile_steps,
+    step_profile,
+    weighted_rows,
+    whole_window_profiles,
 )
 
 FAILURE_MODE = "FM-1"
@@ -148,13 +154,12 @@ class CompoundingErrorDetector:
         self.seed = seed
         self.sources = frozenset(sources)
 
-    def _trace_counts(self, trace: TraceRecord) -> tuple[np.ndarray, int]:
-        """(max_depth x 4) counts (a, n1, c, n0) per depth, and the errors after an error."""
+    def _profile_counts(self, profile: str) -> tuple[np.ndarray, int]:
+        """(max_depth x 4) counts (a, n1, c, n0) per depth of one trace's step profile
+        (:mod:`detectors.step_profiles`), and the errors after an error."""
         counts = np.zeros((self.max_depth, 4))
-        steps = sorted(trace.steps, key=lambda s: s.index)
         exposed, prev_cascade, compounded = False, False, 0
-        for i, step in enumerate(steps):
-            tool, err = is_tool_step(step), step_error(step)
+        for i, (tool, err) in enumerate(profile_steps(profile)):
             cascade = err and (tool or prev_cascade)
             if i >= 1 and not tool and not prev_cascade:
                 row = counts[min(i, self.max_depth) - 1]
@@ -173,28 +178,40 @@ class CompoundingErrorDetector:
                 return float(np.mean(later)) if later else None
         return None
 
-    def _window(self, traces: Sequence[TraceRecord]) -> dict[str, Any]:
+    def _window(self, window: Sequence[TraceRecord]) -> dict[str, Any]:
+        traces = [t for t in window if t.source in self.sources]
         multi = [t for t in traces if len(t.steps) >= 2]
-        rows = [self._trace_counts(t) for t in multi]
-        counts = np.array([r[0] for r in rows]).reshape(len(rows), self.max_depth * 4)
+        profiles = [step_profile(t.steps) for t in multi]
+        rows = [self._profile_counts(p) for p in profiles]
         scores = [s for s in (self._coherence(t) for t in multi) if s is not None]
         compounded = sorted(
             ((r[1], t.trace_id) for r, t in zip(rows, multi, strict=True) if r[1] > 0),
             key=lambda x: (-x[0], x[1]),
         )
-        exposed = int(counts.reshape(-1, self.max_depth, 4)[:, :, 1].sum())
+        width = self.max_depth * 4
+        whole = whole_window_profiles(window, self.sources)
+        if whole is None:  # the records are the window: one count row per trace
+            counts = np.array([r[0] for r in rows]).reshape(len(rows), width)
+            weights = None
+        else:  # a sample: count every trace of the window by its profile
+            whole = [(p, n) for p, n in whole if len(p) >= 2]
+            found = {p: self._profile_counts(p)[0] for p, _ in whole}
+            counts, weights = weighted_rows(found, whole, width)
+        sums = counts.sum(axis=0) if weights is None else weights @ counts
         return {
-            "n_traces": len(multi),
+            "n_traces": len(multi) if weights is None else int(weights.sum()),
             "counts": counts,
-            "exposed": exposed,
-            "ratio": float(np.exp(log_mh_ratio(counts.sum(axis=0)))),
+            "weights": weights,
+            "sums": sums,
+            "exposed": int(sums.reshape(self.max_depth, 4)[:, 1].sum()),
+            "ratio": float(np.exp(log_mh_ratio(sums))),
             "coherence": np.array(scores),
             "examples": [tid for _, tid in compounded[:5]],
         }
 
-    def _depth_table(self, counts: np.ndarray, baseline: float) -> tuple[list, int | None]:
+    def _depth_table(self, sums: np.ndarray, baseline: float) -> tuple[list, int | None]:
         table, begins = [], None
-        for k, (a, n1, c, n0) in enumerate(counts.sum(axis=0).reshape(-1, 4)):
+        for k, (a, n1, c, n0) in enumerate(sums.reshape(-1, 4)):
             if n1 + n0 == 0:
                 continue
             h1 = a / n1 if n1 else None
@@ -222,8 +239,7 @@ class CompoundingErrorDetector:
         now: float | None = None,
     ) -> DetectorResult:
         """Compare the windows; ``now`` is not used (the windows are already as of then)."""
-        cur = self._window([t for t in current if t.source in self.sources])
-        ref = self._window([t for t in reference if t.source in self.sources])
+        cur, ref = self._window(current), self._window(reference)
         if cur["n_traces"] < self.min_traces:
             return DetectorResult.insufficient(
                 FAILURE_MODE,
@@ -236,6 +252,7 @@ class CompoundingErrorDetector:
             "compounding_ratio": cur["ratio"],
             "reference_ratio": ref["ratio"] if has_ref else None,
             "steps_after_error": cur["exposed"],
+            "counted_traces": "whole window" if cur["weights"] is not None else "records",
             "example_trace_ids": cur["examples"],
         }
         if cur["exposed"] >= self.min_exposed:
@@ -244,11 +261,12 @@ class CompoundingErrorDetector:
                     cur["counts"], ref["counts"], log_mh_ratio,
                     n_permutations=self.n_permutations, seed=self.seed,
                     stop_after=stop_after_for(self.alpha, self.n_permutations),
+                    current_weights=cur["weights"], reference_weights=ref["weights"],
                 )  # fmt: skip
             else:
-                p = _cmh_greater(cur["counts"].sum(axis=0))
+                p = _cmh_greater(cur["sums"])
             sub_tests["compounding"] = sub_test(p, cur["ratio"] >= self.min_ratio * baseline)
-        table, begins = self._depth_table(cur["counts"], baseline)
+        table, begins = self._depth_table(cur["sums"], baseline)
         evidence["by_depth"] = table
         evidence["compounding_begins_at_depth"] = begins
 

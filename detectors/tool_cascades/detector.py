@@ -16,6 +16,7 @@ from detectors.significance import (
     sub_test,
     window_permutation_test,
 )
+from detectors.step_profiles import whole_window_profiles
 from detectors.tool_cascades.tool_calls import (
     depth_histogram,
     excess_risk,
@@ -144,17 +145,17 @@ class ToolCascadeDetector:
         self.sources = frozenset(sources)
 
     def _has_lift_data(self, window: dict[str, Any]) -> bool:
-        _, n1, _, n0 = window["pairs"].sum(axis=0)
+        _, n1, _, n0 = window["pair_sums"]
         return bool(min(n1, n0) >= self.min_failures)
 
     def _lift(self, cur: dict, ref: dict, has_ref: bool, ev: dict) -> tuple[float, float, bool]:
-        a, n1, c, n0 = cur["pairs"].sum(axis=0)
-        lift = float(np.exp(log_lift(cur["pairs"].sum(axis=0))))
+        a, n1, c, n0 = cur["pair_sums"]
+        lift = float(np.exp(log_lift(cur["pair_sums"])))
         p = float(stats.fisher_exact([[a, n1 - a], [c, n0 - c]], alternative="greater").pvalue)
         ev["fisher_p_value"] = p
         baseline = 1.0
         if has_ref:
-            ref_lift = float(np.exp(log_lift(ref["pairs"].sum(axis=0))))
+            ref_lift = float(np.exp(log_lift(ref["pair_sums"])))
             ev["reference_lift"] = ref_lift
             baseline = max(ref_lift, 1.0)
             # The increase is tested on the excess risk, not on the lift: with rare failures
@@ -163,6 +164,7 @@ class ToolCascadeDetector:
                 cur["pairs"], ref["pairs"], excess_risk,
                 n_permutations=self.n_permutations, seed=self.seed,
                 stop_after=stop_after_for(self.alpha, self.n_permutations),
+                current_weights=cur["pair_weights"], reference_weights=ref["pair_weights"],
             )  # fmt: skip
             ev["lift_increase_p_value"] = p_shift
             p = max(p, p_shift)
@@ -215,13 +217,19 @@ class ToolCascadeDetector:
         now: float | None = None,
     ) -> DetectorResult:
         """Compare the windows; ``now`` is not used (the windows are already as of then)."""
-        cur = tool_window([t for t in current if t.source in self.sources])
-        ref = tool_window([t for t in reference if t.source in self.sources])
+        cur, ref = (
+            tool_window(
+                [t for t in window if t.source in self.sources],
+                whole_window_profiles(window, self.sources),
+            )
+            for window in (current, reference)
+        )
         if cur["n_tool_calls"] == 0:
             return DetectorResult.insufficient(FAILURE_MODE, "no tool calls in current window")
         has_ref = self._has_lift_data(ref)
         ev: dict[str, Any] = {
             "tool_calls": cur["n_tool_calls"],
+            "counted_traces": "whole window" if cur["pair_weights"] is not None else "records",
             "cascade_depths": depth_histogram(cur["depths"]),
             "reference_cascade_depths": depth_histogram(ref["depths"]),
             "mean_cascade_depth": float(cur["depths"].mean()) if cur["depths"].size else None,

@@ -4,6 +4,9 @@
 trace the next-step failure counts after a failed and after an ok tool call (the units of
 the permutation test), cascade depths by the tool that started them, per tool the ok calls
 whose result was available but wrong, and per trace the mean tool latency and its quality.
+Where the records are a sample of the window, the pairs, depths and tool calls are counted
+over every trace instead, from the window's step profiles (:mod:`detectors.step_profiles`);
+what needs tool names, results or times stays the sample's.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import numpy as np
 from scipy import stats
 
 from detectors.records import Step, TraceRecord, is_tool_step, step_error
+from detectors.step_profiles import profile_steps, weighted_rows
 
 DEPTH_BINS = ("0", "1", "2", "3", "4", "5+")
 
@@ -55,8 +59,36 @@ def excess_risk(sums: np.ndarray) -> np.ndarray:
     return np.asarray(a / np.maximum(n1, 1.0) - c / np.maximum(n0, 1.0))
 
 
-def tool_window(traces: Sequence[TraceRecord]) -> dict[str, Any]:
-    """One pass over a window's traces (see the module docstring)."""
+def profile_cascades(profile: str) -> tuple[list[int], list[int], int]:
+    """One step profile's ``(a, n1, c, n0)``, the depths of the failure runs its failed tool
+    calls start, and its tool calls (the counts :func:`tool_window` takes per trace).
+
+    >>> profile_cascades("sTSSts")
+    ([1, 1, 0, 1], [2], 2)
+    """
+    flags = profile_steps(profile)
+    counts, depths, n_tool = [0, 0, 0, 0], [], 0
+    for i, (tool, err) in enumerate(flags):
+        if not tool:
+            continue
+        n_tool += 1
+        if i + 1 < len(flags):
+            slot = 0 if err else 2
+            counts[slot] += flags[i + 1][1]
+            counts[slot + 1] += 1
+        if err and (i == 0 or not flags[i - 1][1]):
+            depth = 0
+            while i + depth + 1 < len(flags) and flags[i + depth + 1][1]:
+                depth += 1
+            depths.append(depth)
+    return counts, depths, n_tool
+
+
+def tool_window(
+    traces: Sequence[TraceRecord], whole: Sequence[tuple[str, int]] | None = None
+) -> dict[str, Any]:
+    """One pass over a window's traces (see the module docstring); ``whole``: the window's
+    ``(step profile, traces)`` over every trace, where ``traces`` are a sample of it."""
     pairs, depths, latency, quality = [], [], [], []
     started: dict[str, list[int]] = defaultdict(list)
     abw: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -92,9 +124,18 @@ def tool_window(traces: Sequence[TraceRecord]) -> dict[str, Any]:
             latency.append(float(np.mean(tool_latency)))
             quality.append(trace_quality(trace))
     longest.sort(key=lambda x: (-x[0], x[1]))
+    pair_rows = np.array(pairs, dtype=float).reshape(-1, 4)
+    weights = None
+    if whole is not None:
+        found = {p: profile_cascades(p) for p, _ in whole}
+        pair_rows, weights = weighted_rows({p: np.array(c[0]) for p, c in found.items()}, whole, 4)
+        depths = [d for p, n in whole for d in found[p][1] * n]
+        n_tool = sum(found[p][2] * n for p, n in whole)
     return {
         "n_tool_calls": n_tool,
-        "pairs": np.array(pairs, dtype=float).reshape(-1, 4),
+        "pairs": pair_rows,
+        "pair_weights": weights,
+        "pair_sums": pair_rows.sum(axis=0) if weights is None else weights @ pair_rows,
         "depths": np.array(depths, dtype=int),
         "started": started,
         "abw": abw,
