@@ -162,6 +162,9 @@ def _has_data(url: str) -> bool:
 def reused_load(url: str, hours: float) -> dict:
     from sqlalchemy import create_engine, text
 
+    from app import migrate
+
+    migrate.upgrade(url)  # a database kept from an older tree gets today's schema
     engine = create_engine(url)
     with engine.begin() as conn:  # a clean slate: no runs, alerts or frozen baselines before
         for table in (

@@ -118,7 +118,8 @@ def write_events(
 
 
 def touch_traces(conn: Connection, *, project_id: int, trace_ids: Collection[str]) -> None:
-    """Mark stored traces as just grown: ``updated_at`` now, ``derived_at`` cleared.
+    """Mark stored traces as just grown: ``updated_at`` now, ``derived_at`` and
+    ``step_profile`` cleared.
 
     A trace not stored yet is skipped: it is created unsettled when it arrives. In trace-id
     order, so concurrent batches lock shared traces in one order (no deadlock).
@@ -129,7 +130,7 @@ def touch_traces(conn: Connection, *, project_id: int, trace_ids: Collection[str
         conn.execute(
             update(Trace)
             .where(Trace.project_id == project_id, Trace.trace_id.in_(ids[start : start + 500]))
-            .values(updated_at=now, derived_at=None)
+            .values(updated_at=now, derived_at=None, step_profile=None)
         )
 
 
@@ -288,6 +289,7 @@ def upsert_traces(conn: Connection, rows: list[dict[str, Any]]) -> None:
             "attributes": merge_attrs,
             "updated_at": ex.updated_at,
             "derived_at": None,
+            "step_profile": None,
         },
     )
     # Two rows for one trace in one statement would hit ON CONFLICT twice: merge them first.

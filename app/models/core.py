@@ -13,6 +13,7 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     String,
+    Text,
     UniqueConstraint,
     text,
 )
@@ -79,6 +80,9 @@ class Trace(Base):
     # were derived from what had arrived by then; None: not yet, or something came since.
     updated_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True, default=utcnow)
     derived_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # Its steps as "tool call or not, failed or not", one character a step
+    # (detectors/step_profiles.py); None: not computed since the last arrival.
+    step_profile: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class Span(Base):

@@ -141,8 +141,10 @@ def _load(
     detector: Detector,
     w: Windows,
     cache: WindowCache | None,
+    write_engine: Engine | None = None,
 ) -> tuple[Any, Any, dict[str, Any]]:
-    """The reference and current windows, and what the run's evidence says of them."""
+    """The reference and current windows, and what the run's evidence says of them
+    (step profiles computed on the way are written through ``write_engine``)."""
     sel = monitor.selection or {}
     needs = set(detector.needs)
     pid = monitor.project_id
@@ -177,7 +179,7 @@ def _load(
         def load(embeddings: bool) -> windows.TraceWindow:
             return windows.load_trace_window(
                 session, vsel, start=start, end=end, as_of=w.current_end,
-                with_embeddings=embeddings,
+                with_embeddings=embeddings, profile_writer=write_engine,
             )  # fmt: skip
 
         if cache is None:
@@ -192,7 +194,7 @@ def _load(
     ref_version, cur_version = version_baseline.reference_versions_at(w)
     ref = traces(w.reference_start, w.reference_end, ref_version)
     cur = traces(w.current_start, w.current_end, cur_version)
-    sample = {"reference": ref.sample.evidence(), "current": cur.sample.evidence()}
+    sample = {"reference": ref.evidence(), "current": cur.evidence()}
     return ref.records, cur.records, sample
 
 
@@ -276,7 +278,7 @@ def run_monitor(
             try:
                 params = run_params(monitor, registry.detector_parameters(monitor.failure_mode))
                 detector = detector_factory(monitor.failure_mode, params)
-                ref, cur, sample = _load(data, monitor, detector, w, cache)
+                ref, cur, sample = _load(data, monitor, detector, w, cache, engine)
                 n_ref, n_cur = _size(ref), _size(cur)
                 epoch = as_of.timestamp()
                 handed_to_thread = True

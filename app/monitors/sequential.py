@@ -190,9 +190,7 @@ def update(
     t = max(state.t, 1)
     # The asymptotic inflation on the time-varying width: early on fewer observation
     # pairs share a reference, so the true inflation is smaller (errs wide).
-    half_width = L * math.sqrt(
-        inflation * lam / (2.0 - lam) * (1.0 - (1.0 - lam) ** (2 * t))
-    )
+    half_width = L * math.sqrt(inflation * lam / (2.0 - lam) * (1.0 - (1.0 - lam) ** (2 * t)))
     evidence = {
         "method": "EWMA of probit(1 - p) per non-overlapping window",
         "variance_inflation": inflation,

@@ -23,15 +23,16 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Select, func, or_, select
+from sqlalchemy import Engine, Select, func, or_, select
 from sqlalchemy.orm import Session
 
 from app.models import Embedding, EmbeddingStream, Score, Span, Trace
-from app.monitors import sampling
+from app.monitors import sampling, step_profiles
 from app.otlp.span_events import tool_calls_by_span
 from app.scores.roles import DEFAULT_ROLES, ScoreRoles
 from detectors import records
 from detectors.signals import STEP_ATTRIBUTES
+from detectors.step_profiles import RecordWindow
 
 DEFAULT_MAX_TRACES = 20_000
 DEFAULT_MAX_VECTORS = 50_000
@@ -56,6 +57,15 @@ class TraceSelection:
 class TraceWindow:
     records: list[records.TraceRecord]
     sample: sampling.SamplePlan
+    # A sampled window's step profiles over every trace (app/monitors/step_profiles.py).
+    profiles: step_profiles.WindowProfiles | None = None
+
+    def evidence(self) -> dict[str, Any]:
+        """What the run's evidence records of this window."""
+        found = self.sample.evidence()
+        if self.profiles is not None:
+            found["step_profiles"] = self.profiles.evidence()
+        return found
 
 
 def _chunks(ids: list[Any], size: int = 1000) -> list[list[Any]]:
@@ -68,6 +78,7 @@ _TRACE_COLUMNS = (
     Trace.attributes,
 )  # fmt: skip
 _KEY_COLUMNS = (Trace.trace_id, Trace.source, Trace.input_hash, Trace.counterfactual_of)
+_PROFILE_KEY_COLUMNS = (Trace.project_id, Trace.step_profile, Trace.updated_at)
 _SPAN_COLUMNS = (
     Span.trace_id, Span.span_id, Span.parent_span_id, Span.step_index, Span.kind, Span.name,
     Span.status, Span.tool_name, Span.error_type, Span.started_at, Span.ended_at, Span.confidence,
@@ -123,20 +134,32 @@ def load_trace_window(
     end: datetime,
     as_of: datetime | None = None,
     with_embeddings: bool = True,
+    profile_writer: Engine | None = None,
 ) -> TraceWindow:
     """The traces that started in ``[start, end)`` as records (:func:`records.from_rows`),
     sampled beyond ``sel.max_traces`` production traces, with the sample's description.
 
     With ``as_of`` (the run's ``now``) a replayed run sees what a live one would have:
-    traces that had ended by then and scores created by then.
+    traces that had ended by then and scores created by then. A sampled window's records
+    come as a :class:`~detectors.step_profiles.RecordWindow` with every trace's step
+    profile counted; profiles computed on the way are written through ``profile_writer``.
     """
     pid = sel.project_id
     keys: list[Any] = list(
-        session.execute(_in_window(select(*_KEY_COLUMNS), sel, start, end, as_of)).mappings()
+        session.execute(
+            _in_window(select(*_KEY_COLUMNS, *_PROFILE_KEY_COLUMNS), sel, start, end, as_of)
+        ).mappings()
     )
     plan = sampling.plan_sample(keys, max_production=sel.max_traces)
-    if not plan.trace_ids:
-        return TraceWindow([], plan)
+    tally = None
+    if plan.rate < 1.0:
+        tally = step_profiles.count_window(
+            keys,
+            sampled=set(plan.trace_ids),
+            load_chunk=lambda ids: _chunk_records(session, sel, ids, as_of=as_of, scores=False),
+            write_engine=profile_writer,
+        )
+    del keys
     # Rows are fetched by explicit id lists in chunks: a plain index lookup per chunk,
     # whatever the planner thinks of the window on a freshly loaded table. Each chunk
     # becomes records before the next is read, so the window's raw rows never sit in
@@ -146,14 +169,24 @@ def load_trace_window(
     for chunk in _chunks(plan.trace_ids):
         out += _chunk_records(session, sel, chunk, as_of=as_of)
     out.sort(key=lambda r: (r.started_at, r.trace_id))
-    window = TraceWindow(out, plan)
+    profiles = None
+    if tally is not None:
+        profiles = tally.finish(out, write_engine=profile_writer)
+        out = RecordWindow(out, step_profiles=profiles.counts)
+    window = TraceWindow(out, plan, profiles)
     return with_trace_embeddings(session, window, project_id=pid) if with_embeddings else window
 
 
 def _chunk_records(
-    session: Session, sel: TraceSelection, chunk: list[Any], *, as_of: datetime | None
+    session: Session,
+    sel: TraceSelection,
+    chunk: list[Any],
+    *,
+    as_of: datetime | None,
+    scores: bool = True,
 ) -> list[records.TraceRecord]:
-    """The records of one chunk of trace ids, with their spans and scores."""
+    """The records of one chunk of trace ids, with their spans and (unless not asked
+    for) scores."""
     pid = sel.project_id
     traces: list[Any] = list(
         session.execute(
@@ -175,9 +208,12 @@ def _chunk_records(
     )
     if as_of is not None:
         score_q = score_q.where(Score.created_at <= as_of)
-    scores = map(sel.roles.apply, session.execute(score_q).mappings())
     with_event_tool_calls(session, spans, project_id=pid, trace_ids=chunk)
-    return records.from_rows(traces, spans, scores)
+    if not scores:
+        return records.from_rows(traces, spans)
+    return records.from_rows(
+        traces, spans, map(sel.roles.apply, session.execute(score_q).mappings())
+    )
 
 
 def with_event_tool_calls(
@@ -221,7 +257,9 @@ def with_trace_embeddings(session: Session, window: TraceWindow, *, project_id: 
         )
         for r in window.records
     ]
-    return TraceWindow(out, window.sample)
+    if window.profiles is not None:
+        out = RecordWindow(out, step_profiles=window.profiles.counts)
+    return TraceWindow(out, window.sample, window.profiles)
 
 
 TRACE_STREAM_SUFFIXES = (".input", ".output")

@@ -107,5 +107,6 @@ def _merge_statement(dialect: str, *, root: bool) -> Any:
             # Something arrived: the trace is not settled, its signals are derived again.
             "updated_at": ex.updated_at,
             "derived_at": None,
+            "step_profile": None,
         },
     )
