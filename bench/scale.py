@@ -7,10 +7,16 @@ Per rate: a fresh database, ``--hours`` of the scenario generator's traffic at t
 (with ``--inject`` switched on for the last 2 h, so the current window holds the failure),
 written through the ingest path (``validate_events`` + ``write_events``: what
 ``POST /api/v1/ingest`` runs, without HTTP), generated an hour at a time to bound memory;
-then ONE cycle of the seven default monitors through the real scheduler tick
+then cycles of the seven default monitors through the real scheduler tick
 (``SchedulerService.tick``: claims, the shared window cache, the detectors, persisted runs
-and alerts), in a fresh process as a ``telltale scheduler`` would be, so its RSS is the
-cycle's own. Prints one JSON object: per rate the cycle seconds, per-monitor seconds (the
+and alerts), each in a fresh process as a ``telltale scheduler`` would be, so its RSS is the
+cycle's own. Three cycles, by how many step profiles they find stored
+(app/monitors/step_profiles.py): ``cold_cycle`` none (the first cycle after a bulk load or
+an upgrade profiles every trace of its windows); ``without_derive_job`` all but the last
+``--interval`` of traffic (a scheduler running every interval with the derive job off);
+the top level all but the last 30 s (the derive job, on by default, stores them as traces
+settle).
+Prints one JSON object: per rate the steady cycle seconds, per-monitor seconds (the
 first monitor of the cycle pays the window load), the rows in the windows and the rows
 loaded (the sample), the cycle process's peak RSS, and each monitor's verdict; then whether
 every rate gave the lowest rate's verdicts.
@@ -146,6 +152,55 @@ def reused_db(name: str, rate: float) -> Iterator[str]:
     yield f"postgresql+psycopg://{PG_ADMIN.rsplit('/', 1)[0].split('://', 1)[1]}/{db}"
 
 
+def _cycle_process(url: str, end: str) -> dict:
+    """One cycle in a fresh process, as a ``telltale scheduler`` would run it."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.scale", "--cycle", url, end],
+        capture_output=True, text=True, check=True,
+        cwd=Path(__file__).resolve().parent.parent, env=dict(os.environ),
+    )  # fmt: skip
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def _summary(cycle: dict) -> dict:
+    return {
+        "cycle_s": cycle["cycle_s"],
+        "rss_peak_mb": cycle["rss_peak_mb"],
+        "seconds_by_monitor": {m: v["seconds"] for m, v in cycle["monitors"].items()},
+    }
+
+
+def forget_recent_profiles(url: str, *, seconds: float) -> int:
+    """Clear the step profiles of the traces that started in the last ``seconds`` before
+    the traffic's end: what a scheduler running every ``seconds`` has not profiled yet."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            return int(
+                conn.execute(
+                    text("UPDATE traces SET step_profile = NULL WHERE started_at >= :since"),
+                    {"since": END - timedelta(seconds=seconds)},
+                ).rowcount
+            )
+    finally:
+        engine.dispose()
+
+
+def _clear_runs(url: str) -> None:
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    with engine.begin() as conn:  # a clean slate: no runs, alerts or frozen baselines before
+        for table in (
+            "notifications", "alert_events", "findings", "alerts", "detector_runs",
+            "monitor_baselines",
+        ):  # fmt: skip
+            conn.execute(text(f"DELETE FROM {table}"))
+    engine.dispose()
+
+
 def _has_data(url: str) -> bool:
     from sqlalchemy import create_engine, inspect, text
 
@@ -165,13 +220,10 @@ def reused_load(url: str, hours: float) -> dict:
     from app import migrate
 
     migrate.upgrade(url)  # a database kept from an older tree gets today's schema
+    _clear_runs(url)
     engine = create_engine(url)
-    with engine.begin() as conn:  # a clean slate: no runs, alerts or frozen baselines before
-        for table in (
-            "notifications", "alert_events", "findings", "alerts", "detector_runs",
-            "monitor_baselines",
-        ):  # fmt: skip
-            conn.execute(text(f"DELETE FROM {table}"))
+    with engine.begin() as conn:  # as loaded: no step profile stored yet
+        conn.execute(text("UPDATE traces SET step_profile = NULL"))
     engine.dispose()
     return {"events": None, "load_s": None, "end": END.isoformat()}
 
@@ -187,6 +239,10 @@ def main() -> None:
         "--reuse", metavar="PG_DB",
         help="load into this PostgreSQL database once and keep it; later runs reuse it",
     )  # fmt: skip
+    ap.add_argument(
+        "--interval", type=float, default=900.0,
+        help="the scheduler's interval: the steady cycle profiles this much new traffic",
+    )  # fmt: skip
     ap.add_argument("--cycle", nargs=2, metavar=("DB_URL", "END"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.cycle:
@@ -201,12 +257,20 @@ def main() -> None:
                 if args.reuse and _has_data(url)
                 else load(url, rate, args.hours, args.inject or None, args.strength)
             )
-            proc = subprocess.run(
-                [sys.executable, "-m", "bench.scale", "--cycle", url, loaded["end"]],
-                capture_output=True, text=True, check=True,
-                cwd=Path(__file__).resolve().parent.parent, env=dict(os.environ),
-            )  # fmt: skip
-            result = json.loads(proc.stdout.strip().splitlines()[-1])
+            cold = _summary(_cycle_process(url, loaded["end"]))
+            # Without the derive job, a scheduler that ran every interval has stored the
+            # profiles of all but the last interval's traffic; with it (the default), of
+            # all but what has not settled (TELLTALE_DERIVE_SETTLE_SECONDS, 30 s).
+            unprofiled = forget_recent_profiles(url, seconds=args.interval)
+            _clear_runs(url)
+            no_derive = {**_summary(_cycle_process(url, loaded["end"])),
+                         "unprofiled_traces": unprofiled}  # fmt: skip
+            unprofiled = forget_recent_profiles(url, seconds=30.0)
+            _clear_runs(url)
+            result = _cycle_process(url, loaded["end"])
+            result.update(
+                unprofiled_traces=unprofiled, without_derive_job=no_derive, cold_cycle=cold
+            )
         out["rates"][str(int(rate))] = {**loaded, **result}
         print(json.dumps({str(int(rate)): out["rates"][str(int(rate))]}), file=sys.stderr)
     verdicts = {

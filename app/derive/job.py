@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Engine, bindparam, update
+from sqlalchemy.orm import Session
 
 from app.db import write_transaction
 from app.derive.groups import INPUT_GROUP, load_groups, save_new_groups
@@ -40,6 +41,7 @@ from app.derive.text_vectors import (
 from app.derive.trace_signals import DERIVED, TraceSignals, derive_trace, is_explicit, owned
 from app.models import Trace
 from app.models.base import utcnow
+from app.monitors.windows import step_profiles_of
 from app.settings import Settings
 
 log = logging.getLogger("telltale.derive")
@@ -133,6 +135,7 @@ def _derive_batch(
         for key in [(t["project_id"], t["trace_id"])]
     }
     embedded, written = _embed(engine, batch, signals, encoder)
+    profiles = _step_profiles(engine, batch)
     with write_transaction(engine) as conn:
         groups = _assign_groups(conn, batch, hashes, embedded)
         pairs = pair_batch(conn, traces=batch.traces, configs=batch.configs, hashes=hashes)
@@ -140,9 +143,26 @@ def _derive_batch(
         for t in batch.traces:
             key = (t["project_id"], t["trace_id"])
             found = (groups.get(key), pairs.get(key), embedded.get(key))
-            rows.append(_update_row(t, signals[key], hashes[key], *found, now))
+            row = _update_row(t, signals[key], hashes[key], *found, now)
+            row["b_profile"] = profiles.get(key)
+            rows.append(row)
         conn.execute(_UPDATE, rows)
     return written
+
+
+def _step_profiles(engine: Engine, batch: Batch) -> dict[Key, str]:
+    """The batch's step profiles, stored with its signals so that the monitors' sampled
+    windows find them (app/monitors/step_profiles.py) instead of reading spans in the
+    cycle: at 100,000 traces/h profiling one interval's traffic there took ~14 s of it."""
+    by_project: dict[int, list[str]] = {}
+    for t in batch.traces:
+        by_project.setdefault(t["project_id"], []).append(t["trace_id"])
+    out: dict[Key, str] = {}
+    with Session(engine) as session:
+        for project_id, trace_ids in by_project.items():
+            found = step_profiles_of(session, project_id=project_id, trace_ids=trace_ids)
+            out.update(((project_id, tid), p) for tid, p in found.items())
+    return out
 
 
 def _embed(
@@ -220,6 +240,7 @@ _UPDATE = (
         counterfactual_of=bindparam("b_pair"),
         attributes=bindparam("b_attributes", type_=Trace.attributes.type),
         derived_at=bindparam("b_now", type_=Trace.derived_at.type),
+        step_profile=bindparam("b_profile"),
     )
 )
 

@@ -32,7 +32,7 @@ from app.otlp.span_events import tool_calls_by_span
 from app.scores.roles import DEFAULT_ROLES, ScoreRoles
 from detectors import records
 from detectors.signals import STEP_ATTRIBUTES
-from detectors.step_profiles import RecordWindow
+from detectors.step_profiles import RecordWindow, step_profile
 
 DEFAULT_MAX_TRACES = 20_000
 DEFAULT_MAX_VECTORS = 50_000
@@ -175,6 +175,17 @@ def load_trace_window(
         out = RecordWindow(out, step_profiles=profiles.counts)
     window = TraceWindow(out, plan, profiles)
     return with_trace_embeddings(session, window, project_id=pid) if with_embeddings else window
+
+
+def step_profiles_of(session: Session, *, project_id: int, trace_ids: list[Any]) -> dict[str, str]:
+    """The step profile of each stored trace (:mod:`detectors.step_profiles`), from the same
+    records the monitors' windows are built of (the derive job stores them ahead)."""
+    sel = TraceSelection(project_id=project_id)
+    return {
+        r.trace_id: step_profile(r.steps)
+        for chunk in _chunks(trace_ids)
+        for r in _chunk_records(session, sel, chunk, as_of=None, scores=False)
+    }
 
 
 def _chunk_records(

@@ -113,3 +113,24 @@ def test_a_profile_computed_before_the_trace_grew_is_not_stored(engine: Engine) 
     assert tally.counted == {("production", "ts"): 1}  # counted as read...
     with Session(engine) as s:  # ...but not stored over the grown trace
         assert s.scalar(select(Trace.step_profile)) is None
+
+
+def test_the_derive_job_stores_profiles_so_the_cycle_computes_none(engine: Engine) -> None:
+    from app.derive.job import derive_pending
+    from app.models.base import utcnow
+
+    pid = setup_project(engine, "p1")
+    events = [e for i in range(200) for e in _events(i, steps=1 + i % 3)]
+    _write(engine, pid, events)
+    report = derive_pending(engine, now=utcnow(), settle_seconds=0.0, text_embeddings=False)
+    assert report.traces == 200
+    with Session(engine) as s:
+        stored = {
+            r.trace_id: r.step_profile
+            for r in s.execute(select(Trace.trace_id, Trace.step_profile))
+        }
+        expected = windows.step_profiles_of(s, project_id=pid, trace_ids=sorted(stored))
+    assert stored == expected and stored["t0"] == "T"
+    sampled = _load(engine, pid, max_traces=50)
+    assert sampled.profiles is not None and sampled.profiles.computed == 0
+    assert sampled.profiles.counts.traces == 200
