@@ -2,6 +2,7 @@
 
     python -m bench.scale [--rates 1000,10000,100000] [--db postgresql] [--hours 6]
                           [--inject FM-2] [--strength moderate]
+    python -m bench.scale --table [--rates 1000,10000]   # the detection table by rate
 
 Per rate: a fresh database, ``--hours`` of the scenario generator's traffic at that rate
 (with ``--inject`` switched on for the last 2 h, so the current window holds the failure),
@@ -228,6 +229,40 @@ def reused_load(url: str, hours: float) -> dict:
     return {"events": None, "load_s": None, "end": END.isoformat()}
 
 
+MODES = ("FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-6", "FM-7")
+
+
+def detection_table(args: argparse.Namespace) -> dict:
+    """Each failure mode injected (``--strength``, the last 2 h) at every rate: which of the
+    seven monitors fired in one cycle, and whether every rate gave the lowest rate's
+    verdicts (the sample at volume must not change what is found)."""
+    rates = [float(r) for r in args.rates.split(",")]
+    table: dict[str, dict[str, Any]] = {}
+    for mode in MODES:
+        table[mode] = {}
+        for rate in rates:
+            with fresh_db(args.db) as url:
+                loaded = load(url, rate, args.hours, mode, args.strength)
+                result = _cycle_process(url, loaded["end"])
+            table[mode][str(int(rate))] = {
+                "fired": sorted(m for m, v in result["monitors"].items() if v["fired"]),
+                "insufficient": sorted(
+                    m for m, v in result["monitors"].items() if v["status"] != "ok"
+                ),
+                "cycle_s": result["cycle_s"],
+            }
+            print(json.dumps({mode: table[mode]}), file=sys.stderr)
+    same = {
+        mode: all(
+            {k: v for k, v in r.items() if k != "cycle_s"}
+            == {k: v for k, v in next(iter(row.values())).items() if k != "cycle_s"}
+            for r in row.values()
+        )
+        for mode, row in table.items()
+    }
+    return {"strength": args.strength, "hours": args.hours, "table": table, "same_verdicts": same}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rates", default="1000,10000,100000")
@@ -244,9 +279,16 @@ def main() -> None:
         help="the scheduler's interval: the steady cycle profiles this much new traffic",
     )  # fmt: skip
     ap.add_argument("--cycle", nargs=2, metavar=("DB_URL", "END"), help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--table", action="store_true",
+        help="the detection table instead: each mode injected in turn, one cycle per rate",
+    )  # fmt: skip
     args = ap.parse_args()
     if args.cycle:
         print(json.dumps(cycle(*args.cycle)))
+        return
+    if args.table:
+        print(json.dumps(detection_table(args), indent=2))
         return
     out: dict[str, Any] = {"db": args.db, "hours": args.hours, "inject": args.inject,
                            "strength": args.strength, "rates": {}}  # fmt: skip
