@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 from app.db import as_utc
 from app.models import Monitor
 from app.models.base import utcnow
-from app.monitors import baseline, history, readiness_counts, windows
+from app.monitors import baseline, history, readiness_counts, vector_windows, windows
 from app.monitors import state as monitor_state
 from app.monitors.readiness_counts import WindowCounts
 from app.monitors.remedies import REMEDIES, score_role_remedies
@@ -141,7 +141,7 @@ def monitor_readiness(
         "window": {"start": w.current_start.isoformat(), "end": w.current_end.isoformat()},
     }
     if set(needs_names) & STREAM_SIGNALS:
-        streams = windows.embedding_streams(
+        streams = vector_windows.embedding_streams(
             session, project_id=pid, stream=sel.get("stream"), agent=sel.get("agent")
         )
         vectors = readiness_counts.stream_counts(

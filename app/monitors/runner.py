@@ -31,7 +31,7 @@ from app.alerts import lifecycle
 from app.db import as_utc, write_session
 from app.models import DetectorRun, Finding, Monitor
 from app.models.base import utcnow
-from app.monitors import baseline, calibration, history, version_baseline, windows
+from app.monitors import baseline, calibration, history, vector_windows, version_baseline, windows
 from app.monitors import state as monitor_state
 from app.monitors.baseline import BaselinePolicy, Windows
 from app.monitors.cycle import WindowCache
@@ -149,13 +149,13 @@ def _load(
     needs = set(detector.needs)
     pid = monitor.project_id
     if needs & STREAM_SIGNALS:
-        streams = windows.embedding_streams(
+        streams = vector_windows.embedding_streams(
             session, project_id=pid, stream=sel.get("stream"), agent=sel.get("agent")
         )
 
         def vectors(stream: str, start: datetime, end: datetime) -> np.ndarray:
             def load() -> np.ndarray:
-                return windows.load_embedding_window(
+                return vector_windows.load_embedding_window(
                     session, project_id=pid, stream=stream, start=start, end=end
                 )
 

@@ -6,27 +6,28 @@ the trace (the detector hides the ones created after ``now``), and input/output
 embeddings from the streams ``<agent>.input`` / ``<agent>.output`` joined on
 ``trace_id``. Scores are read with the project's score roles (:mod:`app.scores.roles`):
 a name's role is its kind, and a ``true`` score is a label when its source is one of the
-project's label sources (by default ``delayed`` and ``human``). Embedding windows for
-FM-6 are float32 matrices per stream.
+project's label sources (by default ``delayed`` and ``human``). FM-6's embedding windows
+are :mod:`app.monitors.vector_windows`'.
 
 What a window holds at volume is sampled, never cut to the newest rows: traces by
-:mod:`app.monitors.sampling` (eval traces whole, production by group hash), vectors by a
-hash of their row id. Windows are read through :class:`app.monitors.cycle.WindowCache`
-when the scheduler runs several monitors in one cycle, so each is loaded once.
+:mod:`app.monitors.sampling` (eval traces whole, production by group hash), and the count
+statistics still see every trace through their step profiles
+(:mod:`app.monitors.step_profiles`). Windows are read through
+:class:`app.monitors.cycle.WindowCache` when the scheduler runs several monitors in one
+cycle, so each is loaded once.
 """
 
 from __future__ import annotations
 
-import fnmatch
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Engine, Select, func, or_, select
+from sqlalchemy import Engine, Select, or_, select
 from sqlalchemy.orm import Session
 
-from app.models import Embedding, EmbeddingStream, Score, Span, Trace
+from app.models import Embedding, Score, Span, Trace
 from app.monitors import sampling, step_profiles
 from app.otlp.span_events import tool_calls_by_span
 from app.scores.roles import DEFAULT_ROLES, ScoreRoles
@@ -35,7 +36,6 @@ from detectors.signals import STEP_ATTRIBUTES
 from detectors.step_profiles import RecordWindow, step_profile
 
 DEFAULT_MAX_TRACES = 20_000
-DEFAULT_MAX_VECTORS = 50_000
 
 
 @dataclass(frozen=True)
@@ -271,69 +271,3 @@ def with_trace_embeddings(session: Session, window: TraceWindow, *, project_id: 
     if window.profiles is not None:
         out = RecordWindow(out, step_profiles=window.profiles.counts)
     return TraceWindow(out, window.sample, window.profiles)
-
-
-TRACE_STREAM_SUFFIXES = (".input", ".output")
-# FM-6 watches the ``<agent>.input`` text streams too (new topics or wording in what users
-# send, with error rates flat, is the silent degradation it is for); the ``.output``
-# streams are FM-3's, read per input identity with their traces.
-FM6_SKIPPED_SUFFIXES = (".output",)
-
-
-def embedding_streams(
-    session: Session, *, project_id: int, stream: str | None, agent: str | None
-) -> list[str]:
-    """The streams an FM-6 run tests.
-
-    ``stream`` may be a name or a glob (``vlm.*``). Without one: every stream of the
-    project (of ``agent``, when given) except the per-trace ``<agent>.output`` streams,
-    which FM-3 reads with its traces (the ``<agent>.input`` streams are FM-6's as well as
-    FM-5's).
-    """
-    q = select(EmbeddingStream.name).where(EmbeddingStream.project_id == project_id)
-    names = sorted(session.scalars(q).all())
-    if stream:
-        return [n for n in names if fnmatch.fnmatchcase(n, stream)]
-    if agent:
-        names = [n for n in names if n.startswith(f"{agent}.")]
-    return [n for n in names if not n.endswith(FM6_SKIPPED_SUFFIXES)]
-
-
-def load_embedding_window(
-    session: Session,
-    *,
-    project_id: int,
-    stream: str,
-    start: datetime,
-    end: datetime,
-    max_vectors: int = DEFAULT_MAX_VECTORS,
-) -> np.ndarray:
-    """The stream's vectors created in ``[start, end)``, in arrival order; beyond
-    ``max_vectors``, a uniform sample by a hash of the row id over the whole window."""
-    in_window = (
-        Embedding.project_id == project_id,
-        Embedding.stream == stream,
-        Embedding.created_at >= start,
-        Embedding.created_at < end,
-    )
-    n = session.scalar(select(func.count()).select_from(Embedding).where(*in_window))
-    if not n:
-        return np.zeros((0, 0), dtype=np.float32)
-    vectors = select(Embedding.vector, Embedding.dim).order_by(Embedding.id)
-    if n <= max_vectors:  # the common case: one query for the whole window
-        rows: list[Any] = list(session.execute(vectors.where(*in_window)).all())
-    else:
-        rate = max_vectors / n
-        ids = [
-            i
-            for i in session.scalars(select(Embedding.id).where(*in_window))
-            if sampling.unit_hash(f"embedding:{i}") < rate
-        ]
-        rows = []
-        for chunk in _chunks(ids):
-            # The window's bounds again: on PostgreSQL they limit the id lookups to the
-            # window's days (partitions by created_at) instead of every day kept.
-            rows += session.execute(vectors.where(*in_window, Embedding.id.in_(chunk))).all()
-    dim = rows[0].dim
-    buf = b"".join(r.vector for r in rows if r.dim == dim)
-    return np.frombuffer(buf, dtype="<f4").reshape(-1, dim)

@@ -173,7 +173,7 @@ def test_monitor_windows_and_scenario_converter_give_the_same_records_and_fm6_ru
     the registry's FM-6 detector on the loaded streams is what the default FM-6 monitor ran."""
     from sqlalchemy.orm import Session
 
-    from app.monitors import windows
+    from app.monitors import vector_windows, windows
     from app.monitors.calibration import calibrated_params
     from app.monitors.defaults import DEFAULTS
     from app.monitors.runner import jsonable
@@ -212,9 +212,9 @@ def test_monitor_windows_and_scenario_converter_give_the_same_records_and_fm6_ru
         "reference_start", "reference_end", "window_start", "window_end")})  # fmt: skip
     w.current_start, w.current_end = w.window_start, w.window_end
     with Session(engine) as session:
-        names = windows.embedding_streams(session, project_id=pid, stream=None, agent=None)
+        names = vector_windows.embedding_streams(session, project_id=pid, stream=None, agent=None)
         ref, cur = (
-            {s: windows.load_embedding_window(session, project_id=pid, stream=s, start=a, end=b)
+            {s: vector_windows.load_embedding_window(session, project_id=pid, stream=s, start=a, end=b)
              for s in names}
             for a, b in ((w.reference_start, w.reference_end), (w.current_start, w.current_end))
         )  # fmt: skip

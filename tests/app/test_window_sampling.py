@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from app.ingest.events import validate_events
 from app.ingest.store import write_events
-from app.monitors import runner, windows
+from app.monitors import runner, vector_windows, windows
 from app.monitors.cycle import WindowCache
 from app.monitors.defaults import create_defaults
 from app.monitors.sampling import pair_key, plan_sample
@@ -149,11 +149,11 @@ def test_embedding_window_beyond_the_cap_is_sampled_over_the_whole_window(engine
     _write(engine, pid, events)
     with Session(engine) as session:
         far = T0 + timedelta(days=3650)
-        got = windows.load_embedding_window(
+        got = vector_windows.load_embedding_window(
             session, project_id=pid, stream="vlm.image", start=T0 - timedelta(days=3650),
             end=far, max_vectors=200,
         )  # fmt: skip
-        again = windows.load_embedding_window(
+        again = vector_windows.load_embedding_window(
             session, project_id=pid, stream="vlm.image", start=T0 - timedelta(days=3650),
             end=far, max_vectors=200,
         )  # fmt: skip

@@ -192,10 +192,7 @@ def test_vectors_stay_inline_in_migrated_and_new_partitions(engine: Engine) -> N
                 text(f"SELECT pg_column_size(vector), pg_column_compression(vector) FROM {part}")
             ).one()
             toast = conn.scalar(
-                text(
-                    "SELECT pg_relation_size(reltoastrelid) FROM pg_class "
-                    "WHERE relname = :part"
-                ),
+                text("SELECT pg_relation_size(reltoastrelid) FROM pg_class WHERE relname = :part"),
                 {"part": part},
             )
             assert stored == (2048 + 4, None), part  # the varlena header, no compression
