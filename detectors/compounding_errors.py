@@ -14,7 +14,6 @@ from detectors.significance import (
     holm_verdict,
     stop_after_for,
     sub_test,
-    window_permutation_test,
 )
 from detectors.step_profiles import (
     profile_steps,
@@ -22,6 +21,7 @@ from detectors.step_profiles import (
     weighted_rows,
     whole_window_profiles,
 )
+from detectors.window_permutation import window_permutation_test
 
 FAILURE_MODE = "FM-1"
 

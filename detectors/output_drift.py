@@ -14,8 +14,8 @@ from detectors.significance import (
     holm_verdict,
     stop_after_for,
     sub_test,
-    window_permutation_test,
 )
+from detectors.window_permutation import window_permutation_test
 
 FAILURE_MODE = "FM-3"
 # Columns of one input group's counts: disagreeing / all decision pairs, disagreeing /

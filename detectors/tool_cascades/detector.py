@@ -14,7 +14,6 @@ from detectors.significance import (
     holm_verdict,
     stop_after_for,
     sub_test,
-    window_permutation_test,
 )
 from detectors.step_profiles import whole_window_profiles
 from detectors.tool_cascades.tool_calls import (
@@ -24,6 +23,7 @@ from detectors.tool_cascades.tool_calls import (
     spearman_rho,
     tool_window,
 )
+from detectors.window_permutation import window_permutation_test
 
 FAILURE_MODE = "FM-2"
 

@@ -12,7 +12,8 @@ import pytest
 
 from detectors.compounding_errors import CompoundingErrorDetector
 from detectors.records import Step, TraceRecord, step_error
-from detectors.significance import holm, window_permutation_test
+from detectors.significance import holm
+from detectors.window_permutation import window_permutation_test
 
 
 def make_window(

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from detectors.drift import mmd_drift
-from detectors.significance import stop_after_for, window_permutation_test
+from detectors.significance import stop_after_for
+from detectors.window_permutation import window_permutation_test
 
 
 def _rate(units: np.ndarray) -> np.ndarray:
@@ -74,21 +75,24 @@ def test_large_windows_draw_the_same_permutation_distribution_by_groups() -> Non
     """From GROUPED_FROM units the current window's sums are drawn by groups of identical
     rows (multivariate hypergeometric), not by shuffling every label: the same null
     distribution, so the same p-values up to resampling noise, valid and as powerful."""
-    from detectors import significance
+    from detectors import window_permutation
 
     rng = np.random.default_rng(11)
     units = _wide(rng, 8000)
     labels = np.zeros(len(units), dtype=np.float32)
     labels[:4000] = 1.0
     u32 = units.astype(np.float32)
-    grouped = significance._grouped_draws(u32, 4000, np.random.default_rng(1))
+    grouped = window_permutation._grouped_draws(u32, 4000, np.random.default_rng(1))
     assert grouped is not None  # 8,000 units, 6 distinct rows
-    shuffled = significance._shuffled_draws(u32, labels, np.random.default_rng(2))
+    shuffled = window_permutation._shuffled_draws(u32, labels, np.random.default_rng(2))
     a, b = grouped(4000), shuffled(4000)
     assert np.allclose(a.mean(axis=0), b.mean(axis=0), rtol=0.002)
     assert np.allclose(a.std(axis=0), b.std(axis=0), rtol=0.06)
-    assert significance._grouped_draws(u32[:4000], 2000, rng) is None  # small: shuffled
-    assert significance._grouped_draws(rng.random((8000, 2)).astype(np.float32), 4000, rng) is None
+    assert window_permutation._grouped_draws(u32[:4000], 2000, rng) is None  # small: shuffled
+    assert (
+        window_permutation._grouped_draws(rng.random((8000, 2)).astype(np.float32), 4000, rng)
+        is None
+    )
 
     nulls = [
         window_permutation_test(_wide(rng, 6000), _wide(rng, 6000), _rate,

@@ -10,10 +10,10 @@ import pytest
 
 from detectors.compounding_errors import CompoundingErrorDetector
 from detectors.records import Step, TraceRecord
-from detectors.significance import window_permutation_test
 from detectors.step_profiles import ProfileCounts, RecordWindow, profile_steps, step_profile
 from detectors.tool_cascades import ToolCascadeDetector
 from detectors.tool_cascades.tool_calls import excess_risk
+from detectors.window_permutation import window_permutation_test
 from tests.detectors import test_compounding_errors as fm1_data
 from tests.detectors import test_tool_cascades as fm2_data
 
