@@ -238,7 +238,7 @@ def detection_table(args: argparse.Namespace) -> dict:
     verdicts (the sample at volume must not change what is found)."""
     rates = [float(r) for r in args.rates.split(",")]
     table: dict[str, dict[str, Any]] = {}
-    for mode in MODES:
+    for mode in args.modes.split(","):
         table[mode] = {}
         for rate in rates:
             with fresh_db(args.db) as url:
@@ -246,9 +246,9 @@ def detection_table(args: argparse.Namespace) -> dict:
                 result = _cycle_process(url, loaded["end"])
             table[mode][str(int(rate))] = {
                 "fired": sorted(m for m, v in result["monitors"].items() if v["fired"]),
-                "insufficient": sorted(
-                    m for m, v in result["monitors"].items() if v["status"] != "ok"
-                ),
+                "not_ok": {  # insufficient_data, or failed (a time limit, an error)
+                    m: v["status"] for m, v in result["monitors"].items() if v["status"] != "ok"
+                },
                 "cycle_s": result["cycle_s"],
             }
             print(json.dumps({mode: table[mode]}), file=sys.stderr)
@@ -279,6 +279,7 @@ def main() -> None:
         help="the scheduler's interval: the steady cycle profiles this much new traffic",
     )  # fmt: skip
     ap.add_argument("--cycle", nargs=2, metavar=("DB_URL", "END"), help=argparse.SUPPRESS)
+    ap.add_argument("--modes", default=",".join(MODES), help="with --table: the modes injected")
     ap.add_argument(
         "--table", action="store_true",
         help="the detection table instead: each mode injected in turn, one cycle per rate",
