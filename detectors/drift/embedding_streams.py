@@ -46,6 +46,10 @@ class EmbeddingDriftDetector:
         Fewest vectors per window and stream.
     n_permutations : int, default 200
         Permutations of the MMD test.
+    max_samples : int, default 5000
+        Rows per window and stream the MMD test keeps (a seeded subsample beyond it). Its
+        cost is ``(2 max_samples)²`` per permutation: where a drift is real the test cannot
+        stop early and draws every permutation the false-alert budget asks for.
     seed : int, default 0
         Seeds the MMD test's subsampling and permutations.
 
@@ -70,6 +74,7 @@ class EmbeddingDriftDetector:
         alpha: float = 0.01,
         min_samples: int = 30,
         n_permutations: int = 200,
+        max_samples: int = 5000,
         seed: int = 0,
     ) -> None:
         if method not in METHODS:
@@ -77,12 +82,15 @@ class EmbeddingDriftDetector:
         if not 0.0 < alpha < 1.0:
             raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
         check_integers_at_least(
-            ("min_samples", min_samples, 2), ("n_permutations", n_permutations, 20)
+            ("min_samples", min_samples, 2),
+            ("n_permutations", n_permutations, 20),
+            ("max_samples", max_samples, 2),
         )
         self.method = method
         self.alpha = float(alpha)
         self.min_samples = int(min_samples)
         self.n_permutations = int(n_permutations)
+        self.max_samples = int(max_samples)
         self.seed = int(seed)
 
     def test(
@@ -148,5 +156,5 @@ class EmbeddingDriftDetector:
             return cosine_drift(reference, current, alpha=alpha)
         return mmd_drift(
             reference, current, alpha=alpha, n_permutations=self.n_permutations, seed=self.seed,
-            stop_after=stop_after_for(alpha, self.n_permutations),
+            stop_after=stop_after_for(alpha, self.n_permutations), max_samples=self.max_samples,
         )  # fmt: skip

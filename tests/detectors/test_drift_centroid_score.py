@@ -4,6 +4,7 @@ as the vectors slide from the centroid."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from scipy import stats
 
 from detectors.drift import EmbeddingDriftDetector
@@ -49,3 +50,18 @@ def test_the_fm6_detector_reports_the_shift_score_whatever_its_test() -> None:
         res = EmbeddingDriftDetector(method=method, n_permutations=50).test(ref, cur)
         assert res.evidence["centroid_shift_z"] > 3
         assert set(res.evidence["centroid_shift"]) == {"vlm.image"}
+
+
+def test_streams_are_subsampled_to_the_detectors_max_samples() -> None:
+    """The default FM-6 monitor keeps 2,000 vectors per window and stream
+    (app/monitors/defaults.py): the cap reaches every stream's MMD test."""
+    rng = np.random.default_rng(4)
+    ref = {"a.input": rng.normal(size=(900, 8)), "vlm.image": rng.normal(size=(120, 8))}
+    cur = {"a.input": rng.normal(size=(900, 8)) + 0.5, "vlm.image": rng.normal(size=(120, 8))}
+    detector = EmbeddingDriftDetector(method="mmd", alpha=0.1, n_permutations=99, max_samples=300)
+    res = detector.test(ref, cur)
+    streams = res.evidence["streams"]
+    assert streams["a.input"]["subsampled"] and not streams["vlm.image"]["subsampled"]
+    assert res.fired and res.evidence["most_drifted_stream"] == "a.input"
+    with pytest.raises(ValueError, match="max_samples"):
+        EmbeddingDriftDetector(method="mmd", max_samples=1)
