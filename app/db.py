@@ -147,3 +147,20 @@ def as_utc(value: datetime) -> datetime:
         return value.astimezone(UTC)
     except OverflowError:
         raise ValueError("is outside the years 1-9999 once converted to UTC") from None
+
+
+def one_of(column: Any, values: list[Any], dialect: str) -> Any:
+    """``column IN (values)``, as one array parameter on PostgreSQL.
+
+    A monitor's window reads its rows by lists of a thousand trace ids. As ``IN`` each list
+    is a thousand bound parameters, compiled and split on every query; ``= ANY(:array)`` is
+    one parameter and the same statement text each time, so it is compiled once and
+    prepared by the server (measured: 3.7 s of a 39 s profiled cycle at 10,000 traces/h
+    went to compiling and splitting the ``IN`` lists).
+    """
+    if dialect != "postgresql":
+        return column.in_(values)
+    from sqlalchemy import any_, bindparam
+    from sqlalchemy.dialects.postgresql import ARRAY
+
+    return column == any_(bindparam(None, value=list(values), type_=ARRAY(column.type)))

@@ -55,6 +55,7 @@ from app.models import Alert, DetectorRun
 from app.monitors.cycle import WindowCache
 from app.monitors.defaults import WINDOW, create_defaults
 from app.monitors.runner import run_monitor
+from app.monitors.step_cache import StepCache
 from pipelines.scenarios import Injection, generate_workload
 
 START = datetime(2025, 3, 3, tzinfo=UTC)
@@ -133,13 +134,16 @@ def replay_db(events: list[dict[str, Any]], folder: Path, name: str) -> Replay:
 
 def evaluate(replay: Replay, modes: Sequence[str], start: datetime, stop: datetime) -> None:
     """Every ``INTERVAL`` the monitors of ``modes`` run as one scheduler cycle does: sharing
-    one :class:`~app.monitors.cycle.WindowCache` (each window loaded once per cycle)."""
+    one :class:`~app.monitors.cycle.WindowCache` (each window loaded once per cycle), and
+    the scheduler's :class:`~app.monitors.step_cache.StepCache` from cycle to cycle."""
     now = start
+    steps = StepCache()
     while now <= stop:
-        cache = WindowCache(now=now)
+        cache = WindowCache(now=now, steps=steps)
         for mode in modes:
             run_monitor(replay.engine, monitor_id=replay.monitors[mode], now=now,
                         scheduled_for=now, cache=cache)  # fmt: skip
+        steps.end_cycle()
         now += INTERVAL
 
 

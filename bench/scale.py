@@ -11,12 +11,16 @@ written through the ingest path (``validate_events`` + ``write_events``: what
 then cycles of the seven default monitors through the real scheduler tick
 (``SchedulerService.tick``: claims, the shared window cache, the detectors, persisted runs
 and alerts), each in a fresh process as a ``telltale scheduler`` would be, so its RSS is the
-cycle's own. Three cycles, by how many step profiles they find stored
-(app/monitors/step_profiles.py): ``cold_cycle`` none (the first cycle after a bulk load or
-an upgrade profiles every trace of its windows); ``without_derive_job`` all but the last
-``--interval`` of traffic (a scheduler running every interval with the derive job off);
-the top level all but the last 30 s (the derive job, on by default, stores them as traces
-settle).
+process's own. Three cycles, by how many step profiles they find stored
+(app/monitors/step_profiles.py) and whether the scheduler ran before:
+``cold_cycle`` none stored and a fresh scheduler (the first cycle after a bulk load or an
+upgrade profiles every trace of its windows and reads every sampled trace's spans);
+``without_derive_job`` all but the last ``--interval`` of traffic (a scheduler running
+every interval with the derive job off); the top level all but the last 30 s (the derive
+job, on by default, stores them as traces settle). The last two are a running scheduler's
+*next* cycle: the same process ticks ``--interval`` earlier first (``first_cycle_s``), so
+its step cache (app/monitors/step_cache.py) holds what that cycle read
+(``steps_reused``).
 Prints one JSON object: per rate the steady cycle seconds, per-monitor seconds (the
 first monitor of the cycle pays the window load), the rows in the windows and the rows
 loaded (the sample), the cycle process's peak RSS, and each monitor's verdict; then whether
@@ -100,8 +104,11 @@ def _peak_rss_mb() -> int:
     return -1
 
 
-def cycle(db_url: str, end: str) -> dict:
-    """One scheduler tick as of ``end`` (run in its own process)."""
+def cycle(db_url: str, end: str, warm_up_s: float = 0.0) -> dict:
+    """One scheduler tick as of ``end`` (run in its own process). With ``warm_up_s``, the
+    same scheduler ticks first at ``end - warm_up_s`` (its runs then cleared), so the
+    measured tick is a running scheduler's next cycle: its step cache
+    (app/monitors/step_cache.py) holds what the cycle before read."""
     from sqlalchemy import select, update
 
     from app.db import make_engine
@@ -111,9 +118,20 @@ def cycle(db_url: str, end: str) -> dict:
 
     now = datetime.fromisoformat(end)
     engine = make_engine(db_url)
+    clock = [now - timedelta(seconds=warm_up_s)]
+    service = SchedulerService(Settings(database_url=db_url), engine, None, clock=lambda: clock[0])
+    first_s = None
+    if warm_up_s:
+        with engine.begin() as conn:
+            conn.execute(update(Monitor).values(next_run_at=None))
+        t = time.perf_counter()
+        service.tick()
+        first_s = round(time.perf_counter() - t, 2)
+        _clear_runs(db_url)
+        clock[0] = now
     with engine.begin() as conn:  # every monitor due at the simulated ``now``
         conn.execute(update(Monitor).values(next_run_at=None))
-    service = SchedulerService(Settings(database_url=db_url), engine, None, clock=lambda: now)
+    hits = service.step_cache.hits
     t = time.perf_counter()
     service.tick()
     seconds = time.perf_counter() - t
@@ -134,6 +152,8 @@ def cycle(db_url: str, end: str) -> dict:
             }
     return {
         "cycle_s": round(seconds, 2),
+        "first_cycle_s": first_s,  # the warm-up tick: a scheduler process's first cycle
+        "steps_reused": service.step_cache.hits - hits,
         "rss_peak_mb": _peak_rss_mb(),
         "monitors": monitors,
     }
@@ -153,10 +173,11 @@ def reused_db(name: str, rate: float) -> Iterator[str]:
     yield f"postgresql+psycopg://{PG_ADMIN.rsplit('/', 1)[0].split('://', 1)[1]}/{db}"
 
 
-def _cycle_process(url: str, end: str) -> dict:
-    """One cycle in a fresh process, as a ``telltale scheduler`` would run it."""
+def _cycle_process(url: str, end: str, warm_up_s: float = 0.0) -> dict:
+    """One cycle in a fresh process, as a ``telltale scheduler`` would run it (after a
+    first one ``warm_up_s`` earlier, when given)."""
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.scale", "--cycle", url, end],
+        [sys.executable, "-m", "bench.scale", "--cycle", url, end, str(warm_up_s)],
         capture_output=True, text=True, check=True,
         cwd=Path(__file__).resolve().parent.parent, env=dict(os.environ),
     )  # fmt: skip
@@ -166,6 +187,8 @@ def _cycle_process(url: str, end: str) -> dict:
 def _summary(cycle: dict) -> dict:
     return {
         "cycle_s": cycle["cycle_s"],
+        "first_cycle_s": cycle["first_cycle_s"],
+        "steps_reused": cycle["steps_reused"],
         "rss_peak_mb": cycle["rss_peak_mb"],
         "seconds_by_monitor": {m: v["seconds"] for m, v in cycle["monitors"].items()},
     }
@@ -278,7 +301,9 @@ def main() -> None:
         "--interval", type=float, default=900.0,
         help="the scheduler's interval: the steady cycle profiles this much new traffic",
     )  # fmt: skip
-    ap.add_argument("--cycle", nargs=2, metavar=("DB_URL", "END"), help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--cycle", nargs=3, metavar=("DB_URL", "END", "WARM_UP_S"), help=argparse.SUPPRESS
+    )
     ap.add_argument("--modes", default=",".join(MODES), help="with --table: the modes injected")
     ap.add_argument(
         "--table", action="store_true",
@@ -286,7 +311,7 @@ def main() -> None:
     )  # fmt: skip
     args = ap.parse_args()
     if args.cycle:
-        print(json.dumps(cycle(*args.cycle)))
+        print(json.dumps(cycle(args.cycle[0], args.cycle[1], float(args.cycle[2]))))
         return
     if args.table:
         print(json.dumps(detection_table(args), indent=2))
@@ -306,11 +331,11 @@ def main() -> None:
             # all but what has not settled (TELLTALE_DERIVE_SETTLE_SECONDS, 30 s).
             unprofiled = forget_recent_profiles(url, seconds=args.interval)
             _clear_runs(url)
-            no_derive = {**_summary(_cycle_process(url, loaded["end"])),
+            no_derive = {**_summary(_cycle_process(url, loaded["end"], args.interval)),
                          "unprofiled_traces": unprofiled}  # fmt: skip
             unprofiled = forget_recent_profiles(url, seconds=30.0)
             _clear_runs(url)
-            result = _cycle_process(url, loaded["end"])
+            result = _cycle_process(url, loaded["end"], args.interval)
             result.update(
                 unprofiled_traces=unprofiled, without_derive_job=no_derive, cold_cycle=cold
             )

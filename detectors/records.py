@@ -255,6 +255,7 @@ def from_rows(
     spans: Iterable[Mapping[str, Any]] = (),
     scores: Iterable[Mapping[str, Any]] = (),
     embeddings: Iterable[Mapping[str, Any]] = (),
+    known_steps: Mapping[str, tuple[Step, ...]] | None = None,
 ) -> list[TraceRecord]:
     """Stored trace, span, score and embedding rows -> records, oldest first.
 
@@ -266,6 +267,8 @@ def from_rows(
     ``<agent>.input`` / ``<agent>.output`` of its trace's agent becomes the input / output
     embedding (the last such row wins). Rows of unknown traces are dropped; a trace row
     repeated replaces the earlier one. Records sort by ``(started_at, trace_id)``.
+    ``known_steps``: traces whose steps were mapped before from the same spans (a caller
+    that keeps them); their span rows are not needed.
 
     Examples
     --------
@@ -297,7 +300,11 @@ def from_rows(
         agent, _, side = str(row["stream"]).rpartition(".")
         if agent == str(trace["agent"]) and side in ("input", "output"):
             vectors[(tid, side)] = np.asarray(row["vector"], dtype=np.float32)
-    out = [_record(tid, t, span_rows[tid], score_rows[tid], vectors) for tid, t in by_id.items()]
+    known = known_steps or {}
+    out = [
+        _record(tid, t, span_rows[tid], score_rows[tid], vectors, known.get(tid))
+        for tid, t in by_id.items()
+    ]
     out.sort(key=lambda r: (r.started_at, r.trace_id))
     return out
 
@@ -308,6 +315,7 @@ def _record(
     spans: list[Mapping[str, Any]],
     scores: list[Mapping[str, Any]],
     vectors: Mapping[tuple[str, str], np.ndarray],
+    steps: tuple[Step, ...] | None = None,
 ) -> TraceRecord:
     ended = epoch_seconds(t.get("ended_at"))
     return TraceRecord(
@@ -322,7 +330,7 @@ def _record(
         source=_shared(t.get("source"), "production"),
         counterfactual_of=t.get("counterfactual_of"),
         attributes=_attributes(t.get("attributes")),
-        steps=_steps(spans),
+        steps=_steps(spans) if steps is None else steps,
         scores=tuple(
             Score(
                 name=_shared(s["name"]),

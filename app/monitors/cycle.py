@@ -11,7 +11,8 @@ Windows are shared only when their bounds are equal, so the cache also fixes the
 ``now``: every monitor of the tick is evaluated as of the time the tick began (its run is
 still stamped with the time it really ran). Where a project's data begin
 (:func:`app.monitors.history.history_start`, which places a young history's baseline) is
-asked once per project and cycle too.
+asked once per project and cycle too. A scheduler keeps a :class:`StepCache` across its
+cycles (:mod:`app.monitors.step_cache`), lent to each cycle's cache as ``steps``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from app.monitors.step_cache import StepCache
 from app.monitors.windows import TraceSelection, TraceWindow
 
 TraceKey = tuple[TraceSelection, datetime, datetime, datetime | None]
@@ -33,6 +35,8 @@ class WindowCache:
     """The windows of one scheduler cycle, evaluated as of ``now``."""
 
     now: datetime
+    # The steps of traces unchanged since the scheduler's last cycle (app/monitors/step_cache.py).
+    steps: StepCache | None = None
     loads: int = 0
     hits: int = 0
     _traces: dict[TraceKey, TraceWindow] = field(default_factory=dict)

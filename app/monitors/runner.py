@@ -180,6 +180,7 @@ def _load(
             return windows.load_trace_window(
                 session, vsel, start=start, end=end, as_of=w.current_end,
                 with_embeddings=embeddings, profile_writer=write_engine,
+                step_cache=cache.steps if cache is not None else None,
             )  # fmt: skip
 
         if cache is None:

@@ -12,6 +12,7 @@ import numpy as np
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.db import one_of
 from app.models import Embedding, EmbeddingStream
 from app.monitors import sampling
 
@@ -79,10 +80,13 @@ def load_embedding_window(
             if sampling.unit_hash(f"embedding:{i}") < rate
         ]
         rows = []
+        dialect = session.get_bind().dialect.name
         for chunk in _chunks(ids):
             # The window's bounds again: on PostgreSQL they limit the id lookups to the
             # window's days (partitions by created_at) instead of every day kept.
-            rows += session.execute(vectors.where(*in_window, Embedding.id.in_(chunk))).all()
+            rows += session.execute(
+                vectors.where(*in_window, one_of(Embedding.id, chunk, dialect))
+            ).all()
     dim = rows[0].dim
     buf = b"".join(r.vector for r in rows if r.dim == dim)
     return np.frombuffer(buf, dtype="<f4").reshape(-1, dim)

@@ -14,7 +14,7 @@ What a window holds at volume is sampled, never cut to the newest rows: traces b
 statistics still see every trace through their step profiles
 (:mod:`app.monitors.step_profiles`). Windows are read through
 :class:`app.monitors.cycle.WindowCache` when the scheduler runs several monitors in one
-cycle, so each is loaded once.
+cycle, so each is loaded once. The rows themselves are read by :mod:`app.monitors.window_rows`.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ import numpy as np
 from sqlalchemy import Engine, Select, or_, select
 from sqlalchemy.orm import Session
 
-from app.models import Embedding, Score, Span, Trace
-from app.monitors import sampling, step_profiles
-from app.otlp.span_events import tool_calls_by_span
+from app.db import one_of
+from app.models import Embedding, Trace
+from app.monitors import sampling, step_profiles, window_rows
+from app.monitors.step_cache import StepCache
 from app.scores.roles import DEFAULT_ROLES, ScoreRoles
 from detectors import records
-from detectors.signals import STEP_ATTRIBUTES
 from detectors.step_profiles import RecordWindow, step_profile
 
 DEFAULT_MAX_TRACES = 20_000
@@ -68,30 +68,8 @@ class TraceWindow:
         return found
 
 
-def _chunks(ids: list[Any], size: int = 1000) -> list[list[Any]]:
-    return [ids[i : i + size] for i in range(0, len(ids), size)]
-
-
-_TRACE_COLUMNS = (
-    Trace.trace_id, Trace.agent, Trace.agent_version, Trace.started_at, Trace.ended_at,
-    Trace.status, Trace.input_hash, Trace.entry_point, Trace.source, Trace.counterfactual_of,
-    Trace.attributes,
-)  # fmt: skip
 _KEY_COLUMNS = (Trace.trace_id, Trace.source, Trace.input_hash, Trace.counterfactual_of)
 _PROFILE_KEY_COLUMNS = (Trace.project_id, Trace.step_profile, Trace.updated_at)
-_SPAN_COLUMNS = (
-    Span.trace_id, Span.span_id, Span.parent_span_id, Span.step_index, Span.kind, Span.name,
-    Span.status, Span.tool_name, Span.error_type, Span.started_at, Span.ended_at, Span.confidence,
-)  # fmt: skip
-# Only the attribute keys detectors read (prompts and completions stay in the database).
-_SPAN_ATTRIBUTES = tuple(Span.attributes[k].label(f"a{i}") for i, k in enumerate(STEP_ATTRIBUTES))
-
-
-def _span_row(row: Any) -> dict[str, Any]:
-    out = dict(row)
-    attrs = {k: out.pop(f"a{i}") for i, k in enumerate(STEP_ATTRIBUTES)}
-    out["attributes"] = {k: v for k, v in attrs.items() if v is not None}
-    return out
 
 
 def _in_window(
@@ -135,6 +113,7 @@ def load_trace_window(
     as_of: datetime | None = None,
     with_embeddings: bool = True,
     profile_writer: Engine | None = None,
+    step_cache: StepCache | None = None,
 ) -> TraceWindow:
     """The traces that started in ``[start, end)`` as records (:func:`records.from_rows`),
     sampled beyond ``sel.max_traces`` production traces, with the sample's description.
@@ -143,6 +122,8 @@ def load_trace_window(
     traces that had ended by then and scores created by then. A sampled window's records
     come as a :class:`~detectors.step_profiles.RecordWindow` with every trace's step
     profile counted; profiles computed on the way are written through ``profile_writer``.
+    With a ``step_cache`` (the scheduler's, :mod:`app.monitors.step_cache`) the steps of
+    traces unchanged since the last cycle are reused and their spans not read.
     """
     pid = sel.project_id
     keys: list[Any] = list(
@@ -156,9 +137,15 @@ def load_trace_window(
         tally = step_profiles.count_window(
             keys,
             sampled=set(plan.trace_ids),
-            load_chunk=lambda ids: _chunk_records(session, sel, ids, as_of=as_of, scores=False),
+            load_chunk=lambda ids: window_rows.chunk_records(
+                session, ids, project_id=pid, as_of=as_of, scores=False
+            ),
             write_engine=profile_writer,
         )
+    updated = None
+    if step_cache is not None:
+        chosen = set(plan.trace_ids)
+        updated = {k["trace_id"]: k["updated_at"] for k in keys if k["trace_id"] in chosen}
     del keys
     # Rows are fetched by explicit id lists in chunks: a plain index lookup per chunk,
     # whatever the planner thinks of the window on a freshly loaded table. Each chunk
@@ -166,8 +153,16 @@ def load_trace_window(
     # memory all at once beside its records: two 20,000-trace windows took 188 MB resident
     # instead of 371 MB (bench/scale's traffic at 10,000 traces/h).
     out: list[records.TraceRecord] = []
-    for chunk in _chunks(plan.trace_ids):
-        out += _chunk_records(session, sel, chunk, as_of=as_of)
+    for chunk in window_rows.chunks(plan.trace_ids):
+        out += window_rows.chunk_records(
+            session,
+            chunk,
+            project_id=pid,
+            roles=sel.roles,
+            as_of=as_of,
+            cache=step_cache,
+            updated=updated,
+        )
     out.sort(key=lambda r: (r.started_at, r.trace_id))
     profiles = None
     if tally is not None:
@@ -180,65 +175,13 @@ def load_trace_window(
 def step_profiles_of(session: Session, *, project_id: int, trace_ids: list[Any]) -> dict[str, str]:
     """The step profile of each stored trace (:mod:`detectors.step_profiles`), from the same
     records the monitors' windows are built of (the derive job stores them ahead)."""
-    sel = TraceSelection(project_id=project_id)
     return {
         r.trace_id: step_profile(r.steps)
-        for chunk in _chunks(trace_ids)
-        for r in _chunk_records(session, sel, chunk, as_of=None, scores=False)
+        for chunk in window_rows.chunks(trace_ids)
+        for r in window_rows.chunk_records(
+            session, chunk, project_id=project_id, as_of=None, scores=False
+        )
     }
-
-
-def _chunk_records(
-    session: Session,
-    sel: TraceSelection,
-    chunk: list[Any],
-    *,
-    as_of: datetime | None,
-    scores: bool = True,
-) -> list[records.TraceRecord]:
-    """The records of one chunk of trace ids, with their spans and (unless not asked
-    for) scores."""
-    pid = sel.project_id
-    traces: list[Any] = list(
-        session.execute(
-            select(*_TRACE_COLUMNS).where(Trace.project_id == pid, Trace.trace_id.in_(chunk))
-        ).mappings()
-    )
-    spans = [
-        _span_row(row)
-        for row in session.execute(
-            select(*_SPAN_COLUMNS, *_SPAN_ATTRIBUTES).where(
-                Span.project_id == pid, Span.trace_id.in_(chunk)
-            )
-        ).mappings()
-    ]
-    score_q = (
-        select(Score.trace_id, Score.name, Score.value, Score.kind, Score.source, Score.created_at)
-        .where(Score.project_id == pid, Score.trace_id.in_(chunk))
-        .order_by(Score.id)
-    )
-    if as_of is not None:
-        score_q = score_q.where(Score.created_at <= as_of)
-    with_event_tool_calls(session, spans, project_id=pid, trace_ids=chunk)
-    if not scores:
-        return records.from_rows(traces, spans)
-    return records.from_rows(
-        traces, spans, map(sel.roles.apply, session.execute(score_q).mappings())
-    )
-
-
-def with_event_tool_calls(
-    session: Session, spans: list[dict[str, Any]], *, project_id: int, trace_ids: list[Any]
-) -> None:
-    """Give spans whose content came as GenAI events (``event_only``) the tool calls those
-    events carry, so a plain client's requested calls become steps either way."""
-    found: dict[tuple[str, str], dict[str, Any]] = {}
-    for chunk in _chunks(trace_ids):
-        found.update(tool_calls_by_span(session, project_id=project_id, trace_ids=chunk))
-    for span in spans if found else ():
-        extra = found.get((span["trace_id"], span["span_id"]))
-        for key, items in (extra or {}).items():
-            span["attributes"].setdefault(key, items)
 
 
 def with_trace_embeddings(session: Session, window: TraceWindow, *, project_id: int) -> TraceWindow:
@@ -247,12 +190,13 @@ def with_trace_embeddings(session: Session, window: TraceWindow, *, project_id: 
     agents = {r.trace_id: r.agent for r in window.records}
     streams = [f"{a}.{side}" for a in set(agents.values()) for side in ("input", "output")]
     found: dict[tuple[str, str], np.ndarray] = {}
-    for chunk in _chunks(list(agents)):
+    dialect = session.get_bind().dialect.name
+    for chunk in window_rows.chunks(list(agents)):
         for row in session.execute(
             select(Embedding.trace_id, Embedding.stream, Embedding.vector)
             .where(
                 Embedding.project_id == project_id,
-                Embedding.trace_id.in_(chunk),
+                one_of(Embedding.trace_id, chunk, dialect),
                 Embedding.stream.in_(streams),
             )
             .order_by(Embedding.id)

@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.db import one_of
 from app.models import SpanEvent
 from app.otlp.tool_calls import REQUESTED, RESULTS
 
@@ -44,7 +45,10 @@ def tool_calls_by_span(
             SpanEvent.attributes[REQUESTED].label("requested"),
             SpanEvent.attributes[RESULTS].label("results"),
         )
-        .where(SpanEvent.project_id == project_id, SpanEvent.trace_id.in_(trace_ids))
+        .where(
+            SpanEvent.project_id == project_id,
+            one_of(SpanEvent.trace_id, trace_ids, session.get_bind().dialect.name),
+        )
         .order_by(SpanEvent.time, SpanEvent.id)
     )
     out: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}

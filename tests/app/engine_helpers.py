@@ -73,6 +73,16 @@ def scripted_factory(script: Mapping[str, list[str]]) -> Any:
     return factory
 
 
+def ingest(engine: Engine, project_id: int, events: list[dict[str, Any]]) -> None:
+    """Native ingest events through the ingest path (validate, then write); all must pass."""
+    from app.ingest.events import validate_events
+    from app.ingest.store import write_events
+
+    valid, rejected = validate_events(events)
+    assert not rejected, rejected
+    write_events(engine, project_id=project_id, events=valid)
+
+
 def setup_project(engine: Engine, name: str = "p1") -> int:
     with write_session(engine) as s:
         return get_or_create_project(s, name=name).id

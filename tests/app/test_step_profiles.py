@@ -9,12 +9,10 @@ from typing import Any
 from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
-from app.ingest.events import validate_events
-from app.ingest.store import write_events
 from app.models import Trace
-from app.monitors import step_profiles, windows
+from app.monitors import step_profiles, window_rows, windows
 from detectors.step_profiles import ProfileCounts, RecordWindow
-from tests.app.engine_helpers import T0, setup_project
+from tests.app.engine_helpers import T0, ingest, setup_project
 
 N = 600
 
@@ -34,12 +32,6 @@ def _events(i: int, *, steps: int) -> list[dict[str, Any]]:
     return out
 
 
-def _write(engine: Engine, pid: int, events: list[dict[str, Any]]) -> None:
-    valid, rejected = validate_events(events)
-    assert not rejected
-    write_events(engine, project_id=pid, events=valid)
-
-
 def _load(engine: Engine, pid: int, max_traces: int) -> windows.TraceWindow:
     with Session(engine) as session:
         return windows.load_trace_window(
@@ -52,7 +44,7 @@ def test_sampled_window_counts_every_trace_by_its_stored_profile(engine: Engine)
     pid = setup_project(engine, "p1")
     events = [e for i in range(N) for e in _events(i, steps=2 + i % 4)]
     for lo in range(0, len(events), 1000):
-        _write(engine, pid, events[lo : lo + 1000])
+        ingest(engine, pid, events[lo : lo + 1000])
     whole = _load(engine, pid, max_traces=10_000)
     assert whole.profiles is None and not isinstance(whole.records, RecordWindow)
     expected = ProfileCounts.of(whole.records)
@@ -77,7 +69,7 @@ def test_sampled_window_counts_every_trace_by_its_stored_profile(engine: Engine)
     assert again.records.step_profiles == expected  # type: ignore[attr-defined]
 
     # A trace that grows loses its profile at ingest, and is counted as it is now.
-    _write(engine, pid, [{"id": "late", "type": "span", "body": {
+    ingest(engine, pid, [{"id": "late", "type": "span", "body": {
         "trace_id": "t1", "span_id": "1-late", "step_index": 9, "kind": "llm",
         "name": "late", "status": "error", "started_at": T0.isoformat()}}])  # fmt: skip
     with Session(engine) as s:
@@ -93,7 +85,7 @@ def test_sampled_window_counts_every_trace_by_its_stored_profile(engine: Engine)
 
 def test_a_profile_computed_before_the_trace_grew_is_not_stored(engine: Engine) -> None:
     pid = setup_project(engine, "p1")
-    _write(engine, pid, _events(1, steps=2))
+    ingest(engine, pid, _events(1, steps=2))
     with Session(engine) as s:
         key = dict(
             s.execute(
@@ -107,8 +99,8 @@ def test_a_profile_computed_before_the_trace_grew_is_not_stored(engine: Engine) 
     with Session(engine) as s:
         tally = step_profiles.count_window(
             [key], sampled=set(), write_engine=engine,
-            load_chunk=lambda ids: windows._chunk_records(
-                s, windows.TraceSelection(project_id=pid), ids, as_of=None, scores=False),
+            load_chunk=lambda ids: window_rows.chunk_records(
+                s, ids, project_id=pid, as_of=None, scores=False),
         )  # fmt: skip
     assert tally.counted == {("production", "ts"): 1}  # counted as read...
     with Session(engine) as s:  # ...but not stored over the grown trace
@@ -121,7 +113,7 @@ def test_the_derive_job_stores_profiles_so_the_cycle_computes_none(engine: Engin
 
     pid = setup_project(engine, "p1")
     events = [e for i in range(200) for e in _events(i, steps=1 + i % 3)]
-    _write(engine, pid, events)
+    ingest(engine, pid, events)
     report = derive_pending(engine, now=utcnow(), settle_seconds=0.0, text_embeddings=False)
     assert report.traces == 200
     with Session(engine) as s:

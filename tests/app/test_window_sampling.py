@@ -225,6 +225,24 @@ def test_one_cycle_loads_each_window_once_with_the_same_verdicts(
     fired = {b.failure_mode for b in shared.values() if b.fired}
     assert "FM-2" in fired
 
+    # The next cycle, 15 minutes on, reuses the steps of the traces both cycles read
+    # (app/monitors/step_cache.py) and gives the runs a cold load gives.
+    assert len(service.step_cache) > 0
+    hits = service.step_cache.hits
+    now = now + timedelta(minutes=15)
+    monkeypatch.setattr(windows, "load_trace_window", real)
+    cold = {mid: runner.run_monitor(engine, monitor_id=mid, now=now) for mid in ids}
+    with engine.begin() as conn:
+        conn.execute(update(Monitor).values(next_run_at=None))
+    warm = {run.monitor_id: run for run in service.tick()}
+    assert service.step_cache.hits - hits > 0
+    for mid in ids:
+        a, b = cold[mid], warm[mid]
+        assert a is not None
+        assert (a.status, a.fired, a.statistic, a.p_value, a.n_current, a.n_reference) == (
+            b.status, b.fired, b.statistic, b.p_value, b.n_current, b.n_reference
+        )  # fmt: skip
+
 
 def test_cache_attaches_vectors_once_and_serves_later_callers() -> None:
     cache = WindowCache(now=T0)
