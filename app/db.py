@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import orjson
-from sqlalchemy import Connection, Engine, Row, Select, create_engine, event
+from sqlalchemy import Connection, Engine, Row, Select, any_, bindparam, create_engine, event
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session, sessionmaker
 
 
@@ -160,7 +161,4 @@ def one_of(column: Any, values: list[Any], dialect: str) -> Any:
     """
     if dialect != "postgresql":
         return column.in_(values)
-    from sqlalchemy import any_, bindparam
-    from sqlalchemy.dialects.postgresql import ARRAY
-
     return column == any_(bindparam(None, value=list(values), type_=ARRAY(column.type)))

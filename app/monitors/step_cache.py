@@ -34,7 +34,6 @@ class StepCache:
         self._entries: dict[Key, tuple[datetime, tuple[Step, ...]]] = {}
         self._used: set[Key] = set()
         self.hits = 0
-        self.misses = 0
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -44,7 +43,6 @@ class StepCache:
         key = (project_id, trace_id)
         found = self._entries.get(key)
         if found is None or updated_at is None or found[0] != updated_at:
-            self.misses += 1
             return None
         self._used.add(key)
         self.hits += 1

@@ -14,13 +14,9 @@ from sqlalchemy.orm import Session
 
 from app.db import one_of
 from app.models import Embedding, EmbeddingStream
-from app.monitors import sampling
+from app.monitors import sampling, window_rows
 
 DEFAULT_MAX_VECTORS = 50_000
-
-
-def _chunks(ids: list[Any], size: int = 1000) -> list[list[Any]]:
-    return [ids[i : i + size] for i in range(0, len(ids), size)]
 
 
 TRACE_STREAM_SUFFIXES = (".input", ".output")
@@ -81,7 +77,7 @@ def load_embedding_window(
         ]
         rows = []
         dialect = session.get_bind().dialect.name
-        for chunk in _chunks(ids):
+        for chunk in window_rows.chunks(ids):
             # The window's bounds again: on PostgreSQL they limit the id lookups to the
             # window's days (partitions by created_at) instead of every day kept.
             rows += session.execute(
