@@ -22,11 +22,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from detectors.records import Step, TraceRecord, is_tool_step, step_error
+
+if TYPE_CHECKING:
+    from detectors.ground_truth.label_coverage import LabelCounts
 
 TOOL_OK, TOOL_FAILED, STEP_OK, STEP_FAILED = "t", "T", "s", "S"
 _CHAR = {(True, False): TOOL_OK, (True, True): TOOL_FAILED,
@@ -81,25 +84,34 @@ class ProfileCounts:
 
 
 class RecordWindow(list[TraceRecord]):
-    """A window's records, and where they are a sample, the whole window's step profiles.
+    """A window's records, and where they are a sample, counts over the whole window.
 
     Detectors take any sequence of records; one of these tells the count statistics to
-    read :attr:`step_profiles` (every trace) instead of the sampled records, while the
+    read the whole-window counts instead of the sampled records: :attr:`step_profiles`
+    (FM-1's hazards, FM-2's lift tables) and :attr:`label_counts` (FM-4's label coverage
+    and delay, :class:`detectors.ground_truth.label_coverage.LabelCounts`), while the
     record-level sub-tests (confidences, latencies, tool names) read the sample.
     """
 
     def __init__(
-        self, records: Iterable[TraceRecord] = (), *, step_profiles: ProfileCounts | None = None
+        self,
+        records: Iterable[TraceRecord] = (),
+        *,
+        step_profiles: ProfileCounts | None = None,
+        label_counts: LabelCounts | None = None,
     ) -> None:
         super().__init__(records)
         self.step_profiles = step_profiles
+        self.label_counts = label_counts
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (list(self), self.step_profiles))
+        return (_rebuild, (list(self), self.step_profiles, self.label_counts))
 
 
-def _rebuild(records: list[TraceRecord], profiles: ProfileCounts | None) -> RecordWindow:
-    return RecordWindow(records, step_profiles=profiles)
+def _rebuild(
+    records: list[TraceRecord], profiles: ProfileCounts | None, labels: LabelCounts | None
+) -> RecordWindow:
+    return RecordWindow(records, step_profiles=profiles, label_counts=labels)
 
 
 def whole_window_profiles(

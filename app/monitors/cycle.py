@@ -43,6 +43,7 @@ class WindowCache:
     _with_vectors: set[TraceKey] = field(default_factory=set)
     _vectors: dict[tuple[Any, ...], np.ndarray] = field(default_factory=dict)
     _history_starts: dict[int, datetime | None] = field(default_factory=dict)
+    _counts: dict[tuple[Any, ...], Any] = field(default_factory=dict)
 
     def trace_window(
         self,
@@ -75,6 +76,13 @@ class WindowCache:
         else:
             self.hits += 1
         return found
+
+    def counts(self, key: tuple[Any, ...], load: Callable[[], Any]) -> Any:
+        """Whole-window counts a detector reads beside a sampled window (FM-4's labels:
+        :mod:`app.monitors.label_counts`), counted once per cycle."""
+        if key not in self._counts:
+            self._counts[key] = load()
+        return self._counts[key]
 
     def history_start(
         self, project_id: int, load: Callable[[], datetime | None]

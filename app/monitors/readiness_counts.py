@@ -19,7 +19,8 @@ from sqlalchemy import and_, case, func, literal, or_, select
 from sqlalchemy.orm import Session
 
 from app.models import Embedding, Score, Span, Trace
-from app.monitors.windows import TraceSelection, _in_window
+from app.monitors.windows import TraceSelection, in_window
+from app.scores import roles as score_roles
 from detectors.records import TOOL_KINDS
 
 _REQUESTED = "telltale.tool_calls.requested"
@@ -75,7 +76,7 @@ def window_counts(
     """The window's traces and, for each signal a detector reads, how many traces carry it."""
     out = WindowCounts()
     row = session.execute(
-        _in_window(
+        in_window(
             select(
                 func.count(),
                 _count_if(Trace.source == "eval"),
@@ -98,14 +99,14 @@ def window_counts(
     # Span and score flags are per trace: beyond MAX_TRACES_COUNTED, every k-th trace row
     # (by id: arrival order, spread over the window) is counted and the counts scaled.
     stride = -(-out.traces // MAX_TRACES_COUNTED)
-    q = _in_window(select(Trace.trace_id), sel, start, end, as_of)
+    q = in_window(select(Trace.trace_id), sel, start, end, as_of)
     traces = (q.where(Trace.id % stride == 0) if stride > 1 else q).subquery()
     if stride > 1:
         out.counted_traces = int(session.scalar(select(func.count()).select_from(traces)) or 0)
     else:
         out.counted_traces = out.traces
     groups = (
-        _in_window(select(Trace.input_hash), sel, start, end, as_of)
+        in_window(select(Trace.input_hash), sel, start, end, as_of)
         .where(Trace.input_hash.is_not(None))
         .group_by(Trace.input_hash)
         .having(func.count() >= 2)
@@ -150,18 +151,8 @@ def _score_counts(
             .order_by(Score.name, Score.kind, Score.source)
         )
     ]  # fmt: skip
-    roles = sel.roles
-    named = [n for n, _ in roles.roles]
-
-    def effective(kind: str) -> Any:
-        own = Score.kind == kind
-        if named:
-            own = and_(own, Score.name.not_in(named))
-        role_names = roles.names_with(kind)
-        return or_(Score.name.in_(role_names), own) if role_names else own
-
-    label = and_(effective("true"), Score.source.in_(list(roles.label_sources) or [""]))
-    row = session.execute(_per_trace(Score.trace_id, and_(*where), label, effective("proxy"))).one()
+    label, proxy = score_roles.is_label(sel.roles), score_roles.kind_is(sel.roles, "proxy")
+    row = session.execute(_per_trace(Score.trace_id, and_(*where), label, proxy)).one()
     out.with_label, out.with_proxy = int(row[1]), int(row[2])
 
 
@@ -174,7 +165,7 @@ def _embedding_counts(
     out: WindowCounts,
 ) -> None:
     pid = sel.project_id
-    joined = _in_window(
+    joined = in_window(
         select(
             _distinct_if(Embedding.stream == Trace.agent + literal(".input"), Trace.trace_id),
             _distinct_if(Embedding.stream == Trace.agent + literal(".output"), Trace.trace_id),

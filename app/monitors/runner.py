@@ -31,7 +31,15 @@ from app.alerts import lifecycle
 from app.db import as_utc, write_session
 from app.models import DetectorRun, Finding, Monitor
 from app.models.base import utcnow
-from app.monitors import baseline, calibration, history, vector_windows, version_baseline, windows
+from app.monitors import (
+    baseline,
+    calibration,
+    history,
+    label_counts,
+    vector_windows,
+    version_baseline,
+    windows,
+)
 from app.monitors import state as monitor_state
 from app.monitors.baseline import BaselinePolicy, Windows
 from app.monitors.cycle import WindowCache
@@ -196,7 +204,15 @@ def _load(
     ref = traces(w.reference_start, w.reference_end, ref_version)
     cur = traces(w.current_start, w.current_end, cur_version)
     sample = {"reference": ref.evidence(), "current": cur.evidence()}
-    return ref.records, cur.records, sample
+    cur_records: Any = cur.records
+    if "labels" in getattr(detector, "window_counts", ()) and cur.sample.rate < 1.0:
+        # A sampled window: FM-4's coverage and delays count every trace of it.
+        cur_records = label_counts.with_label_counts(
+            session, cur, replace(tsel, agent_version=cur_version),
+            start=w.current_start, end=w.current_end, cache=cache,
+        )  # fmt: skip
+        sample["current"]["label_counts"] = {"traces_counted": cur_records.label_counts.traces}
+    return ref.records, cur_records, sample
 
 
 def _size(window: Any) -> int:

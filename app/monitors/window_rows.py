@@ -44,7 +44,7 @@ _SPAN_COLUMNS = (
 _SPAN_ATTRIBUTES = tuple(Span.attributes[k].label(f"a{i}") for i, k in enumerate(STEP_ATTRIBUTES))
 
 
-def _plain_times(columns: tuple[Any, ...], dialect: str) -> tuple[Any, ...]:
+def plain_times(columns: tuple[Any, ...], dialect: str) -> tuple[Any, ...]:
     """The columns, with PostgreSQL's ``timestamptz`` read as it comes (already aware):
     the records turn every time into epoch seconds, so :class:`app.models.base.UTCDateTime`'s
     conversion of each of a window's million values to UTC is wasted there. SQLite's naive
@@ -109,7 +109,7 @@ def chunk_records(
     traces = [
         dict(zip(_TRACE_KEYS, row, strict=True))
         for row in session.execute(
-            select(*_plain_times(_TRACE_COLUMNS, dialect)).where(
+            select(*plain_times(_TRACE_COLUMNS, dialect)).where(
                 Trace.project_id == pid, one_of(Trace.trace_id, chunk, dialect)
             )
         )
@@ -118,7 +118,7 @@ def chunk_records(
         [
             _span_row(row)
             for row in session.execute(
-                select(*_plain_times(_SPAN_COLUMNS, dialect), *_SPAN_ATTRIBUTES).where(
+                select(*plain_times(_SPAN_COLUMNS, dialect), *_SPAN_ATTRIBUTES).where(
                     Span.project_id == pid, one_of(Span.trace_id, unread, dialect)
                 )
             )
@@ -127,7 +127,7 @@ def chunk_records(
         else []
     )
     score_q = (
-        select(*_plain_times(_SCORE_COLUMNS, dialect))
+        select(*plain_times(_SCORE_COLUMNS, dialect))
         .where(Score.project_id == pid, one_of(Score.trace_id, chunk, dialect))
         .order_by(Score.id)
     )

@@ -72,7 +72,7 @@ _KEY_COLUMNS = (Trace.trace_id, Trace.source, Trace.input_hash, Trace.counterfac
 _PROFILE_KEY_COLUMNS = (Trace.project_id, Trace.step_profile, Trace.updated_at)
 
 
-def _in_window(
+def in_window(
     q: Any, sel: TraceSelection, start: datetime, end: datetime, as_of: datetime | None
 ) -> Select[Any]:
     q = q.where(
@@ -128,7 +128,7 @@ def load_trace_window(
     pid = sel.project_id
     keys: list[Any] = list(
         session.execute(
-            _in_window(select(*_KEY_COLUMNS, *_PROFILE_KEY_COLUMNS), sel, start, end, as_of)
+            in_window(select(*_KEY_COLUMNS, *_PROFILE_KEY_COLUMNS), sel, start, end, as_of)
         ).mappings()
     )
     plan = sampling.plan_sample(keys, max_production=sel.max_traces)

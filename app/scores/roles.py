@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from sqlalchemy import and_, or_
 from sqlalchemy.orm import Session
 
+from app.models import Score
 from app.models.base import utcnow
 from app.models.score_roles import ScoreRoleConfig
 from detectors.records import LABEL_SOURCES
@@ -68,6 +70,21 @@ class ScoreRoles:
 
 
 DEFAULT_ROLES = ScoreRoles()
+
+
+def kind_is(roles: ScoreRoles, kind: str) -> Any:
+    """SQL: the stored score is read with ``kind`` (its name's role, else its stored kind)."""
+    own: Any = Score.kind == kind
+    named = [n for n, _ in roles.roles]
+    if named:
+        own = and_(own, Score.name.not_in(named))
+    role_names = roles.names_with(kind)
+    return or_(Score.name.in_(role_names), own) if role_names else own
+
+
+def is_label(roles: ScoreRoles) -> Any:
+    """SQL: the stored score is a ground-truth label (a ``true`` score from a label source)."""
+    return and_(kind_is(roles, "true"), Score.source.in_(list(roles.label_sources) or [""]))
 
 
 def get_roles(session: Session, *, project_id: int) -> ScoreRoles:

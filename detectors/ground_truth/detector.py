@@ -9,7 +9,12 @@ import numpy as np
 from sklearn.isotonic import IsotonicRegression
 
 from detectors.ground_truth.calibration import bootstrap_drop, labels_and_confidences
-from detectors.ground_truth.label_coverage import label_coverage, visible_label
+from detectors.ground_truth.label_coverage import (
+    LabelCounts,
+    label_coverage,
+    visible_label,
+    whole_window_labels,
+)
 from detectors.records import DetectorResult, TraceRecord
 from detectors.significance import SequentialPValue, check_integers_at_least, stop_after_for
 
@@ -88,6 +93,9 @@ class GroundTruthAbsenceDetector:
     """
 
     needs: ClassVar[tuple[str, ...]] = ("true_scores", "confidence")
+    # Counts read over the whole window where the records are a sample (the service
+    # attaches them: detectors.step_profiles.RecordWindow.label_counts).
+    window_counts: ClassVar[tuple[str, ...]] = ("labels",)
 
     def __init__(
         self,
@@ -139,7 +147,7 @@ class GroundTruthAbsenceDetector:
                 cohorts_needing_labels=[],
             )
         now = float(max(t.ended_at for t in cur)) if now is None else float(now)
-        coverage = self._coverage_evidence(cur, now)
+        coverage = self._coverage_evidence(cur, now, whole_window_labels(current))
 
         def insufficient(reason: str) -> DetectorResult:
             return DetectorResult.insufficient(FAILURE_MODE, reason, **coverage)
@@ -215,10 +223,15 @@ class GroundTruthAbsenceDetector:
             evidence=evidence,
         )
 
-    def _coverage_evidence(self, cur: Sequence[TraceRecord], now: float) -> dict[str, Any]:
-        cohorts = label_coverage(cur, now)
+    def _coverage_evidence(
+        self, cur: Sequence[TraceRecord], now: float, counts: LabelCounts | None
+    ) -> dict[str, Any]:
+        """Coverage and delay per cohort: over every trace of the window where the service
+        counted them (``counts``; ``cur`` is then a sample), else over ``cur``."""
+        cohorts = label_coverage(cur, now, counts=counts)
         n_labeled = sum(c["n_labeled"] for c in cohorts)
-        overall = n_labeled / len(cur)
+        n_traces = sum(c["n_traces"] for c in cohorts)
+        overall = n_labeled / n_traces if n_traces else 0.0
         needing = [
             {k: c[k] for k in ("agent", "agent_version", "task_type", "n_traces", "coverage")}
             for c in cohorts
@@ -229,4 +242,5 @@ class GroundTruthAbsenceDetector:
             "needs_labels": bool(overall < self.min_coverage or needing),
             "cohorts_needing_labels": needing,
             "cohorts": cohorts,
+            "coverage_counted_traces": "whole window" if counts is not None else "records",
         }

@@ -1,18 +1,26 @@
 """FM-4 label coverage: how much of a window is labeled, per cohort, and how late.
 
 A label is a ``true`` score from a ``delayed`` or ``human`` source, visible only once
-``created_at <= now``.
+``created_at <= now``. Coverage and delay are counts over a window's traces: where the
+records a detector gets are a sample of the window, the service counts every trace of it
+in the database (:class:`LabelCounts`, carried by
+:class:`~detectors.step_profiles.RecordWindow`), and the coverage is computed from those
+counts instead of the sample's records. Both come through one code path:
+:meth:`LabelCounts.of` is what the database would count for the given records.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from detectors.records import Score, TraceRecord
+
+Cohort = tuple[str, str, str]  # (agent, agent_version, task_type)
 
 
 def visible_label(trace: TraceRecord, now: float) -> Score | None:
@@ -21,37 +29,103 @@ def visible_label(trace: TraceRecord, now: float) -> Score | None:
     return max(labels, key=lambda s: s.created_at) if labels else None
 
 
-def label_coverage(traces: Sequence[TraceRecord], now: float) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class CohortLabels:
+    """One cohort's traces: how many, the label delays (seconds) of the labeled ones whose
+    label time is known, how many are labeled, and when the unlabeled ones ended."""
+
+    n_traces: int
+    n_labeled: int
+    delays: np.ndarray
+    pending_ended_at: np.ndarray
+
+
+@dataclass(frozen=True)
+class LabelCounts:
+    """A window's production traces per cohort, labeled or not, as of the run's ``now``."""
+
+    cohorts: Mapping[Cohort, CohortLabels]
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[tuple[Cohort, float, float | None]]) -> LabelCounts:
+        """From one ``(cohort, ended_at, label_created_at or None)`` per trace: the trace's
+        latest label visible at ``now``, None where it has none."""
+        delays: dict[Cohort, list[float]] = defaultdict(list)
+        pending: dict[Cohort, list[float]] = defaultdict(list)
+        labeled: dict[Cohort, int] = defaultdict(int)
+        for cohort, ended_at, label_at in rows:
+            if label_at is None:
+                pending[cohort].append(ended_at)
+                continue
+            labeled[cohort] += 1
+            if label_at > 0:  # created_at 0.0 means "time unknown"
+                delays[cohort].append(max(0.0, label_at - ended_at))
+        out = {}
+        for cohort in set(pending) | set(labeled):
+            out[cohort] = CohortLabels(
+                n_traces=labeled[cohort] + len(pending[cohort]),
+                n_labeled=labeled[cohort],
+                delays=np.asarray(delays[cohort], dtype=float),
+                pending_ended_at=np.asarray(pending[cohort], dtype=float),
+            )
+        return cls(out)
+
+    @classmethod
+    def of(cls, traces: Iterable[TraceRecord], now: float) -> LabelCounts:
+        """What the database would count for these records (the detector hands it the
+        production ones, as the service counts only those).
+
+        >>> from detectors.records import Score
+        >>> t = TraceRecord("a", "bot", ended_at=10.0,
+        ...                 scores=(Score("ok", 1.0, "true", "human", 70.0),))
+        >>> c = LabelCounts.of([t, TraceRecord("b", "bot", ended_at=20.0)], now=100.0)
+        >>> c.cohorts[("bot", "", "")].n_labeled, c.traces
+        (1, 2)
+        """
+        rows = []
+        for t in traces:
+            label = visible_label(t, now)
+            at = None if label is None else label.created_at
+            rows.append(((t.agent, t.agent_version, t.task_type), t.ended_at, at))
+        return cls.from_rows(rows)
+
+    @property
+    def traces(self) -> int:
+        return int(sum(c.n_traces for c in self.cohorts.values()))
+
+
+def whole_window_labels(window: Sequence[TraceRecord]) -> LabelCounts | None:
+    """The window's label counts over every trace when it carries them (a sampled window
+    from the service), else None: the records are the whole window."""
+    counts = getattr(window, "label_counts", None)
+    return counts if isinstance(counts, LabelCounts) else None
+
+
+def label_coverage(
+    traces: Sequence[TraceRecord], now: float, *, counts: LabelCounts | None = None
+) -> list[dict[str, Any]]:
     """Per cohort (agent, agent_version, task_type): traces, labeled fraction and label delay.
 
     Label delay is ``label.created_at - trace.ended_at`` (seconds, clipped at 0) over the
     labels visible at ``now``; ``pending_age_median_s`` is the median ``now - ended_at`` of the
-    traces still waiting for a label.
+    traces still waiting for a label. With ``counts`` (every trace of the window) the
+    records are not read.
     """
-    cohorts: dict[tuple[str, str, str], list[TraceRecord]] = defaultdict(list)
-    for t in traces:
-        cohorts[(t.agent, t.agent_version, t.task_type)].append(t)
+    found = counts if counts is not None else LabelCounts.of(traces, now)
     rows = []
-    for (agent, version, task_type), members in sorted(cohorts.items()):
-        delays, pending = [], []
-        for t in members:
-            label = visible_label(t, now)
-            if label is None:
-                pending.append(max(0.0, now - t.ended_at))
-            elif label.created_at > 0:  # created_at 0.0 means "time unknown"
-                delays.append(max(0.0, label.created_at - t.ended_at))
-        n_labeled = len(members) - len(pending)
+    for (agent, version, task_type), c in sorted(found.cohorts.items()):
+        pending = np.maximum(0.0, now - c.pending_ended_at)
         rows.append(
             {
                 "agent": agent,
                 "agent_version": version,
                 "task_type": task_type,
-                "n_traces": len(members),
-                "n_labeled": n_labeled,
-                "coverage": n_labeled / len(members),
-                "label_delay_median_s": float(np.median(delays)) if delays else None,
-                "label_delay_p90_s": float(np.quantile(delays, 0.9)) if delays else None,
-                "pending_age_median_s": float(np.median(pending)) if pending else None,
+                "n_traces": c.n_traces,
+                "n_labeled": c.n_labeled,
+                "coverage": c.n_labeled / c.n_traces,
+                "label_delay_median_s": float(np.median(c.delays)) if c.delays.size else None,
+                "label_delay_p90_s": (float(np.quantile(c.delays, 0.9)) if c.delays.size else None),
+                "pending_age_median_s": float(np.median(pending)) if pending.size else None,
             }
         )
     return rows
