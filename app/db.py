@@ -12,6 +12,7 @@ import orjson
 from sqlalchemy import Connection, Engine, Row, Select, any_, bindparam, create_engine, event
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import StaticPool
 
 
 def normalise_url(url: str) -> str:
@@ -36,11 +37,17 @@ def _sqlite_pragmas(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
 def make_engine(url: str, *, pool_size: int = 8) -> Engine:
     url = normalise_url(url)
     if url.startswith("sqlite"):
+        # An in-memory database is one connection every thread shares (StaticPool). The
+        # default for it, SingletonThreadPool, gives each thread its own empty database
+        # and closes other threads' connections past five threads, while they are in use:
+        # the app's background threads crashed the process in sqlite3 (a test's segfault).
+        memory = url in ("sqlite://", "sqlite:///:memory:")
         engine = create_engine(
             url,
             connect_args={"check_same_thread": False, "timeout": 30},
             pool_pre_ping=True,
             json_deserializer=orjson.loads,
+            **({"poolclass": StaticPool} if memory else {}),
         )
         event.listen(engine, "connect", _sqlite_pragmas)
 

@@ -17,7 +17,10 @@ from app.settings import Settings
 @pytest.fixture(scope="module")
 def spec(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     media = tmp_path_factory.mktemp("media")
-    app = create_app(Settings(database_url="sqlite://", media_dir=str(media)))
+    # The spec needs no background job (nor a database beyond the app's startup).
+    app = create_app(
+        Settings(database_url="sqlite://", media_dir=str(media)), start_background=False
+    )
     with TestClient(app) as client:
         answer = client.get("/openapi.json")
     assert answer.status_code == 200
