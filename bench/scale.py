@@ -3,6 +3,7 @@
     python -m bench.scale [--rates 1000,10000,100000] [--db postgresql] [--hours 6]
                           [--inject FM-2] [--strength moderate]
     python -m bench.scale --table [--rates 1000,10000]   # the detection table by rate
+    python -m bench.scale --inject '' --sweep 9 --reuse ttclean  # clean runs at volume
 
 Per rate: a fresh database, ``--hours`` of the scenario generator's traffic at that rate
 (with ``--inject`` switched on for the last 2 h, so the current window holds the failure),
@@ -24,7 +25,10 @@ its step cache (app/monitors/step_cache.py) holds what that cycle read
 Prints one JSON object: per rate the steady cycle seconds, per-monitor seconds (the
 first monitor of the cycle pays the window load), the rows in the windows and the rows
 loaded (the sample), the cycle process's peak RSS, and each monitor's verdict; then whether
-every rate gave the lowest rate's verdicts.
+every rate gave the lowest rate's verdicts. ``--sweep K`` runs a scheduler's last K cycles
+instead (one process, every ``--interval``, alerts and baselines live) and counts per
+monitor the fired runs, the alerts opened and the p-values: on clean traffic
+(``--inject ''``) each fired run is a false one at that volume.
 """
 
 from __future__ import annotations
@@ -159,6 +163,62 @@ def cycle(db_url: str, end: str, warm_up_s: float = 0.0) -> dict:
     }
 
 
+def sweep(db_url: str, end: str, cycles: int, interval_s: float) -> dict:
+    """A running scheduler's last ``cycles`` ticks, ``interval_s`` apart, up to ``end``, in
+    one process with its real lifecycle (alerts open and resolve, baselines freeze, the
+    sequential chart observes). On clean traffic every fired run is a false one: per
+    monitor, the runs, the fired runs, the alerts opened and the p-values against the run's
+    level (``alpha_run``)."""
+    from sqlalchemy import select, update
+    from sqlalchemy.orm import Session
+
+    from app.db import make_engine
+    from app.models import Alert, DetectorRun, Monitor
+    from app.monitors.runner import run_params
+    from app.scheduler.service import SchedulerService
+    from app.settings import Settings
+    from detectors.registry import detector_parameters
+
+    last = datetime.fromisoformat(end)
+    engine = make_engine(db_url)
+    clock = [last]
+    service = SchedulerService(Settings(database_url=db_url), engine, None, clock=lambda: clock[0])
+    seconds = []
+    for k in range(cycles):
+        clock[0] = last - timedelta(seconds=interval_s * (cycles - 1 - k))
+        with engine.begin() as conn:
+            conn.execute(update(Monitor).values(next_run_at=None))
+        t = time.perf_counter()
+        service.tick()
+        seconds.append(round(time.perf_counter() - t, 2))
+    out: dict[str, Any] = {}
+    with Session(engine) as session:
+        monitors = {m.id: m for m in session.scalars(select(Monitor))}
+        opened = list(session.scalars(select(Alert.monitor_id)))
+        for run in session.scalars(select(DetectorRun).order_by(DetectorRun.id)):
+            m = monitors[run.monitor_id]
+            row = out.setdefault(run.failure_mode, {
+                "runs": 0, "fired": 0, "not_ok": 0, "p_values": [],
+                "alerts_opened": opened.count(m.id),
+                # The level the run tested at (half the ERT budget with the chart on).
+                "alpha_run": run_params(m, detector_parameters(run.failure_mode)).get("alpha"),
+            })  # fmt: skip
+            row["runs"] += 1
+            row["fired"] += int(run.fired)
+            if run.status != "ok" or run.p_value is None:
+                row["not_ok"] += 1
+            else:
+                row["p_values"].append(run.p_value)
+    for row in out.values():
+        ps = sorted(row.pop("p_values"))
+        row["min_p"] = ps[0] if ps else None
+        row["median_p"] = ps[len(ps) // 2] if ps else None
+        row["p_below_0.05"] = sum(p <= 0.05 for p in ps)
+    seconds.sort()
+    return {"cycles": cycles, "cycle_s_median": seconds[len(seconds) // 2],
+            "rss_peak_mb": _peak_rss_mb(), "monitors": out}  # fmt: skip
+
+
 @contextmanager
 def reused_db(name: str, rate: float) -> Iterator[str]:
     """A kept PostgreSQL database per rate (created when missing), for repeated cycles."""
@@ -178,6 +238,17 @@ def _cycle_process(url: str, end: str, warm_up_s: float = 0.0) -> dict:
     first one ``warm_up_s`` earlier, when given)."""
     proc = subprocess.run(
         [sys.executable, "-m", "bench.scale", "--cycle", url, end, str(warm_up_s)],
+        capture_output=True, text=True, check=True,
+        cwd=Path(__file__).resolve().parent.parent, env=dict(os.environ),
+    )  # fmt: skip
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def _sweep_process(url: str, end: str, cycles: int, interval_s: float) -> dict:
+    """:func:`sweep` in a fresh process, as a ``telltale scheduler`` runs it."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.scale", "--interval", str(interval_s),
+         "--sweep-cycle", url, end, str(cycles)],
         capture_output=True, text=True, check=True,
         cwd=Path(__file__).resolve().parent.parent, env=dict(os.environ),
     )  # fmt: skip
@@ -304,6 +375,14 @@ def main() -> None:
     ap.add_argument(
         "--cycle", nargs=3, metavar=("DB_URL", "END", "WARM_UP_S"), help=argparse.SUPPRESS
     )
+    ap.add_argument(
+        "--sweep", type=int, default=0, metavar="K",
+        help="instead of the three cycles: a running scheduler's last K cycles, every "
+        "--interval (with --inject '' the clean false-alarm check at volume)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--sweep-cycle", nargs=3, metavar=("DB_URL", "END", "K"), help=argparse.SUPPRESS
+    )
     ap.add_argument("--modes", default=",".join(MODES), help="with --table: the modes injected")
     ap.add_argument(
         "--table", action="store_true",
@@ -312,6 +391,10 @@ def main() -> None:
     args = ap.parse_args()
     if args.cycle:
         print(json.dumps(cycle(args.cycle[0], args.cycle[1], float(args.cycle[2]))))
+        return
+    if args.sweep_cycle:
+        url, end, k = args.sweep_cycle
+        print(json.dumps(sweep(url, end, int(k), args.interval)))
         return
     if args.table:
         print(json.dumps(detection_table(args), indent=2))
@@ -325,6 +408,11 @@ def main() -> None:
                 if args.reuse and _has_data(url)
                 else load(url, rate, args.hours, args.inject or None, args.strength)
             )
+            if args.sweep:
+                _clear_runs(url)
+                out["rates"][str(int(rate))] = {**loaded, "sweep": _sweep_process(
+                    url, loaded["end"], args.sweep, args.interval)}  # fmt: skip
+                continue
             cold = _summary(_cycle_process(url, loaded["end"]))
             # Without the derive job, a scheduler that ran every interval has stored the
             # profiles of all but the last interval's traffic; with it (the default), of
@@ -341,6 +429,9 @@ def main() -> None:
             )
         out["rates"][str(int(rate))] = {**loaded, **result}
         print(json.dumps({str(int(rate)): out["rates"][str(int(rate))]}), file=sys.stderr)
+    if args.sweep:
+        print(json.dumps(out, indent=2))
+        return
     verdicts = {
         rate: {m: (v["status"], v["fired"]) for m, v in r["monitors"].items()}
         for rate, r in out["rates"].items()
