@@ -196,13 +196,15 @@ def sweep(db_url: str, end: str, cycles: int, interval_s: float) -> dict:
         monitors = {m.id: m for m in session.scalars(select(Monitor))}
         opened = list(session.scalars(select(Alert.monitor_id)))
         for run in session.scalars(select(DetectorRun).order_by(DetectorRun.id)):
-            m = monitors[run.monitor_id]
-            row = out.setdefault(run.failure_mode, {
-                "runs": 0, "fired": 0, "not_ok": 0, "p_values": [],
-                "alerts_opened": opened.count(m.id),
-                # The level the run tested at (half the ERT budget with the chart on).
-                "alpha_run": run_params(m, detector_parameters(run.failure_mode)).get("alpha"),
-            })  # fmt: skip
+            if run.failure_mode not in out:
+                m = monitors[run.monitor_id]
+                out[run.failure_mode] = {
+                    "runs": 0, "fired": 0, "not_ok": 0, "p_values": [],
+                    "alerts_opened": opened.count(m.id),
+                    # The level the run tested at (half the ERT budget with the chart on).
+                    "alpha_run": run_params(m, detector_parameters(m.failure_mode)).get("alpha"),
+                }  # fmt: skip
+            row = out[run.failure_mode]
             row["runs"] += 1
             row["fired"] += int(run.fired)
             if run.status != "ok" or run.p_value is None:
@@ -233,26 +235,25 @@ def reused_db(name: str, rate: float) -> Iterator[str]:
     yield f"postgresql+psycopg://{PG_ADMIN.rsplit('/', 1)[0].split('://', 1)[1]}/{db}"
 
 
-def _cycle_process(url: str, end: str, warm_up_s: float = 0.0) -> dict:
-    """One cycle in a fresh process, as a ``telltale scheduler`` would run it (after a
-    first one ``warm_up_s`` earlier, when given)."""
+def _fresh_process(*args: str) -> dict:
+    """``python -m bench.scale ARGS`` in a fresh process, as a ``telltale scheduler`` runs:
+    its last line of JSON."""
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.scale", "--cycle", url, end, str(warm_up_s)],
+        [sys.executable, "-m", "bench.scale", *args],
         capture_output=True, text=True, check=True,
         cwd=Path(__file__).resolve().parent.parent, env=dict(os.environ),
     )  # fmt: skip
     return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def _cycle_process(url: str, end: str, warm_up_s: float = 0.0) -> dict:
+    """One cycle in a fresh process (after a first one ``warm_up_s`` earlier, when given)."""
+    return _fresh_process("--cycle", url, end, str(warm_up_s))
 
 
 def _sweep_process(url: str, end: str, cycles: int, interval_s: float) -> dict:
-    """:func:`sweep` in a fresh process, as a ``telltale scheduler`` runs it."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench.scale", "--interval", str(interval_s),
-         "--sweep-cycle", url, end, str(cycles)],
-        capture_output=True, text=True, check=True,
-        cwd=Path(__file__).resolve().parent.parent, env=dict(os.environ),
-    )  # fmt: skip
-    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+    """:func:`sweep` in a fresh process."""
+    return _fresh_process("--interval", str(interval_s), "--sweep-cycle", url, end, str(cycles))
 
 
 def _summary(cycle: dict) -> dict:

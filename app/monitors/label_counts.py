@@ -14,9 +14,7 @@ as the records do.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
@@ -46,8 +44,7 @@ def with_label_counts(
     def count() -> LabelCounts:
         return count_labels(session, sel, start=start, end=end, as_of=end)
 
-    load: Callable[[], Any] = count
-    counts = cache.counts(("labels", sel, start, end), load) if cache is not None else count()
+    counts = cache.counts(("labels", sel, start, end), count) if cache is not None else count()
     return RecordWindow(
         window.records,
         step_profiles=getattr(window.records, "step_profiles", None),
