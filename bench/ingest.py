@@ -2,8 +2,9 @@
 
     .venv/bin/python bench/ingest.py --db postgresql [--spans 200000] [--clients 4]
 
-Prints one JSON object: db, spans_per_s, embeddings_per_s (median of --repeat runs) and
-the per-run figures. Batches are encoded before the clock starts so the client's own JSON
+Prints one JSON object: db, spans_per_s, embeddings_per_s (the JSON body, base64 vectors),
+embeddings_binary_per_s (the binary body: a JSON header line, then raw float32), each the
+median of --repeat runs, and the per-run figures. Batches are encoded before the clock starts so the client's own JSON
 work does not count against the server (both share the same 2 cores).
 """
 
@@ -22,6 +23,7 @@ import numpy as np
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from app.ingest.vectors import BINARY_TYPE  # noqa: E402
 from bench.common import count_rows, drive, fresh_db, server, telltale  # noqa: E402
 
 JSON = "application/json"
@@ -65,18 +67,21 @@ def span_batch(run: str, b: int, size: int, rng: random.Random) -> bytes:
     return orjson.dumps({"events": events})
 
 
-def embedding_batch(run: str, b: int, size: int, dim: int, rng: np.random.Generator) -> bytes:
+def embedding_batch(
+    run: str, b: int, size: int, dim: int, rng: np.random.Generator, *, binary: bool = False
+) -> bytes:
+    """One batch as the JSON body (base64 block) or the binary body (header line + raw)."""
     m = rng.standard_normal((size, dim)).astype("<f4")
-    return orjson.dumps(
-        {
-            "stream": "bench.image",
-            "model": "ViT-B-32",
-            "dtype": "float32",
-            "dim": dim,
-            "vectors_b64": base64.b64encode(m.tobytes()).decode(),
-            "sample_ids": [f"{run}-{b}-{i}" for i in range(size)],
-        }
-    )
+    header = {
+        "stream": "bench.image",
+        "model": "ViT-B-32",
+        "dtype": "float32",
+        "dim": dim,
+        "sample_ids": [f"{run}-{b}-{i}" for i in range(size)],
+    }
+    if binary:
+        return orjson.dumps(header) + b"\n" + m.tobytes()
+    return orjson.dumps({**header, "vectors_b64": base64.b64encode(m.tobytes()).decode()})
 
 
 def main() -> None:
@@ -115,6 +120,14 @@ def main() -> None:
                 before = count_rows(db_url, "embeddings")
                 t_emb = drive(url, key, "/api/v1/embeddings", embs, args.clients, JSON)
                 stored_emb = count_rows(db_url, "embeddings") - before
+                del embs
+                bins = [
+                    embedding_batch(f"{run}b", b, args.emb_batch, args.dim, nrng, binary=True)
+                    for b in range(args.embeddings // args.emb_batch)
+                ]
+                before = count_rows(db_url, "embeddings")
+                t_bin = drive(url, key, "/api/v1/embeddings", bins, args.clients, BINARY_TYPE)
+                stored_bin = count_rows(db_url, "embeddings") - before
                 runs.append(
                     {
                         "spans": stored_spans,
@@ -123,6 +136,8 @@ def main() -> None:
                         "embeddings": stored_emb,
                         "embeddings_s": round(t_emb, 3),
                         "embeddings_per_s": round(stored_emb / t_emb),
+                        "embeddings_binary": stored_bin,
+                        "embeddings_binary_per_s": round(stored_bin / t_bin),
                     }
                 )
     print(
@@ -135,6 +150,9 @@ def main() -> None:
                 "workers": args.workers,
                 "spans_per_s": statistics.median(r["spans_per_s"] for r in runs),
                 "embeddings_per_s": statistics.median(r["embeddings_per_s"] for r in runs),
+                "embeddings_binary_per_s": statistics.median(
+                    r["embeddings_binary_per_s"] for r in runs
+                ),
                 "dim": args.dim,
                 "runs": runs,
             },

@@ -17,6 +17,8 @@ import psycopg
 from psycopg.types.json import set_json_dumps
 from sqlalchemy.engine import Connection
 
+from app.ingest.vectors import VectorBatch
+
 _SPAN_COLS = (
     "project_id",
     "trace_id",
@@ -112,16 +114,30 @@ def raw(conn: Connection) -> psycopg.Connection[Any]:
 
 
 def claim_ids(
-    conn: Connection, project_id: int, ids: Sequence[str], types: Sequence[str], now: datetime
+    conn: Connection,
+    project_id: int,
+    ids: Sequence[str],
+    types: Sequence[str] | str,
+    now: datetime,
 ) -> set[str]:
+    """Insert the ids not stored yet and return them; ``types`` is one per id or one for all."""
     cur = raw(conn).cursor()
-    cur.execute(
-        "INSERT INTO ingest_events (project_id, event_id, type, created_at) "
-        "SELECT %s, u.id, u.t, %s FROM unnest(%s::text[], %s::text[]) AS u(id, t) "
-        "ON CONFLICT DO NOTHING RETURNING event_id",
-        (project_id, now, list(ids), list(types)),
-        binary=True,  # binary arrays: no per-element quoting on the client
-    )
+    if isinstance(types, str):
+        sql = (
+            "INSERT INTO ingest_events (project_id, event_id, type, created_at) "
+            "SELECT %s, u.id, %s, %s FROM unnest(%s::text[]) AS u(id) "
+            "ON CONFLICT DO NOTHING RETURNING event_id"
+        )
+        params: tuple[Any, ...] = (project_id, types, now, list(ids))
+    else:
+        sql = (
+            "INSERT INTO ingest_events (project_id, event_id, type, created_at) "
+            "SELECT %s, u.id, u.t, %s FROM unnest(%s::text[], %s::text[]) AS u(id, t) "
+            "ON CONFLICT DO NOTHING RETURNING event_id"
+        )
+        params = (project_id, now, list(ids), list(types))
+    # binary arrays: no per-element quoting on the client
+    cur.execute(sql, params, binary=True)
     return {row[0] for row in cur.fetchall()}
 
 
@@ -156,3 +172,25 @@ def copy_scores(conn: Connection, rows: list[dict[str, Any]]) -> None:
 
 def copy_embeddings(conn: Connection, rows: list[dict[str, Any]]) -> None:
     _copy(conn, "embeddings", _EMB_COLS, _EMB_TYPES, rows)
+
+
+def copy_vectors(
+    conn: Connection, project_id: int, batch: VectorBatch, keep: Sequence[int], now: datetime
+) -> None:
+    """COPY the vectors at ``keep`` straight from the batch's columns (no row dicts)."""
+    cur = raw(conn).cursor()
+    stream, model, dim, blob, width = (
+        batch.stream,
+        batch.model,
+        batch.dim,
+        batch.blob,
+        batch.dim * 4,
+    )
+    tids, sids = batch.trace_ids, batch.sample_ids
+    with cur.copy(f"COPY embeddings ({', '.join(_EMB_COLS)}) FROM STDIN (FORMAT BINARY)") as copy:
+        copy.set_types(list(_EMB_TYPES))
+        for i in keep:
+            start = i * width
+            copy.write_row(
+                (project_id, stream, model, dim, blob[start : start + width], tids[i], sids[i], now)
+            )

@@ -10,7 +10,8 @@ from starlette.concurrency import run_in_threadpool
 from app.ingest.admission import WriteAdmission
 from app.ingest.events import Rejection, ValidEvent
 from app.ingest.schemas import IngestAnswer, RejectionOut
-from app.ingest.store import WriteResult, write_events
+from app.ingest.store import WriteResult, write_events, write_vectors
+from app.ingest.vectors import VectorBatch
 from app.metrics import record_ingest
 
 
@@ -23,13 +24,30 @@ async def ingest_batch(
     total: int,
 ) -> IngestAnswer:
     """Write ``valid`` and build the answer; raise 422 when nothing at all was usable."""
-    admission: WriteAdmission = app_state.admission
     result = WriteResult()
     if valid:
-        async with admission.slot():
+        async with _admission(app_state).slot():
             result = await run_in_threadpool(
                 write_events, app_state.engine, project_id=project_id, events=valid
             )
+    return _answer(result, rejected, total)
+
+
+async def ingest_vectors(*, app_state: Any, project_id: int, batch: VectorBatch) -> IngestAnswer:
+    """Write one stream's bulk vectors and build the answer, as :func:`ingest_batch`."""
+    async with _admission(app_state).slot():
+        result = await run_in_threadpool(
+            write_vectors, app_state.engine, project_id=project_id, batch=batch
+        )
+    return _answer(result, [], len(batch))
+
+
+def _admission(app_state: Any) -> WriteAdmission:
+    admission: WriteAdmission = app_state.admission
+    return admission
+
+
+def _answer(result: WriteResult, rejected: list[Rejection], total: int) -> IngestAnswer:
     all_rejected = sorted([*rejected, *result.rejected], key=lambda r: r.index)
     for etype, n in result.accepted_by_type.items():
         record_ingest(etype, "accepted", n)

@@ -32,6 +32,7 @@ from sqlalchemy.engine import Connection
 from app.db import write_transaction
 from app.ingest import pg_copy
 from app.ingest.events import Rejection, ValidEvent
+from app.ingest.vectors import VectorBatch
 from app.models import (
     Embedding,
     EmbeddingStream,
@@ -93,7 +94,9 @@ def write_events(
     with write_transaction(engine) as conn:
         unique = _check_stream_dims(conn, project_id, unique, result)
         claiming = [ev for ev in unique if ev.type != "span"]
-        claimed = _claim_event_ids(conn, project_id, claiming)
+        claimed = _claim_event_ids(
+            conn, project_id, [ev.event_id for ev in claiming], [ev.type for ev in claiming]
+        )
         result.duplicates += len(claiming) - len(claimed)
         fresh = [ev for ev in unique if ev.type == "span" or ev.event_id in claimed]
         skipped_spans = _write_rows(conn, project_id, fresh)
@@ -115,6 +118,77 @@ def write_events(
         # less of each transaction is serialised.
         _count_minute(conn, project_id, result.accepted_by_type)
     return result
+
+
+def write_vectors(engine: Engine, *, project_id: int, batch: VectorBatch) -> WriteResult:
+    """Write one stream's bulk vectors, with :func:`write_events`'s guarantees.
+
+    Idempotent per event id, all or nothing, durable at return. A batch whose dim is not
+    its stream's is rejected whole, one rejection per vector, naming ``dim``.
+    """
+    result = WriteResult()
+    first = _first_per_id(batch.event_ids)
+    result.duplicates = len(batch) - len(first)
+    with write_transaction(engine) as conn:
+        dims = _stream_dims(conn, project_id, {batch.stream: (batch.model, batch.dim)})
+        if dims[batch.stream] != batch.dim:
+            message = (
+                f"body.dim: dimension {batch.dim} does not match stream {batch.stream!r} "
+                f"(dim {dims[batch.stream]})"
+            )
+            result.duplicates = 0
+            result.rejected = [Rejection(i, eid, message) for i, eid in enumerate(batch.event_ids)]
+            return result
+        ids = batch.event_ids if len(first) == len(batch) else [batch.event_ids[i] for i in first]
+        claimed = _claim_event_ids(conn, project_id, ids, "embedding")
+        fresh = (
+            first
+            if len(claimed) == len(first)
+            else [i for i in first if batch.event_ids[i] in claimed]
+        )
+        result.duplicates += len(first) - len(fresh)
+        result.accepted = len(fresh)
+        if fresh:
+            result.accepted_by_type["embedding"] = len(fresh)
+            _write_vector_rows(conn, project_id, batch, fresh)
+        _count_minute(conn, project_id, result.accepted_by_type)
+    return result
+
+
+def _first_per_id(event_ids: list[str]) -> list[int]:
+    """The index of each id's first occurrence, in order."""
+    if len(set(event_ids)) == len(event_ids):
+        return list(range(len(event_ids)))
+    seen: set[str] = set()
+    first = []
+    for i, eid in enumerate(event_ids):
+        if eid not in seen:
+            seen.add(eid)
+            first.append(i)
+    return first
+
+
+def _write_vector_rows(
+    conn: Connection, project_id: int, batch: VectorBatch, keep: list[int]
+) -> None:
+    now = utcnow()
+    if conn.dialect.name == "postgresql":
+        pg_copy.copy_vectors(conn, project_id, batch, keep, now)
+        return
+    rows = [
+        {
+            "project_id": project_id,
+            "stream": batch.stream,
+            "model": batch.model,
+            "dim": batch.dim,
+            "vector": batch.vector(i),
+            "trace_id": batch.trace_ids[i],
+            "sample_id": batch.sample_ids[i],
+            "created_at": now,
+        }
+        for i in keep
+    ]
+    conn.execute(_insert(conn, Embedding), rows)
 
 
 def touch_traces(conn: Connection, *, project_id: int, trace_ids: Collection[str]) -> None:
@@ -160,17 +234,8 @@ def _check_stream_dims(
             first.setdefault(ev.row["stream"], ev)
     if not first:
         return events
-    rows = [
-        {"project_id": project_id, "name": name, "model": ev.row["model"], "dim": ev.row["dim"]}
-        for name, ev in first.items()
-    ]
-    conn.execute(_insert(conn, EmbeddingStream).on_conflict_do_nothing(), rows)
-    dims: dict[str, int] = dict(
-        conn.execute(
-            select(EmbeddingStream.name, EmbeddingStream.dim).where(
-                EmbeddingStream.project_id == project_id, EmbeddingStream.name.in_(list(first))
-            )
-        ).all()
+    dims = _stream_dims(
+        conn, project_id, {name: (ev.row["model"], ev.row["dim"]) for name, ev in first.items()}
     )
     kept: list[ValidEvent] = []
     for ev in events:
@@ -188,16 +253,37 @@ def _check_stream_dims(
     return kept
 
 
-def _claim_event_ids(conn: Connection, project_id: int, events: list[ValidEvent]) -> set[str]:
-    if not events:
+def _stream_dims(
+    conn: Connection, project_id: int, first: dict[str, tuple[str, int]]
+) -> dict[str, int]:
+    """Each named stream's dim, creating a new stream with the (model, dim) given for it."""
+    rows = [
+        {"project_id": project_id, "name": name, "model": model, "dim": dim}
+        for name, (model, dim) in first.items()
+    ]
+    conn.execute(_insert(conn, EmbeddingStream).on_conflict_do_nothing(), rows)
+    return dict(
+        conn.execute(  # type: ignore[arg-type]
+            select(EmbeddingStream.name, EmbeddingStream.dim).where(
+                EmbeddingStream.project_id == project_id, EmbeddingStream.name.in_(list(first))
+            )
+        ).all()
+    )
+
+
+def _claim_event_ids(
+    conn: Connection, project_id: int, ids: list[str], types: list[str] | str
+) -> set[str]:
+    """The ids not stored before, now stored; ``types`` is one per id or one for all."""
+    if not ids:
         return set()
     now = utcnow()
     if conn.dialect.name == "postgresql":
-        ids = [ev.event_id for ev in events]
-        return pg_copy.claim_ids(conn, project_id, ids, [ev.type for ev in events], now)
+        return pg_copy.claim_ids(conn, project_id, ids, types, now)
+    per_id = [types] * len(ids) if isinstance(types, str) else types
     rows = [
-        {"project_id": project_id, "event_id": ev.event_id, "type": ev.type, "created_at": now}
-        for ev in events
+        {"project_id": project_id, "event_id": eid, "type": t, "created_at": now}
+        for eid, t in zip(ids, per_id, strict=True)
     ]
     stmt = _insert(conn, IngestEvent).on_conflict_do_nothing().returning(IngestEvent.event_id)
     return set(conn.execute(stmt, rows).scalars().all())

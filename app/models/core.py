@@ -94,7 +94,7 @@ class Span(Base):
     __table_args__ = (UniqueConstraint("project_id", "trace_id", "span_id"),)
 
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
-    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    project_id: Mapped[int] = mapped_column(Integer)  # no foreign key: migration 0016
     trace_id: Mapped[str] = mapped_column(String(64))
     span_id: Mapped[str] = mapped_column(String(64))
     parent_span_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
@@ -130,7 +130,7 @@ class SpanEvent(Base):
     __table_args__ = (Index("ix_span_events_project_trace", "project_id", "trace_id"),)
 
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
-    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    project_id: Mapped[int] = mapped_column(Integer)  # no foreign key: migration 0016
     trace_id: Mapped[str] = mapped_column(String(64))
     span_id: Mapped[str] = mapped_column(String(64))
     name: Mapped[str] = mapped_column(String(128))
@@ -147,7 +147,7 @@ class Score(Base):
     )
 
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
-    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    project_id: Mapped[int] = mapped_column(Integer)  # no foreign key: migration 0016
     trace_id: Mapped[str] = mapped_column(String(64))
     name: Mapped[str] = mapped_column(String(128))
     value: Mapped[float] = mapped_column(Float)
@@ -183,7 +183,7 @@ class Embedding(Base):
     )
 
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
-    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    project_id: Mapped[int] = mapped_column(Integer)  # no foreign key: migration 0016
     stream: Mapped[str] = mapped_column(String(128))
     model: Mapped[str] = mapped_column(String(128), default="")
     dim: Mapped[int] = mapped_column(Integer)
@@ -198,9 +198,7 @@ class IngestEvent(Base):
 
     __tablename__ = "ingest_events"
 
-    project_id: Mapped[int] = mapped_column(
-        ForeignKey("projects.id", ondelete="CASCADE"), primary_key=True
-    )
+    project_id: Mapped[int] = mapped_column(Integer, primary_key=True)  # no foreign key: 0016
     event_id: Mapped[str] = mapped_column(String(200), primary_key=True)
     type: Mapped[str] = mapped_column(String(16))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -79,7 +79,7 @@ def test_0012_data_comes_through_partitioning_and_back(backend, tmp_path, reques
         _populate(engine, pid)
         before = _snapshot(engine)
 
-        migrate.upgrade(url)
+        migrate.upgrade(url, "0015_step_profiles")
 
         assert _kinds(engine) == {t: "p" for t in PARTITIONED}
         assert _snapshot(engine) == before
@@ -98,6 +98,18 @@ def test_0012_data_comes_through_partitioning_and_back(backend, tmp_path, reques
                     {"t": table},
                 )
                 assert fks == 1, table
+        migrate.upgrade(url)  # 0016 drops the ingest tables' project keys, every partition's
+        with engine.connect() as conn:
+            fks = conn.scalar(
+                text(
+                    "SELECT count(*) FROM pg_constraint WHERE contype = 'f' "
+                    "AND conrelid IN (SELECT inhrelid FROM pg_inherits UNION "
+                    "SELECT CAST(t AS regclass) FROM unnest(CAST(:t AS text[])) AS t)"
+                ),
+                {"t": list(PARTITIONED)},
+            )
+        assert fks == 0
+        assert _snapshot(engine) == before
         # A clock 10 days ahead (past the days made) and no start: DEFAULT.
         assert _in_default(engine, "spans") == 2 and _in_default(engine, "span_events") == 2
         assert _in_default(engine, "scores") == 1 and _in_default(engine, "embeddings") == 1
