@@ -162,6 +162,36 @@ def drive(
     return elapsed
 
 
+def settle(db_url: str, *, timeout: float = 180.0) -> None:
+    """PostgreSQL: let the last phase's autovacuum finish, then write dirty pages out.
+
+    Each timed phase then starts from the same state: not racing the autovacuum that the
+    previous phase's inserts started (on 2 cores that took a quarter off the embeddings
+    phase after the spans phase), and just after a checkpoint rather than wherever the
+    server's 5-minute timer falls. A no-op on SQLite.
+    """
+    if not db_url.startswith("postgresql"):
+        return
+    from sqlalchemy import create_engine, text
+
+    from app.db import normalise_url
+
+    eng = create_engine(normalise_url(db_url), isolation_level="AUTOCOMMIT")
+    busy = text(
+        "SELECT count(*) FROM pg_stat_activity "
+        "WHERE backend_type = 'autovacuum worker' AND datname = current_database()"
+    )
+    try:
+        with eng.connect() as conn:
+            deadline, quiet = time.monotonic() + timeout, 0
+            while quiet < 3 and time.monotonic() < deadline:
+                quiet = quiet + 1 if not conn.execute(busy).scalar_one() else 0
+                time.sleep(1)
+            conn.execute(text("CHECKPOINT"))
+    finally:
+        eng.dispose()
+
+
 def count_rows(db_url: str, table: str) -> int:
     from sqlalchemy import create_engine, text
 

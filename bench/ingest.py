@@ -23,10 +23,11 @@ import numpy as np
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from app.ingest.vectors import BINARY_TYPE  # noqa: E402
-from bench.common import count_rows, drive, fresh_db, server, telltale  # noqa: E402
+
+from bench.common import count_rows, drive, fresh_db, server, settle, telltale  # noqa: E402
 
 JSON = "application/json"
+BINARY_TYPE = "application/vnd.telltale.vectors"  # app.ingest.vectors.BINARY_TYPE
 
 TOOLS = ["search", "db_query", "calculator", "http_fetch", "vector_lookup"]
 
@@ -95,6 +96,11 @@ def main() -> None:
     p.add_argument("--clients", type=int, default=4)
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument(
+        "--vector-bodies",
+        default="json,binary",
+        help="embedding bodies to time, in this order: json (base64 block), binary",
+    )
     args = p.parse_args()
 
     runs = []
@@ -110,36 +116,37 @@ def main() -> None:
                     span_batch(run, b, args.batch, rng) for b in range(args.spans // args.batch)
                 ]
                 before = count_rows(db_url, "spans")
+                settle(db_url)
                 t_spans = drive(url, key, "/api/v1/ingest", spans, args.clients, JSON)
                 stored_spans = count_rows(db_url, "spans") - before
+                result = {
+                    "spans": stored_spans,
+                    "spans_s": round(t_spans, 3),
+                    "spans_per_s": round(stored_spans / t_spans),
+                }
                 nrng = np.random.default_rng(rep)
-                embs = [
-                    embedding_batch(run, b, args.emb_batch, args.dim, nrng)
-                    for b in range(args.embeddings // args.emb_batch)
-                ]
-                before = count_rows(db_url, "embeddings")
-                t_emb = drive(url, key, "/api/v1/embeddings", embs, args.clients, JSON)
-                stored_emb = count_rows(db_url, "embeddings") - before
-                del embs
-                bins = [
-                    embedding_batch(f"{run}b", b, args.emb_batch, args.dim, nrng, binary=True)
-                    for b in range(args.embeddings // args.emb_batch)
-                ]
-                before = count_rows(db_url, "embeddings")
-                t_bin = drive(url, key, "/api/v1/embeddings", bins, args.clients, BINARY_TYPE)
-                stored_bin = count_rows(db_url, "embeddings") - before
-                runs.append(
-                    {
-                        "spans": stored_spans,
-                        "spans_s": round(t_spans, 3),
-                        "spans_per_s": round(stored_spans / t_spans),
-                        "embeddings": stored_emb,
-                        "embeddings_s": round(t_emb, 3),
-                        "embeddings_per_s": round(stored_emb / t_emb),
-                        "embeddings_binary": stored_bin,
-                        "embeddings_binary_per_s": round(stored_bin / t_bin),
-                    }
-                )
+                for body in args.vector_bodies.split(","):
+                    binary = body == "binary"
+                    batches = [
+                        embedding_batch(
+                            f"{run}{body}", b, args.emb_batch, args.dim, nrng, binary=binary
+                        )
+                        for b in range(args.embeddings // args.emb_batch)
+                    ]
+                    before = count_rows(db_url, "embeddings")
+                    settle(db_url)
+                    ctype = BINARY_TYPE if binary else JSON
+                    took = drive(url, key, "/api/v1/embeddings", batches, args.clients, ctype)
+                    stored = count_rows(db_url, "embeddings") - before
+                    name = "embeddings_binary" if binary else "embeddings"
+                    result.update(
+                        {
+                            name: stored,
+                            f"{name}_s": round(took, 3),
+                            f"{name}_per_s": round(stored / took),
+                        }
+                    )
+                runs.append(result)
     print(
         json.dumps(
             {
@@ -149,10 +156,11 @@ def main() -> None:
                 "clients": args.clients,
                 "workers": args.workers,
                 "spans_per_s": statistics.median(r["spans_per_s"] for r in runs),
-                "embeddings_per_s": statistics.median(r["embeddings_per_s"] for r in runs),
-                "embeddings_binary_per_s": statistics.median(
-                    r["embeddings_binary_per_s"] for r in runs
-                ),
+                **{
+                    f"{name}_per_s": statistics.median(r[f"{name}_per_s"] for r in runs)
+                    for name in ("embeddings", "embeddings_binary")
+                    if f"{name}_per_s" in runs[0]
+                },
                 "dim": args.dim,
                 "runs": runs,
             },

@@ -8,6 +8,7 @@ arrives again under a new event id, the batch falls back to ``INSERT .. ON CONFL
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -149,10 +150,14 @@ def _copy(
     rows: list[dict[str, Any]],
 ) -> None:
     cur = raw(conn).cursor()
+    values = operator.itemgetter(*cols)  # half the cost of a get per column
     with cur.copy(f"COPY {table} ({', '.join(cols)}) FROM STDIN (FORMAT BINARY)") as copy:
         copy.set_types(list(types))
         for row in rows:
-            copy.write_row([row.get(c) for c in cols])
+            try:
+                copy.write_row(values(row))
+            except KeyError:  # a row that leaves a column out stores NULL there
+                copy.write_row([row.get(c) for c in cols])
 
 
 def copy_spans(conn: Connection, rows: list[dict[str, Any]]) -> bool:
