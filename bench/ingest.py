@@ -4,8 +4,9 @@
 
 Prints one JSON object: db, spans_per_s, embeddings_per_s (the JSON body, base64 vectors),
 embeddings_binary_per_s (the binary body: a JSON header line, then raw float32), each the
-median of --repeat runs, and the per-run figures. Batches are encoded before the clock starts so the client's own JSON
-work does not count against the server (both share the same 2 cores).
+median of --repeat runs, and the per-run figures. Batches are encoded before the clock
+starts so the client's own JSON work does not count against the server (both share the
+same 2 cores). Each timed phase starts after the last one's autovacuum and a checkpoint.
 """
 
 from __future__ import annotations
@@ -102,6 +103,8 @@ def main() -> None:
         help="embedding bodies to time, in this order: json (base64 block), binary",
     )
     args = p.parse_args()
+    if not set(args.vector_bodies.split(",")) <= {"json", "binary"}:
+        p.error("--vector-bodies: a comma list of json and binary")
 
     runs = []
     with fresh_db(args.db) as db_url:

@@ -146,7 +146,7 @@ def opt_time(body: dict[str, Any], key: str, prefix: str) -> datetime | None:
     )
 
 
-VECTOR_DTYPES: dict[str, np.dtype[Any]] = {"float32": np.dtype("<f4"), "float16": np.dtype("<f2")}
+_DTYPES: dict[str, np.dtype[Any]] = {"float32": np.dtype("<f4"), "float16": np.dtype("<f2")}
 
 
 def decode_vector(body: dict[str, Any], prefix: str, max_dim: int) -> np.ndarray:
@@ -172,9 +172,15 @@ def decode_vector(body: dict[str, Any], prefix: str, max_dim: int) -> np.ndarray
     return vec
 
 
+def vector_dtype(name: Any, field: str) -> np.dtype[Any]:
+    """The numpy dtype a body's ``dtype`` names (float32 or float16, little-endian)."""
+    if name not in _DTYPES:
+        raise FieldError(field, f"must be float32 or float16; got {name!r}")
+    return _DTYPES[name]
+
+
 def decode_b64(raw: Any, dtype_name: Any, field: str, dtype_field: str) -> np.ndarray:
-    if dtype_name not in VECTOR_DTYPES:
-        raise FieldError(dtype_field, f"must be float32 or float16; got {dtype_name!r}")
+    dtype = vector_dtype(dtype_name, dtype_field)
     if not isinstance(raw, str) or not raw:
         raise FieldError(field, "must be a non-empty base64 string")
     try:
@@ -184,7 +190,6 @@ def decode_b64(raw: Any, dtype_name: Any, field: str, dtype_field: str) -> np.nd
         data = binascii.a2b_base64(raw, strict_mode=True)
     except (binascii.Error, ValueError):
         raise FieldError(field, "is not valid base64") from None
-    dtype = VECTOR_DTYPES[dtype_name]
     if not data or len(data) % dtype.itemsize:
         raise FieldError(field, f"byte length {len(data)} is not a multiple of {dtype.itemsize}")
     return np.frombuffer(data, dtype=dtype).astype("<f4")

@@ -9,7 +9,7 @@ arrives again under a new event id, the batch falls back to ``INSERT .. ON CONFL
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -149,15 +149,30 @@ def _copy(
     types: Sequence[str],
     rows: list[dict[str, Any]],
 ) -> None:
-    cur = raw(conn).cursor()
     values = operator.itemgetter(*cols)  # half the cost of a get per column
+
+    def tuples() -> Iterator[Sequence[Any]]:
+        for row in rows:
+            try:
+                yield values(row)
+            except KeyError:  # a row that leaves a column out stores NULL there
+                yield [row.get(c) for c in cols]
+
+    _copy_tuples(conn, table, cols, types, tuples())
+
+
+def _copy_tuples(
+    conn: Connection,
+    table: str,
+    cols: Sequence[str],
+    types: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+) -> None:
+    cur = raw(conn).cursor()
     with cur.copy(f"COPY {table} ({', '.join(cols)}) FROM STDIN (FORMAT BINARY)") as copy:
         copy.set_types(list(types))
         for row in rows:
-            try:
-                copy.write_row(values(row))
-            except KeyError:  # a row that leaves a column out stores NULL there
-                copy.write_row([row.get(c) for c in cols])
+            copy.write_row(row)
 
 
 def copy_spans(conn: Connection, rows: list[dict[str, Any]]) -> bool:
@@ -183,19 +198,17 @@ def copy_vectors(
     conn: Connection, project_id: int, batch: VectorBatch, keep: Sequence[int], now: datetime
 ) -> None:
     """COPY the vectors at ``keep`` straight from the batch's columns (no row dicts)."""
-    cur = raw(conn).cursor()
-    stream, model, dim, blob, width = (
-        batch.stream,
-        batch.model,
-        batch.dim,
-        batch.blob,
-        batch.dim * 4,
+    rows = (
+        (
+            project_id,
+            batch.stream,
+            batch.model,
+            batch.dim,
+            batch.vector(i),
+            batch.trace_ids[i],
+            batch.sample_ids[i],
+            now,
+        )
+        for i in keep
     )
-    tids, sids = batch.trace_ids, batch.sample_ids
-    with cur.copy(f"COPY embeddings ({', '.join(_EMB_COLS)}) FROM STDIN (FORMAT BINARY)") as copy:
-        copy.set_types(list(_EMB_TYPES))
-        for i in keep:
-            start = i * width
-            copy.write_row(
-                (project_id, stream, model, dim, blob[start : start + width], tids[i], sids[i], now)
-            )
+    _copy_tuples(conn, "embeddings", _EMB_COLS, _EMB_TYPES, rows)

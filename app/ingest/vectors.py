@@ -22,7 +22,7 @@ from typing import Any, cast
 import numpy as np
 import orjson
 
-from app.ingest.fields import VECTOR_DTYPES, FieldError, as_str, decode_b64, opt_str, req_str
+from app.ingest.fields import FieldError, as_str, decode_b64, opt_str, req_str, vector_dtype
 
 BINARY_TYPE = "application/vnd.telltale.vectors"
 
@@ -89,10 +89,7 @@ def from_binary(raw: bytes, *, max_rows: int, max_dim: int) -> VectorBatch:
         if key in header:
             raise FieldError(f"header.{key}", "the vectors follow the header as raw bytes")
     dim = _dim(header, max_dim, prefix="header")
-    dtype_name = header.get("dtype", "float32")
-    if dtype_name not in VECTOR_DTYPES:
-        raise FieldError("header.dtype", f"must be float32 or float16; got {dtype_name!r}")
-    dtype = VECTOR_DTYPES[dtype_name]
+    dtype = vector_dtype(header.get("dtype", "float32"), "header.dtype")
     size = len(raw) - end - 1
     if size <= 0 or size % (dim * dtype.itemsize):
         raise FieldError(
