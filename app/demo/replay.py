@@ -13,6 +13,13 @@ while its alert is open (:mod:`app.monitors.baseline`), so once FM-k's monitor h
 after ``at_k`` its alert stays open as long as the mode is on: a firing of FM-k's monitor
 after ``at_k`` is FM-k's detection (the first) or the same alert still firing; a firing
 before it is reported as a false alarm, never as a detection.
+
+FM-6 watches several streams, and one other injection rightly moves some of them: FM-5
+sends production traffic to intents the eval set does not cover, which moves the agents'
+``<agent>.input`` text streams (:mod:`pipelines.scenarios.injections`). So an FM-6 firing
+is judged by the streams that fired (its evidence): the image stream is FM-6's own change,
+input streams after FM-5's injection are FM-5's change seen by FM-6 (reported as such, not
+as a false alarm and not as FM-6's detection), anything else is a false alarm.
 """
 
 from __future__ import annotations
@@ -31,6 +38,21 @@ from pipelines.scenarios import FAILURE_MODES, Injection, generate_workload
 from pipelines.scenarios.convert import epoch
 
 BATCH = 2000
+# Which injection moves which of FM-6's streams (a name, or a suffix after "*").
+FM6_STREAMS_MOVED_BY = {"FM-6": ("vlm.image",), "FM-5": ("*.input",)}
+
+
+def fired_streams(evidence: dict[str, Any]) -> list[str]:
+    """The streams an FM-6 run fired on; its most drifted stream when none fired alone
+    (the sequential chart opened it)."""
+    streams = evidence.get("streams") or {}
+    fired = [name for name, s in streams.items() if isinstance(s, dict) and s.get("fired")]
+    most = evidence.get("most_drifted_stream")
+    return fired or ([most] if isinstance(most, str) else [])
+
+
+def _moves(patterns: tuple[str, ...], stream: str) -> bool:
+    return any(stream.endswith(p[1:]) if p.startswith("*") else stream == p for p in patterns)
 
 
 @dataclass(frozen=True)
@@ -74,6 +96,17 @@ class Schedule:
             return False
         return self.injected_at(mode) < t
 
+    def causes(self, mode: str, t: datetime, evidence: dict[str, Any]) -> list[str]:
+        """The injected modes that explain a firing of ``mode``'s monitor at ``t``."""
+        streams = fired_streams(evidence) if mode == "FM-6" else []
+        if not streams:
+            return [mode] if self.attributable(mode, t) else []
+        return [
+            cause
+            for cause, patterns in FM6_STREAMS_MOVED_BY.items()
+            if self.attributable(cause, t) and any(_moves(patterns, s) for s in streams)
+        ]
+
 
 @dataclass
 class Detection:
@@ -92,6 +125,8 @@ class Detection:
 class ReplayResult:
     detections: dict[str, Detection]
     false_alarms: list[tuple[str, datetime]] = field(default_factory=list)
+    # (monitor's mode, the other injected mode whose change it saw, when)
+    cross_mode: list[tuple[str, str, datetime]] = field(default_factory=list)
     events_accepted: int = 0
     events_duplicate: int = 0
     runs: int = 0
@@ -202,7 +237,11 @@ class Replay:
 
     def _fired(self, monitor_id: int, mode: str, now: datetime, run: dict[str, Any]) -> None:
         det = self.result.detections.get(mode)
-        if det is None or not self.schedule.attributable(mode, now):
+        causes = self.schedule.causes(mode, now, run.get("evidence") or {})
+        if det is None or mode not in causes:
+            if causes:
+                self._cross_mode(mode, causes, now, run.get("evidence") or {})
+                return
             self.result.false_alarms.append((mode, now))
             self.say(
                 f"{mode}  {_sim(now)}  fired with no {mode} change in its windows: false alarm"
@@ -220,6 +259,20 @@ class Replay:
         self.say(
             f"{mode}  {_sim(now)}  detected after {format_delay(now - det.injected_at)} "
             f"(simulated) since injection{link}"
+        )
+
+    def _cross_mode(
+        self, mode: str, causes: list[str], now: datetime, evidence: dict[str, Any]
+    ) -> None:
+        seen = {c for m, c, _ in self.result.cross_mode if m == mode}
+        self.result.cross_mode += [(mode, c, now) for c in causes]
+        if set(causes) <= seen:
+            return  # said once; the alert stays up while the change lasts
+        streams = ", ".join(fired_streams(evidence))
+        self.say(
+            f"{mode}  {_sim(now)}  fired on {streams}: {' and '.join(causes)}'s change, "
+            f"which moves these streams, seen by the {mode} monitor (a real drift, "
+            f"not {mode}'s injection)"
         )
 
 

@@ -65,10 +65,12 @@ def summary_lines(schedule: Schedule, result: ReplayResult, outcome: Outcome) ->
         lines.append(f"  {mode:<5} {name:<36} {_t(det.injected_at):<17} {detected:<17} {delay}")
     n_found = sum(d.detected_at is not None for d in result.detections.values())
     fa = ", ".join(f"{m} x{n}" for m, n in sorted(false_alarms.items())) or "none"
+    cross = Counter((m, c) for m, c, _ in result.cross_mode)
+    seen = "".join(f"; {m} saw {c}'s change x{n}" for (m, c), n in sorted(cross.items()))
     states = ", ".join(f"{n} {s}" for s, n in sorted(outcome.alerts_by_state.items())) or "none"
     events = ", ".join(f"{n} {e}" for e, n in sorted(outcome.delivered_by_event.items()))
     lines += [
-        f"  detected {n_found} of {len(result.detections)}; false alarms: {fa}",
+        f"  detected {n_found} of {len(result.detections)}; false alarms: {fa}{seen}",
         f"  monitor runs {result.runs} ({result.failed_runs} failed); events sent "
         f"{result.events_accepted} new, {result.events_duplicate} duplicates; "
         f"replay took {result.wall_s:.0f} s",

@@ -22,7 +22,9 @@ Each mode touches only its own mechanism, so a detector for another mode should 
   confidences unchanged, a drop no confidence-based estimate can see.
 * FM-5 eval overfitting: a new version of the first agent takes its traffic; its eval
   success rises while production success stays flat, and production inputs move to
-  intents the eval set does not cover.
+  intents the eval set does not cover. That moves every agent's ``<agent>.input``
+  embedding stream, which an FM-6 monitor watching those streams rightly sees (the demo
+  reports it as FM-5's change seen by FM-6).
 * FM-6 silent degradation: the ``vlm.image`` embedding stream drifts (a new cluster plus a
   mean shift); traces are untouched.
 * FM-7 proxy convergence: proxy scores rise, true scores fall, the proxy-true coupling
