@@ -5,8 +5,8 @@ Each run's detector tests its current window against the baseline and returns a 
 A single run fires at the per-run alpha the false-alert budget allows
 (:mod:`app.monitors.calibration`); a slow ramp, or a change that is real but small, gives
 p-values that are merely *often smallish* and never below that alpha. An EWMA chart
-(Roberts 1959; limits by the Brook & Evans Markov chain, as tabulated by Lucas &
-Saccucci 1990, :func:`detectors.drift.ewma_limit_for_arl0`) accumulates them:
+(Roberts 1959; limits by the Brook & Evans Markov chain, the method of Lucas & Saccucci's
+1990 tables, :func:`detectors.drift.reflected_ewma_limit_for_arl0`) accumulates them:
 
 * the observation is ``x = Φ⁻¹(1 − p)``, standard normal while the data are in control
   (a valid p-value is uniform or, for conservative tests, stochastically larger; its
@@ -29,10 +29,16 @@ Saccucci 1990, :func:`detectors.drift.ewma_limit_for_arl0`) accumulates them:
   alerts in 30 clean simulated days (the target is at most 1); spacing the observations
   a whole reference apart instead removes the sharing but halves how often the chart
   looks (measured: a moderate FM-4 step took 10 h instead of 8 h to alert);
-* the chart signals on ``z_t > +limit`` only (small p-values); the limit width is the
-  two-sided one for ARL0/2, i.e. a one-sided in-control ARL of about ARL0, where
-  ``ARL0 = (ERT / share) / observation period`` with ``share`` = 1/2, the chart's part of
-  the false-alert rate (the target in-control run length in observations: Page 1954 and
+* the chart is one-sided with a reflecting barrier at 0 (``z_t = max(0, ...)``, Crowder &
+  Hamilton 1992, Gan 1993; :mod:`detectors.drift.reflected_ewma`) and signals on
+  ``z_t > +limit`` only (small p-values). Without the barrier, a test whose p-value is
+  often 1 (Fisher's exact test on few failures, FM-2; FM-7's trend tests) kept the chart
+  near -1 before any change, and a ramp first had to climb back from there
+  (``bench/chart_replay.py``: on the alerting bench's 12 ramps the barrier signalled
+  earlier on two, 18 -> 14 h and 18 -> 16 h, and never later). The limit
+  is the reflected chart's own, from its Markov chain, for an in-control ARL of
+  ``ARL0 = (ERT / share) / observation period`` observations with ``share`` = 1/2, the
+  chart's part of the false-alert rate (the target in-control run length: Page 1954 and
   Lorden 1971 for the run-length criterion);
 * it restarts when the monitor's alert resolves.
 
@@ -63,13 +69,13 @@ from typing import Any
 
 from scipy import special
 
-from detectors.drift import ewma_limit_for_arl0
+from detectors.drift import reflected_ewma_limit_for_arl0
 
 LAMBDA = 0.2  # weight of the newest observation: Lucas & Saccucci's range for small shifts
 P_FLOOR = 1e-6
-# A p of 1 (a conservative test, a sub-test that did not run) would put x at -4.8 and pull
-# the chart far below 0, delaying a later detection; clipping x at -2 raises its
-# in-control mean by phi(2) - 2 (1 - Phi(2)) = 0.0085 sd, which the limits absorb.
+# A p of 1 (a conservative test, a sub-test that did not run) would put x at -4.8; the
+# barrier at 0 already forgets it, and the clip at -2 keeps one such run from wiping a
+# chart that has climbed. The limit's Markov chain carries the clip exactly.
 X_MIN = -2.0
 
 
@@ -82,12 +88,13 @@ class ChartState:
 
 @functools.lru_cache(maxsize=256)
 def limit_width(arl0: float, lam: float = LAMBDA) -> float:
-    """L for a one-sided in-control ARL of ``arl0`` observations (two-sided ARL0 / 2).
+    """L for an in-control ARL of ``arl0`` observations of the reflected chart, whose
+    observations are clipped at ``X_MIN``.
 
-    >>> round(limit_width(1000.0), 2)
-    2.97
+    >>> round(limit_width(720.0), 2)
+    3.0
     """
-    return ewma_limit_for_arl0(max(arl0 / 2.0, 2.0), lam)
+    return reflected_ewma_limit_for_arl0(max(arl0, 2.0), lam, floor=X_MIN)
 
 
 def observation_seconds(*, interval_seconds: float, current_window_seconds: float) -> float:
@@ -175,7 +182,7 @@ def update(
     ...     if ev["signal"]:
     ...         break
     >>> ev["signal"], ev["t"]
-    (True, 5)
+    (True, 6)
     """
     state = state or ChartState()
     L = limit_width(arl0, lam)
@@ -185,14 +192,14 @@ def update(
     if observe:
         x = score(p_value)  # type: ignore[arg-type]
         state = ChartState(
-            z=lam * x + (1.0 - lam) * state.z, t=state.t + 1, last_window_end=window_end
+            z=max(0.0, lam * x + (1.0 - lam) * state.z), t=state.t + 1, last_window_end=window_end
         )
     t = max(state.t, 1)
     # The asymptotic inflation on the time-varying width: early on fewer observation
     # pairs share a reference, so the true inflation is smaller (errs wide).
     half_width = L * math.sqrt(inflation * lam / (2.0 - lam) * (1.0 - (1.0 - lam) ** (2 * t)))
     evidence = {
-        "method": "EWMA of probit(1 - p) per non-overlapping window",
+        "method": "one-sided EWMA of probit(1 - p) per non-overlapping window, reflected at 0",
         "variance_inflation": inflation,
         "lam": lam,
         "L": L,

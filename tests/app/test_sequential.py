@@ -156,7 +156,8 @@ def test_the_chart_only_observes_against_a_rolling_baseline() -> None:
 
 def test_widened_limits_keep_the_run_length_when_observations_share_a_reference() -> None:
     """The defaults' windows, simulated: a 2 h current window against a 4 h reference
-    lagged 22 h, one observation per 2 h. Sharing half the reference shortens the chart's
+    lagged 22 h, one observation per 2 h, the reflected chart as
+    :func:`app.monitors.sequential.update` runs it. Sharing half the reference shortens the chart's
     in-control run length below its target; the widened limits restore it."""
     from app.monitors import sequential
 
@@ -175,7 +176,7 @@ def test_widened_limits_keep_the_run_length_when_observations_share_a_reference(
         z = np.zeros(reps)
         stopped = np.full(reps, steps)
         for t in range(steps):
-            z = lam * x[:, t] + (1 - lam) * z
+            z = np.maximum(0.0, lam * np.maximum(x[:, t], sequential.X_MIN) + (1 - lam) * z)
             width = L * math.sqrt(inflation * lam / (2 - lam) * (1 - (1 - lam) ** (2 * t + 2)))
             hit = (z > width) & (stopped == steps)
             stopped[hit] = t + 1
@@ -184,3 +185,28 @@ def test_widened_limits_keep_the_run_length_when_observations_share_a_reference(
     plain, widened = mean_run_length(1.0), mean_run_length(sequential.variance_inflation(rho))
     assert plain < 0.8 * arl0  # the shared reference makes the chart fire early
     assert widened >= 0.9 * arl0  # the widening gives back the target (errs long)
+
+
+def test_runs_at_p_one_do_not_delay_a_later_signal() -> None:
+    """The barrier at 0: a conservative test's p = 1 runs before a change leave the chart
+    where a fresh one starts, so the change is signalled after as many observations."""
+    from app.monitors import sequential
+
+    t0 = datetime(2025, 1, 1, tzinfo=UTC)
+
+    def observations_to_signal(quiet: int) -> int:
+        state, ps = None, [1.0] * quiet + [0.02] * 40
+        for k, p in enumerate(ps):
+            start = t0 + timedelta(hours=2 * k)
+            state, ev = sequential.update(
+                state, p_value=p, window_start=start, window_end=start + timedelta(hours=2),
+                arl0=720.0,
+            )  # fmt: skip
+            assert state.z >= 0.0
+            if ev["signal"]:
+                return k + 1 - quiet
+        raise AssertionError("no signal")
+
+    fresh, after_quiet = observations_to_signal(0), observations_to_signal(30)
+    assert fresh <= 4
+    assert after_quiet <= fresh  # without the barrier: 6 observations, not 3
