@@ -9,6 +9,7 @@ Markov-chain approximation of Brook & Evans (1972), as tabulated by Lucas & Sacc
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -195,16 +196,34 @@ def ewma_arl0(lam: float, L: float, *, time_varying: bool = True, n_states: int 
         p[:, cut] = cell_probs(lo, hi)
         return p
 
-    state = np.zeros(n_states)
-    state[n_states // 2] = 1.0
-    arl = 0.0
+    start = np.zeros(n_states)
+    start[n_states // 2] = 1.0
+    return chain_arl(start, steady, transition, h=h, lam=lam, time_varying=time_varying)
+
+
+def chain_arl(
+    start: np.ndarray,
+    steady: np.ndarray,
+    transition: Callable[[float], np.ndarray],
+    *,
+    h: float,
+    lam: float,
+    time_varying: bool,
+) -> float:
+    """The ARL of a Brook & Evans chain from the distribution ``start`` over its states.
+
+    With ``time_varying`` the first steps use ``transition(h_t)`` (the narrower exact limit
+    at step t) until h_t is within 1e-10 of ``h``; then ``steady`` takes over, and the ARL
+    adds ``p_T (I − P)⁻¹ 1``.
+    """
+    state, arl = start, 0.0
     if time_varying:
         t = 1
         while (1.0 - lam) ** (2 * t) > 1e-10:
             arl += state.sum()  # P(run length >= t)
             state = state @ transition(h * math.sqrt(1.0 - (1.0 - lam) ** (2 * t)))
             t += 1
-    steps_left = np.linalg.solve(np.eye(n_states) - steady, np.ones(n_states))
+    steps_left = np.linalg.solve(np.eye(len(start)) - steady, np.ones(len(start)))
     return float(arl + state @ steps_left)
 
 

@@ -25,6 +25,8 @@ import math
 import numpy as np
 from scipy import optimize, special
 
+from detectors.drift.ewma import chain_arl
+
 
 def reflected_ewma_arl0(
     lam: float,
@@ -63,18 +65,9 @@ def reflected_ewma_arl0(
         cells[:, edges[:-1] >= limit] = 0.0
         return np.concatenate([cdf(np.array([0.0])), cells], axis=1)
 
-    steady = transition(h)
-    state = np.zeros(n_states + 1)
-    state[0] = 1.0
-    arl = 0.0
-    if time_varying:
-        t = 1
-        while (1.0 - lam) ** (2 * t) > 1e-10:
-            arl += state.sum()  # P(run length >= t)
-            state = state @ transition(h * math.sqrt(1.0 - (1.0 - lam) ** (2 * t)))
-            t += 1
-    steps_left = np.linalg.solve(np.eye(n_states + 1) - steady, np.ones(n_states + 1))
-    return float(arl + state @ steps_left)
+    start = np.zeros(n_states + 1)
+    start[0] = 1.0  # the chart starts at the barrier
+    return chain_arl(start, transition(h), transition, h=h, lam=lam, time_varying=time_varying)
 
 
 def reflected_ewma_limit_for_arl0(
