@@ -237,10 +237,11 @@ class Replay:
 
     def _fired(self, monitor_id: int, mode: str, now: datetime, run: dict[str, Any]) -> None:
         det = self.result.detections.get(mode)
-        causes = self.schedule.causes(mode, now, run.get("evidence") or {})
+        evidence = run.get("evidence") or {}
+        causes = self.schedule.causes(mode, now, evidence)
         if det is None or mode not in causes:
             if causes:
-                self._cross_mode(mode, causes, now, run.get("evidence") or {})
+                self._cross_mode(mode, causes, now, evidence)
                 return
             self.result.false_alarms.append((mode, now))
             self.say(

@@ -59,15 +59,23 @@ def reflected_ewma_arl0(
         p = special.ndtr((b[None, :] - carried) / lam)
         return np.where(b[None, :] >= lowest, p, 0.0)
 
+    def cells(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        return np.clip(cdf(hi) - cdf(lo), 0.0, None)
+
+    steady = np.concatenate([cdf(np.array([0.0])), cells(edges[:-1], edges[1:])], axis=1)
+
     def transition(limit: float) -> np.ndarray:
-        hi = np.minimum(edges[1:], limit)
-        cells = np.clip(cdf(hi) - cdf(edges[:-1]), 0.0, None)
-        cells[:, edges[:-1] >= limit] = 0.0
-        return np.concatenate([cdf(np.array([0.0])), cells], axis=1)
+        # Only the cells a narrower limit cuts differ from the steady chain: zero those
+        # above it, recompute the one it falls in (column 0 is the atom).
+        p = steady.copy()
+        p[:, 1:][:, edges[:-1] >= limit] = 0.0
+        cut = np.flatnonzero((edges[:-1] < limit) & (edges[1:] > limit))
+        p[:, 1 + cut] = cells(edges[:-1][cut], np.full(cut.size, limit))
+        return p
 
     start = np.zeros(n_states + 1)
     start[0] = 1.0  # the chart starts at the barrier
-    return chain_arl(start, transition(h), transition, h=h, lam=lam, time_varying=time_varying)
+    return chain_arl(start, steady, transition, h=h, lam=lam, time_varying=time_varying)
 
 
 def reflected_ewma_limit_for_arl0(
