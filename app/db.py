@@ -169,3 +169,11 @@ def one_of(column: Any, values: list[Any], dialect: str) -> Any:
     if dialect != "postgresql":
         return column.in_(values)
     return column == any_(bindparam(None, value=list(values), type_=ARRAY(column.type)))
+
+
+def one_of_param(column: Any, name: str, dialect: str) -> Any:
+    """:func:`one_of` with the list left as the named parameter ``name``, for a statement
+    built once and executed with ``{name: [...]}`` (an expanding ``IN`` on SQLite)."""
+    if dialect != "postgresql":
+        return column.in_(bindparam(name, expanding=True))
+    return column == any_(bindparam(name, type_=ARRAY(column.type)))

@@ -13,7 +13,8 @@ from datetime import datetime
 from typing import Literal
 
 from pydantic import Field
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from app.db import project_row
@@ -69,12 +70,17 @@ def create_key(session: Session, *, project_name: str, role: str, name: str = ""
     return key
 
 
-def authenticate(session: Session, *, key: str) -> Principal | None:
-    row = session.execute(
-        select(ApiKey.id, ApiKey.project_id, ApiKey.role, ApiKey.revoked_at, Project.name)
-        .join(Project, Project.id == ApiKey.project_id)
-        .where(ApiKey.key_hash == hash_key(key))
-    ).first()
+_KEY_BY_HASH = (
+    select(ApiKey.id, ApiKey.project_id, ApiKey.role, ApiKey.revoked_at, Project.name)
+    .join(Project, Project.id == ApiKey.project_id)
+    .where(ApiKey.key_hash == bindparam("key_hash"))
+)
+
+
+def authenticate(session: Session | Connection, *, key: str) -> Principal | None:
+    """The principal of a live key. Every API request asks this; a Core connection skips
+    the ORM's statement handling (a tenth of a small ingest batch's server time)."""
+    row = session.execute(_KEY_BY_HASH, {"key_hash": hash_key(key)}).first()
     if row is None or row.revoked_at is not None:
         return None
     return Principal(key_id=row.id, project_id=row.project_id, project_name=row.name, role=row.role)

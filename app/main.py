@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -19,11 +18,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from app.alerts.outbound import OutboundPolicy
 from app.alerts.outbox import DeliveryPolicy, OutboxSender
 from app.api.main import api_router
+from app.api.request_guard import RequestGuard
 from app.background import Service, start_services, stop_services
 from app.db import make_engine, make_sessionmaker
 from app.ingest.admission import Overloaded, WriteAdmission
 from app.media.retention import RetentionService
-from app.metrics import REQUEST_LATENCY, WRITE_QUEUE_DEPTH
+from app.metrics import WRITE_QUEUE_DEPTH
 from app.monitors.runner import DETECTOR_SLOTS
 from app.otlp.responses import status_response, wire_format
 from app.scheduler.jobs import periodic_jobs
@@ -73,9 +73,9 @@ def create_app(
         title="Telltale", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None
     )
     _install_error_handlers(app)
-    _install_latency_middleware(app, max_header_bytes=settings.max_header_bytes)
     app.include_router(api_router)
     _install_web(app)
+    app.add_middleware(RequestGuard, max_header_bytes=settings.max_header_bytes)
     app.add_middleware(SecurityHeaders)
     return app
 
@@ -196,42 +196,3 @@ def _wants_html(req: Request) -> bool:
     if path.startswith(("/api/", "/v1/", "/metrics", "/healthz", "/readyz", "/static/")):
         return False
     return "text/html" in req.headers.get("accept", "")
-
-
-def _install_latency_middleware(app: FastAPI, *, max_header_bytes: int) -> None:
-    @app.middleware("http")
-    async def timing(request: Request, call_next: Any) -> Any:
-        start = time.perf_counter()
-        header_bytes = sum(len(k) + len(v) for k, v in request.scope["headers"])
-        if header_bytes > max_header_bytes:
-            return JSONResponse(
-                {"detail": f"request headers exceed {max_header_bytes} bytes"}, status_code=431
-            )
-        nul = _nul_in_url(request)
-        if nul is not None:
-            error = "contains a NUL character (U+0000)"
-            return JSONResponse(
-                {"detail": f"{nul}: {error}", "errors": [{"field": nul, "error": error}]},
-                status_code=422,
-            )
-        response = await call_next(request)
-        route = request.scope.get("route")
-        template = getattr(route, "path", "unmatched")
-        REQUEST_LATENCY.labels(
-            route=template, method=request.method, status=f"{response.status_code // 100}xx"
-        ).observe(time.perf_counter() - start)
-        return response
-
-
-def _nul_in_url(request: Request) -> str | None:
-    """Where a NUL sits in the path or query. No text column holds one (PostgreSQL refuses
-    it outright), so every route's string parameters are checked here, once."""
-    if "\x00" in request.scope["path"]:
-        return "path"
-    raw = request.scope["query_string"]
-    if b"%00" not in raw and b"\x00" not in raw:
-        return None
-    for key, value in request.query_params.multi_items():
-        if "\x00" in key or "\x00" in value:
-            return f"query.{key[:64]}"
-    return None

@@ -203,3 +203,51 @@ def count_rows(db_url: str, table: str) -> int:
             return int(conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one())
     finally:
         eng.dispose()
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds the processes have used (0 for one that is gone)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime + stime
+    return total / _TICK
+
+
+def server_pids(port: str) -> list[int]:
+    """The ``telltale serve --port PORT`` process and its descendants (uvicorn workers)."""
+    parents: dict[int, int] = {}
+    root = None
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().split(b"\0")
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(stat[1])
+        if b"serve" in cmd and port.encode() in cmd:
+            root = int(entry.name)
+    tree = {root} if root else set()
+    while True:
+        grown = tree | {pid for pid, ppid in parents.items() if ppid in tree}
+        if grown == tree:
+            return sorted(tree)
+        tree = grown
+
+
+def pg_backend_pids(db_url: str) -> list[int]:
+    """PostgreSQL backends serving the bench database (the server's pooled connections)."""
+    name = db_url.rsplit("/", 1)[1]
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s", (name,)
+        ).fetchall()
+    return [int(r[0]) for r in rows]

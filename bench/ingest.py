@@ -25,7 +25,17 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import count_rows, drive, fresh_db, server, settle, telltale  # noqa: E402
+from bench.common import (  # noqa: E402
+    count_rows,
+    cpu_seconds,
+    drive,
+    fresh_db,
+    pg_backend_pids,
+    server,
+    server_pids,
+    settle,
+    telltale,
+)
 
 JSON = "application/json"
 BINARY_TYPE = "application/vnd.telltale.vectors"  # app.ingest.vectors.BINARY_TYPE
@@ -97,6 +107,7 @@ def main() -> None:
     p.add_argument("--clients", type=int, default=4)
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=20, help="untimed span batches first")
     p.add_argument(
         "--vector-bodies",
         default="json,binary",
@@ -112,6 +123,12 @@ def main() -> None:
             key = telltale(
                 "keys", "create", "--project", "bench", "--role", "ingest", db_url=db_url
             )
+            # Untimed: the first requests of a new server pay for its pool's connections,
+            # their PostgreSQL backends' catalog caches and the statements' first plans
+            # (the first timed repeat ran 15-25% slower without this).
+            warm = random.Random(-1)
+            warm_spans = [span_batch("w", b, args.batch, warm) for b in range(args.warmup)]
+            drive(url, key, "/api/v1/ingest", warm_spans, args.clients, JSON)
             for rep in range(args.repeat):
                 run = f"r{rep}"
                 rng = random.Random(rep)
@@ -120,12 +137,20 @@ def main() -> None:
                 ]
                 before = count_rows(db_url, "spans")
                 settle(db_url)
+                procs = server_pids(url.rsplit(":", 1)[1])
+                backends = pg_backend_pids(db_url) if args.db == "postgresql" else []
+                cpu0 = cpu_seconds(procs), cpu_seconds(backends)
                 t_spans = drive(url, key, "/api/v1/ingest", spans, args.clients, JSON)
+                backends = pg_backend_pids(db_url) if args.db == "postgresql" else []
+                cpu1 = cpu_seconds(procs), cpu_seconds(backends)
                 stored_spans = count_rows(db_url, "spans") - before
                 result = {
                     "spans": stored_spans,
                     "spans_s": round(t_spans, 3),
                     "spans_per_s": round(stored_spans / t_spans),
+                    # CPU per span, which holds when the machine's speed varies by day.
+                    "server_cpu_us_per_span": round((cpu1[0] - cpu0[0]) / stored_spans * 1e6, 1),
+                    "db_cpu_us_per_span": round((cpu1[1] - cpu0[1]) / stored_spans * 1e6, 1),
                 }
                 nrng = np.random.default_rng(rep)
                 for body in args.vector_bodies.split(","):

@@ -26,13 +26,21 @@ from datetime import UTC, datetime, time
 from pathlib import Path
 from typing import Any
 
-import psycopg
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.common import PG_ADMIN, count_rows, drive, fresh_db, server, telltale  # noqa: E402
+from bench.common import (  # noqa: E402
+    count_rows,
+    cpu_seconds,
+    drive,
+    fresh_db,
+    pg_backend_pids,
+    server,
+    server_pids,
+    telltale,
+)
 
 TOOLS = ["search", "db_query", "calculator", "http_fetch", "vector_lookup"]
 # Today, 01:00 UTC in ns: on PostgreSQL spans land in a daily partition the migration made,
@@ -159,53 +167,6 @@ def log_batch(run: int, b: int, size: int) -> bytes:
     return req.SerializeToString()
 
 
-_TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _cpu_seconds(pids: list[int]) -> float:
-    total = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])  # utime + stime
-    return total / _TICK
-
-
-def server_pids(port: str) -> list[int]:
-    """The ``telltale serve --port PORT`` process and its descendants (uvicorn workers)."""
-    parents: dict[int, int] = {}
-    root = None
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmd = (entry / "cmdline").read_bytes().split(b"\0")
-            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parents[int(entry.name)] = int(stat[1])
-        if b"serve" in cmd and port.encode() in cmd:
-            root = int(entry.name)
-    tree = {root} if root else set()
-    while True:
-        grown = tree | {pid for pid, ppid in parents.items() if ppid in tree}
-        if grown == tree:
-            return sorted(tree)
-        tree = grown
-
-
-def pg_backend_pids(db_url: str) -> list[int]:
-    """PostgreSQL backends serving the bench database (the server's pooled connections)."""
-    name = db_url.rsplit("/", 1)[1]
-    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-        rows = conn.execute(
-            "SELECT pid FROM pg_stat_activity WHERE datname = %s", (name,)
-        ).fetchall()
-    return [int(r[0]) for r in rows]
-
-
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--db", choices=["sqlite", "postgresql"], default="postgresql")
@@ -233,7 +194,7 @@ def main() -> None:
                 # figure that holds when other work shares the machine and wall time does not.
                 procs = server_pids(url.rsplit(":", 1)[1])
                 backends = pg_backend_pids(db_url) if args.db == "postgresql" else []
-                cpu0 = _cpu_seconds(procs), _cpu_seconds(backends)
+                cpu0 = cpu_seconds(procs), cpu_seconds(backends)
                 elapsed = drive(
                     url,
                     key,
@@ -244,7 +205,7 @@ def main() -> None:
                     success_is_empty=True,
                 )
                 backends_after = pg_backend_pids(db_url) if args.db == "postgresql" else []
-                cpu1 = _cpu_seconds(procs), _cpu_seconds(backends_after)
+                cpu1 = cpu_seconds(procs), cpu_seconds(backends_after)
                 spans = count_rows(db_url, "spans") - before[0]
                 traces = count_rows(db_url, "traces") - before[1]
                 # 3 chat spans a trace: a batch of --batch spans has 0.3 * --batch events.

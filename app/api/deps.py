@@ -62,8 +62,8 @@ def get_principal(request: Request) -> Principal:
             "missing API key: send 'Authorization: Bearer <key>' or 'x-api-key: <key>'",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    with request.app.state.sessionmaker() as session:
-        principal = authenticate(session, key=key)
+    with request.app.state.engine.connect() as conn:
+        principal = authenticate(conn, key=key)
     if principal is None:
         raise HTTPException(
             401, "invalid or revoked API key", headers={"WWW-Authenticate": "Bearer"}

@@ -34,10 +34,18 @@ def opt_attributes(
     body: dict[str, Any], key: str, prefix: str, limits: IngestLimits
 ) -> dict[str, Any]:
     """``body[key]`` as a vetted attributes map (``{}`` when absent)."""
+    return vetted_attributes(body, key, prefix, limits)[0]
+
+
+def vetted_attributes(
+    body: dict[str, Any], key: str, prefix: str, limits: IngestLimits
+) -> tuple[dict[str, Any], bytes]:
+    """:func:`opt_attributes` and the map as JSON, which vetting it wrote anyway: the
+    PostgreSQL store copies that into the JSONB column instead of writing it again."""
     value = body.get(key)
     field = f"{prefix}.{key}"
     if value is None:
-        return {}
+        return {}, b"{}"
     if not isinstance(value, dict):
         raise FieldError(field, f"must be an object, not {type(value).__name__}")
     depth = limits.max_attribute_depth
@@ -50,12 +58,13 @@ def opt_attributes(
             _check_map(value, field, depth)
         except _TooDeep as exc:
             raise FieldError(exc.field, f"nests arrays/maps more than {depth} deep") from None
-    size = len(encoded) if encoded is not None else len(orjson.dumps(value))
-    if size > limits.max_attributes_bytes:
+    if encoded is None:
+        encoded = orjson.dumps(value)
+    if len(encoded) > limits.max_attributes_bytes:
         raise FieldError(
-            field, f"is {size} bytes as JSON; the limit is {limits.max_attributes_bytes}"
+            field, f"is {len(encoded)} bytes as JSON; the limit is {limits.max_attributes_bytes}"
         )
-    return value
+    return value, encoded
 
 
 def _plainly_storable(encoded: bytes, depth: int) -> bool:

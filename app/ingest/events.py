@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from app.ingest.attributes import opt_attributes
+from app.ingest.attributes import opt_attributes, vetted_attributes
 from app.ingest.fields import (
     FieldError,
     choice,
@@ -51,6 +51,8 @@ class ValidEvent:
     type: str
     row: dict[str, Any]
     vector: np.ndarray | None = None
+    # ``row["attributes"]`` as JSON, where validating it wrote that already (native spans).
+    attributes_json: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,7 @@ def _trace(i: int, eid: str, body: dict[str, Any], p: str, limits: IngestLimits)
 def _span(i: int, eid: str, body: dict[str, Any], p: str, limits: IngestLimits) -> ValidEvent:
     status = choice(body, "status", p, SPAN_STATUS, "ok")
     started, ended = opt_time(body, "started_at", p), opt_time(body, "ended_at", p)
-    row = {
+    row: dict[str, Any] = {
         "trace_id": req_str(body, "trace_id", p, 64),
         "span_id": req_str(body, "span_id", p, 64),
         "parent_span_id": opt_str(body, "parent_span_id", p, 64),
@@ -125,10 +127,10 @@ def _span(i: int, eid: str, body: dict[str, Any], p: str, limits: IngestLimits) 
         "output_tokens": opt_int(body, "output_tokens", p),
         "total_tokens": opt_int(body, "total_tokens", p),
         "cost": opt_float(body, "cost", p, 0.0),
-        "attributes": opt_attributes(body, "attributes", p, limits),
     }
+    row["attributes"], attributes_json = vetted_attributes(body, "attributes", p, limits)
     row["latency_ms"] = _latency_ms(started, ended)
-    return ValidEvent(i, eid, "span", row)
+    return ValidEvent(i, eid, "span", row, attributes_json=attributes_json)
 
 
 def _latency_ms(started: datetime | None, ended: datetime | None) -> float | None:

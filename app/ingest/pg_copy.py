@@ -18,6 +18,7 @@ import psycopg
 from psycopg.types.json import set_json_dumps
 from sqlalchemy.engine import Connection
 
+from app.ingest.events import ValidEvent
 from app.ingest.vectors import VectorBatch
 
 _SPAN_COLS = (
@@ -102,7 +103,8 @@ _EMB_TYPES = ("int4", "varchar", "varchar", "int4", "bytea", "varchar", "varchar
 
 
 def _orjson_dumps(obj: Any) -> bytes:
-    return orjson.dumps(obj)
+    # bytes are JSON written already (ValidEvent.attributes_json): no JSON value is bytes.
+    return obj if type(obj) is bytes else orjson.dumps(obj)
 
 
 def raw(conn: Connection) -> psycopg.Connection[Any]:
@@ -175,12 +177,28 @@ def _copy_tuples(
             copy.write_row(row)
 
 
-def copy_spans(conn: Connection, rows: list[dict[str, Any]]) -> bool:
-    """COPY span rows; False (and nothing written) if a span key already exists."""
+def copy_spans(conn: Connection, project_id: int, spans: Sequence[ValidEvent]) -> bool:
+    """COPY the spans' rows; False (and nothing written) if a span key already exists.
+
+    Straight from the events: no row copy to add ``project_id``, and the attributes' JSON
+    that validation wrote (``attributes_json``) instead of encoding the map again.
+    """
+    inner = _SPAN_COLS[1:-1]  # the columns between project_id (first) and attributes (last)
+    values = operator.itemgetter(*inner)
+
+    def tuples() -> Iterator[tuple[Any, ...]]:
+        for ev in spans:
+            row = ev.row
+            attributes = row["attributes"] if ev.attributes_json is None else ev.attributes_json
+            try:
+                yield (project_id, *values(row), attributes)
+            except KeyError:  # a row that leaves a column out stores NULL there
+                yield (project_id, *[row.get(c) for c in inner], attributes)
+
     driver = raw(conn)
     try:
         with driver.transaction():  # a savepoint inside the caller's transaction
-            _copy(conn, "spans", _SPAN_COLS, _SPAN_TYPES, rows)
+            _copy_tuples(conn, "spans", _SPAN_COLS, _SPAN_TYPES, tuples())
     except psycopg.errors.UniqueViolation:
         return False
     return True

@@ -21,15 +21,16 @@ order (no deadlock).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Engine, func, select, update
+from sqlalchemy import Engine, bindparam, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
-from app.db import write_transaction
+from app.db import one_of_param, write_transaction
 from app.ingest import pg_copy
 from app.ingest.events import Rejection, ValidEvent
 from app.ingest.vectors import VectorBatch
@@ -200,12 +201,20 @@ def touch_traces(conn: Connection, *, project_id: int, trace_ids: Collection[str
     """
     ids = sorted(trace_ids)
     now = utcnow()
+    stmt = _touch(conn.dialect.name)
     for start in range(0, len(ids), 500):
-        conn.execute(
-            update(Trace)
-            .where(Trace.project_id == project_id, Trace.trace_id.in_(ids[start : start + 500]))
-            .values(updated_at=now, derived_at=None, step_profile=None)
-        )
+        conn.execute(stmt, {"pid": project_id, "ids": ids[start : start + 500], "now": now})
+
+
+@functools.cache
+def _touch(dialect: str) -> Any:
+    """:func:`touch_traces`'s statement, built once per dialect. Built per batch (an ``IN``
+    list compiled anew each time) it was a seventh of a small batch's server time."""
+    return (
+        update(Trace)
+        .where(Trace.project_id == bindparam("pid"), one_of_param(Trace.trace_id, "ids", dialect))
+        .values(updated_at=bindparam("now"), derived_at=None, step_profile=None)
+    )
 
 
 def _count_minute(conn: Connection, project_id: int, by_type: dict[str, int]) -> None:
@@ -216,12 +225,18 @@ def _count_minute(conn: Connection, project_id: int, by_type: dict[str, int]) ->
         {"project_id": project_id, "minute": minute, "type": t, "events": n}
         for t, n in sorted(by_type.items())
     ]
-    stmt = _insert(conn, IngestMinute)
-    stmt = stmt.on_conflict_do_update(
+    conn.execute(_minute_upsert(conn.dialect.name), rows)
+
+
+@functools.cache
+def _minute_upsert(dialect: str) -> Any:
+    """The minute counter's upsert, built once per dialect: building ``excluded`` and the
+    statement anew was a tenth of a small batch's server time."""
+    stmt = (postgresql if dialect == "postgresql" else sqlite).insert(IngestMinute)
+    return stmt.on_conflict_do_update(
         index_elements=["project_id", "minute", "type"],
         set_={"events": IngestMinute.__table__.c.events + stmt.excluded.events},
     )
-    conn.execute(stmt, rows)
 
 
 def _check_stream_dims(
@@ -293,7 +308,11 @@ def _write_rows(conn: Connection, project_id: int, events: list[ValidEvent]) -> 
     """Write the rows; return how many span rows were skipped as already stored."""
     now = utcnow()
     by_type: dict[str, list[dict[str, Any]]] = {}
+    spans: list[ValidEvent] = []
     for ev in events:
+        if ev.type == "span":
+            spans.append(ev)
+            continue
         row = dict(ev.row, project_id=project_id)
         if ev.type in ("score", "embedding"):
             row.setdefault("created_at", now)
@@ -306,9 +325,8 @@ def _write_rows(conn: Connection, project_id: int, events: list[ValidEvent]) -> 
     if "trace" in by_type:
         upsert_traces(conn, by_type.pop("trace"))
     skipped = 0
-    if "span" in by_type:
-        span_rows = by_type.pop("span")
-        skipped = len(span_rows) - _insert_spans(conn, _first_per_span_key(span_rows))
+    if spans:
+        skipped = len(spans) - _insert_spans(conn, project_id, _first_per_span_key(spans))
     for etype, rows in by_type.items():
         if conn.dialect.name == "postgresql" and etype in ("score", "embedding"):
             _copy_rows(conn, etype, rows)
@@ -317,18 +335,19 @@ def _write_rows(conn: Connection, project_id: int, events: list[ValidEvent]) -> 
     return skipped
 
 
-def _first_per_span_key(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The first row per span key, in key order (the order batches lock index entries)."""
-    keyed: dict[tuple[str, str], dict[str, Any]] = {}
-    for row in rows:
-        keyed.setdefault((row["trace_id"], row["span_id"]), row)
+def _first_per_span_key(spans: list[ValidEvent]) -> list[ValidEvent]:
+    """The first span per key, in key order (the order batches lock index entries)."""
+    keyed: dict[tuple[str, str], ValidEvent] = {}
+    for ev in spans:
+        keyed.setdefault((ev.row["trace_id"], ev.row["span_id"]), ev)
     return [keyed[k] for k in sorted(keyed)]
 
 
-def _insert_spans(conn: Connection, rows: list[dict[str, Any]]) -> int:
+def _insert_spans(conn: Connection, project_id: int, spans: list[ValidEvent]) -> int:
     """Insert span rows, skipping keys already stored; return how many were inserted."""
-    if conn.dialect.name == "postgresql" and pg_copy.copy_spans(conn, rows):
-        return len(rows)
+    if conn.dialect.name == "postgresql" and pg_copy.copy_spans(conn, project_id, spans):
+        return len(spans)
+    rows = [dict(ev.row, project_id=project_id) for ev in spans]
     stmt = _insert(conn, Span).on_conflict_do_nothing().returning(Span.id)
     return len(conn.execute(stmt, rows).all())
 

@@ -107,6 +107,30 @@ def test_round_trip(client, make_key, engine):
     assert np.frombuffer(blob, "<f4").tolist() == np.float32([0.1, 0.2, 0.3]).tolist()
 
 
+def test_span_attributes_are_stored_as_sent(client, make_key):
+    """On PostgreSQL the span COPY writes the JSON validation already wrote; what is read
+    back must be the map that was sent, whatever it holds, and {} when none was."""
+    key, reader = make_key("ingest"), make_key("read")
+    attrs = {
+        "text": "naïve café ☕",
+        "nested": {"list": [1, 2.5, True, None, {"deep": "x"}], "empty": {}},
+        "big": 2**62,
+        "quote": 'say "hi"\n',
+    }
+    events = [
+        {"id": "a-0", "type": "span", "body": {"trace_id": "ta", "span_id": "s0"}},
+        {
+            "id": "a-1",
+            "type": "span",
+            "body": {"trace_id": "ta", "span_id": "s1", "attributes": attrs},
+        },
+    ]
+    r = client.post("/api/v1/ingest", json={"events": events}, headers=auth(key))
+    assert r.json()["accepted"] == 2, r.text
+    spans = client.get("/api/v1/traces/ta", headers=auth(reader)).json()["spans"]
+    assert [s["attributes"] for s in spans] == [{}, attrs]
+
+
 def test_trace_list_filters_and_cursor(client, make_key):
     key = make_key("admin")
     events = []
