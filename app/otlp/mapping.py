@@ -136,10 +136,9 @@ def map_spans(
     # and a span without telltale.* keys of its own then skips those lookups.
     resource_says: dict[int, bool] = {}
     for index, sp in enumerate(spans):
-        error = sp.error or _oversize(sp, max_attributes_bytes)
-        if error is not None:
+        if sp.error is not None:
             out.rejected += 1
-            out.note(f"span {index} ({sp.name[:60]!r}): {error}")
+            out.note(f"span {index} ({sp.name[:60]!r}): {sp.error}")
             continue
         attrs = sp.attributes
         kind = span_kind(attrs)
@@ -153,6 +152,15 @@ def map_spans(
         started = ns_to_datetime(sp.start_ns)
         ended = ns_to_datetime(sp.end_ns)
         attributes = normalise(attrs, sp, kind)  # after add_tool_calls, before columns()
+        # Measured as stored (the events are in it now); the store copies these bytes.
+        attributes_json = orjson.dumps(attributes)
+        if len(attributes_json) > max_attributes_bytes:
+            out.rejected += 1
+            out.note(
+                f"span {index} ({sp.name[:60]!r}): attributes: {len(attributes_json)} bytes "
+                f"as JSON exceed the limit of {max_attributes_bytes}"
+            )
+            continue
         row = {
             "trace_id": sp.trace_id,
             "span_id": sp.span_id,
@@ -170,7 +178,15 @@ def map_spans(
             "latency_ms": latency_ms(sp.start_ns, sp.end_ns),
             **(columns(attributes) if kind in _MODEL_KINDS else NO_COLUMNS),
         }
-        out.events.append(ValidEvent(index, f"otlp:{sp.trace_id}:{sp.span_id}", "span", row))
+        out.events.append(
+            ValidEvent(
+                index,
+                f"otlp:{sp.trace_id}:{sp.span_id}",
+                "span",
+                row,
+                attributes_json=attributes_json,
+            )
+        )
         if telltale_keys:
             _scores(sp, telltale_keys, index, ended or started, out)
         says = resource_says.get(id(sp.resource))
@@ -186,12 +202,6 @@ def map_spans(
         acc.add(sp, kind, failed, started, ended, out, telltale=says or bool(telltale_keys))
     out.traces = [acc.row() for acc in traces.values()]
     return out
-
-
-def _oversize(sp: DecodedSpan, limit: int) -> str | None:
-    # Measured as stored: the attributes plus the events that normalise() adds to them.
-    size = len(orjson.dumps(sp.attributes)) + (len(orjson.dumps(sp.events)) if sp.events else 0)
-    return f"attributes: {size} bytes as JSON exceed the limit of {limit}" if size > limit else None
 
 
 def _step_index(sp: DecodedSpan, out: MappedBatch) -> int | None:
