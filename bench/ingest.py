@@ -164,7 +164,11 @@ def main() -> None:
                     before = count_rows(db_url, "embeddings")
                     settle(db_url)
                     ctype = BINARY_TYPE if binary else JSON
+                    backends = pg_backend_pids(db_url) if args.db == "postgresql" else []
+                    cpu0 = cpu_seconds(procs), cpu_seconds(backends)
                     took = drive(url, key, "/api/v1/embeddings", batches, args.clients, ctype)
+                    backends = pg_backend_pids(db_url) if args.db == "postgresql" else []
+                    cpu1 = cpu_seconds(procs), cpu_seconds(backends)
                     stored = count_rows(db_url, "embeddings") - before
                     name = "embeddings_binary" if binary else "embeddings"
                     result.update(
@@ -172,6 +176,8 @@ def main() -> None:
                             name: stored,
                             f"{name}_s": round(took, 3),
                             f"{name}_per_s": round(stored / took),
+                            f"{name}_server_cpu_us": round((cpu1[0] - cpu0[0]) / stored * 1e6, 1),
+                            f"{name}_db_cpu_us": round((cpu1[1] - cpu0[1]) / stored * 1e6, 1),
                         }
                     )
                 runs.append(result)

