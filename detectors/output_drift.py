@@ -20,8 +20,9 @@ from detectors.window_permutation import window_permutation_test
 FAILURE_MODE = "FM-3"
 # Columns of one input group's counts: disagreeing / all decision pairs, disagreeing /
 # cross-entry-point pairs, disagreeing / same-entry-point pairs, summed cosine distance /
-# embedding pairs.
-DIS, PAIRS, DIS_CROSS, CROSS, DIS_SAME, SAME, DIST, EMB_PAIRS = range(8)
+# embedding pairs; the group's disagreement rate times its weight n - 1 / that weight
+# (n: its traces with a decision; see decision_disagreement).
+DIS, PAIRS, DIS_CROSS, CROSS, DIS_SAME, SAME, DIST, EMB_PAIRS, W_DIS, W = range(10)
 
 
 def _pairs(n: int | np.ndarray) -> Any:
@@ -54,9 +55,15 @@ def _group_counts(traces: list[TraceRecord]) -> np.ndarray:
         emb_pairs += _pairs(n)
     dis_cross = cross - cross_agree
     dis = pairs - agree
+    weight = len(decided) - 1.0 if pairs else 0.0
+    rate = dis / pairs if pairs else 0.0
     return np.array(
-        [dis, pairs, dis_cross, cross, dis - dis_cross, pairs - cross, dist, emb_pairs], float
-    )
+        [
+            dis, pairs, dis_cross, cross, dis - dis_cross, pairs - cross, dist, emb_pairs,
+            weight * rate, weight,
+        ],
+        float,
+    )  # fmt: skip
 
 
 # The approximate input identity (near-duplicate inputs, e.g. paraphrases) the server
@@ -89,6 +96,23 @@ def _ratio(sums: np.ndarray, num: int, den: int) -> np.ndarray:
 
 
 def decision_disagreement(sums: np.ndarray) -> np.ndarray:
+    """The groups' pair disagreement rates, averaged with weights ``n - 1``.
+
+    A group's rate (the share of its pairs of runs whose decisions differ) is the unbiased
+    Gini-Simpson index of its decisions, which is a variance of categorical data (Light &
+    Margolin 1971, "An analysis of variance for categorical data", JASA 66:534). Pooling
+    groups with weights ``n - 1`` is the pooled within-group variance of a one-way ANOVA.
+    Pooling *pairs* instead weighs a group by ``n (n - 1) / 2``, so the few most repeated
+    inputs decide the window. Measured on the alerting bench's moderate FM-3 step (failure
+    seed 0), each run's p: 0.026 with pairs pooled and 0.00015 with these weights, 45
+    minutes after onset. The permutation test shuffles whole groups whatever the statistic,
+    so it stays exact under the null.
+    """
+    return _ratio(sums, W_DIS, W)
+
+
+def pair_disagreement(sums: np.ndarray) -> np.ndarray:
+    """The share of all pairs of runs, pooled over groups, whose decisions differ."""
     return _ratio(sums, DIS, PAIRS)
 
 
@@ -119,7 +143,9 @@ class OutputDriftDetector:
     two traces are the units of independence. Per window:
 
     * **decision_disagreement**: the fraction of trace pairs inside a group whose
-      ``decision`` attribute differs, pooled over groups (pairs / pairs);
+      ``decision`` attribute differs, averaged over groups with weights ``n - 1`` (the
+      pooled within-group variance; :func:`decision_disagreement`). The pooled pair rate
+      is reported beside it as ``pair_disagreement``;
     * **cross_entry_excess**: the disagreement over pairs whose ``entry_point`` differs
       minus that over pairs with the same entry point (consistency of one intent across
       entry points, net of plain non-determinism; both rates are reported);
@@ -248,6 +274,8 @@ class OutputDriftDetector:
                 ev[f"{name}cross_entry_disagreement"] = float(_ratio(sums, DIS_CROSS, CROSS))
             if sums[SAME] > 0:
                 ev[f"{name}same_entry_disagreement"] = float(_ratio(sums, DIS_SAME, SAME))
+            if sums[PAIRS] > 0:
+                ev[f"{name}pair_disagreement"] = float(pair_disagreement(sums))
         if not sub_tests:
             return DetectorResult.insufficient(
                 FAILURE_MODE, "repeated inputs carry no decisions or output embeddings", **ev

@@ -7,8 +7,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from detectors.output_drift import OutputDriftDetector
+from detectors.output_drift import (
+    OutputDriftDetector,
+    _group_counts,
+    _groups,
+    pair_disagreement,
+)
 from detectors.records import TraceRecord
+from detectors.window_permutation import window_permutation_test
 
 DECISIONS = ("approve", "deny", "escalate")
 ENTRY_POINTS = ("api", "chat", "batch")
@@ -91,6 +97,53 @@ def test_fires_on_output_embedding_spread_with_same_decisions() -> None:
     rates = fire_rates(20, seed=4, emb_noise=0.25)
     assert rates["embedding_distance"] >= 0.9
     assert rates["decision_disagreement"] <= 0.1
+
+
+def _runs(input_hash: str, decisions: list[str], prefix: str) -> list[TraceRecord]:
+    return [
+        TraceRecord(f"{prefix}{input_hash}-{k}", "agent", "v1", input_hash=input_hash,
+                    attributes={"decision": d})
+        for k, d in enumerate(decisions)
+    ]  # fmt: skip
+
+
+def test_disagreement_weighs_a_group_by_its_runs_not_its_pairs() -> None:
+    # One input run 40 times (780 pairs, 400 disagreeing) beside 20 inputs run 3 times
+    # (3 pairs each, 2 disagreeing): pooled pairs the big group decides the rate; weighted
+    # by n - 1 (39 against 20 x 2) it is one group among 21.
+    window = _runs("big", ["yes", "no"] * 20, "c") + [
+        t for i in range(20) for t in _runs(f"s{i}", ["yes", "yes", "no"], "c")
+    ]
+    ev = OutputDriftDetector().test(window, window).evidence
+    assert ev["pair_disagreement"] == pytest.approx((400 + 20 * 2) / (780 + 20 * 3))
+    assert ev["decision_disagreement"] == pytest.approx((39 * 400 / 780 + 40 * 2 / 3) / 79)
+
+
+def test_small_groups_turning_inconsistent_fire_beside_a_big_steady_one() -> None:
+    # The most repeated input (24 runs, 276 pairs) stays a coin flip; each of 40 other
+    # inputs, run 2-3 times, goes from always agreeing to disagreeing in about half of its
+    # pairs. Pooled pairs, the big group's draw decides the permutations (p 0.1 here);
+    # weighted by runs the change is plain.
+    rng = np.random.default_rng(0)
+
+    def window(flip: float, prefix: str) -> list[TraceRecord]:
+        out = _runs("big", [str(rng.integers(2)) for _ in range(24)], prefix)
+        for i in range(40):
+            n = int(rng.integers(2, 4))
+            out += _runs(f"s{i}", ["a" if rng.random() >= flip else "b" for _ in range(n)], prefix)
+        return out
+
+    reference, current = window(0.0, "r"), window(0.4, "c")
+    result = OutputDriftDetector().test(reference, current)
+    assert result.fired and result.p_value is not None and result.p_value <= 0.001
+
+    def counts(w: list[TraceRecord]) -> np.ndarray:
+        return np.array([_group_counts(g) for g in _groups(w).values()])
+
+    _, p_pairs = window_permutation_test(
+        counts(current), counts(reference), pair_disagreement, n_permutations=999, seed=0
+    )
+    assert p_pairs > 0.05
 
 
 def test_evidence_lists_most_inconsistent_inputs() -> None:
