@@ -167,10 +167,11 @@ class OutputDriftDetector:
     (also the plain cross- and same-entry-point disagreement) and
     ``most_inconsistent_inputs`` (input hash, version, decisions and entry points seen).
 
-    Calibration (tests/detectors/test_output_drift.py, seeded): clean windows with
-    per-input ambiguity fire 2/100 runs; with 250 inputs run 2-5 times, pair disagreement
-    0.09 -> 0.23 is caught in 100% of runs, one entry point answering 30% of inputs
-    differently in 95%, output-embedding noise x1.7 in 100%.
+    Calibration (tests/detectors/test_output_drift.py's ``fire_rates``, seeded, with the
+    disagreement weighted by runs): clean windows with per-input ambiguity fire 0/100
+    runs (2/100 pooling pairs); with 250 inputs run 2-5 times, pair disagreement 0.09 ->
+    0.23 is caught in 20/20 runs, one entry point answering 30% of inputs differently in
+    20/20, output-embedding noise x1.7 in 20/20.
 
     Parameters
     ----------
