@@ -251,3 +251,11 @@ def pg_backend_pids(db_url: str) -> list[int]:
             "SELECT pid FROM pg_stat_activity WHERE datname = %s", (name,)
         ).fetchall()
     return [int(r[0]) for r in rows]
+
+
+def cpu_now(procs: list[int], db_url: str) -> tuple[float, float]:
+    """CPU seconds so far of the server processes ``procs`` and of the bench database's
+    PostgreSQL backends (0 on SQLite), read again each time: backends opened since count
+    from zero."""
+    backends = pg_backend_pids(db_url) if db_url.startswith("postgresql") else []
+    return cpu_seconds(procs), cpu_seconds(backends)

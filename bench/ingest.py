@@ -27,10 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (  # noqa: E402
     count_rows,
-    cpu_seconds,
+    cpu_now,
     drive,
     fresh_db,
-    pg_backend_pids,
     server,
     server_pids,
     settle,
@@ -138,11 +137,9 @@ def main() -> None:
                 before = count_rows(db_url, "spans")
                 settle(db_url)
                 procs = server_pids(url.rsplit(":", 1)[1])
-                backends = pg_backend_pids(db_url) if args.db == "postgresql" else []
-                cpu0 = cpu_seconds(procs), cpu_seconds(backends)
+                cpu0 = cpu_now(procs, db_url)
                 t_spans = drive(url, key, "/api/v1/ingest", spans, args.clients, JSON)
-                backends = pg_backend_pids(db_url) if args.db == "postgresql" else []
-                cpu1 = cpu_seconds(procs), cpu_seconds(backends)
+                cpu1 = cpu_now(procs, db_url)
                 stored_spans = count_rows(db_url, "spans") - before
                 result = {
                     "spans": stored_spans,
@@ -164,11 +161,9 @@ def main() -> None:
                     before = count_rows(db_url, "embeddings")
                     settle(db_url)
                     ctype = BINARY_TYPE if binary else JSON
-                    backends = pg_backend_pids(db_url) if args.db == "postgresql" else []
-                    cpu0 = cpu_seconds(procs), cpu_seconds(backends)
+                    cpu0 = cpu_now(procs, db_url)
                     took = drive(url, key, "/api/v1/embeddings", batches, args.clients, ctype)
-                    backends = pg_backend_pids(db_url) if args.db == "postgresql" else []
-                    cpu1 = cpu_seconds(procs), cpu_seconds(backends)
+                    cpu1 = cpu_now(procs, db_url)
                     stored = count_rows(db_url, "embeddings") - before
                     name = "embeddings_binary" if binary else "embeddings"
                     result.update(

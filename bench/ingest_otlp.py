@@ -33,10 +33,9 @@ from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import (  # noqa: E402
     count_rows,
-    cpu_seconds,
+    cpu_now,
     drive,
     fresh_db,
-    pg_backend_pids,
     server,
     server_pids,
     telltale,
@@ -193,8 +192,7 @@ def main() -> None:
                 # CPU seconds of the server processes and their database backends: a
                 # figure that holds when other work shares the machine and wall time does not.
                 procs = server_pids(url.rsplit(":", 1)[1])
-                backends = pg_backend_pids(db_url) if args.db == "postgresql" else []
-                cpu0 = cpu_seconds(procs), cpu_seconds(backends)
+                cpu0 = cpu_now(procs, db_url)
                 elapsed = drive(
                     url,
                     key,
@@ -204,8 +202,7 @@ def main() -> None:
                     "application/x-protobuf",
                     success_is_empty=True,
                 )
-                backends_after = pg_backend_pids(db_url) if args.db == "postgresql" else []
-                cpu1 = cpu_seconds(procs), cpu_seconds(backends_after)
+                cpu1 = cpu_now(procs, db_url)
                 spans = count_rows(db_url, "spans") - before[0]
                 traces = count_rows(db_url, "traces") - before[1]
                 # 3 chat spans a trace: a batch of --batch spans has 0.3 * --batch events.

@@ -67,6 +67,9 @@ _SPAN_TYPES = (
     "float8",
     "jsonb",
 )
+# The span columns between project_id (first) and attributes (last), as copy_spans reads them.
+_SPAN_INNER = _SPAN_COLS[1:-1]
+_span_inner_values = operator.itemgetter(*_SPAN_INNER)
 _SCORE_COLS = (
     "project_id",
     "trace_id",
@@ -209,17 +212,15 @@ def copy_spans(conn: Connection, project_id: int, spans: Sequence[ValidEvent]) -
     Straight from the events: no row copy to add ``project_id``, and the attributes' JSON
     that validation wrote (``attributes_json``) instead of encoding the map again.
     """
-    inner = _SPAN_COLS[1:-1]  # the columns between project_id (first) and attributes (last)
-    values = operator.itemgetter(*inner)
 
     def tuples() -> Iterator[tuple[Any, ...]]:
         for ev in spans:
             row = ev.row
             attributes = row["attributes"] if ev.attributes_json is None else ev.attributes_json
             try:
-                yield (project_id, *values(row), attributes)
+                yield (project_id, *_span_inner_values(row), attributes)
             except KeyError:  # a row that leaves a column out stores NULL there
-                yield (project_id, *[row.get(c) for c in inner], attributes)
+                yield (project_id, *[row.get(c) for c in _SPAN_INNER], attributes)
 
     driver = raw(conn)
     try:

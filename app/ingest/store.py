@@ -2,9 +2,10 @@
 
 The API, the OTLP receiver and the embed worker all call :func:`write_events`. Inside one
 transaction it claims the batch's client event ids (``INSERT .. ON CONFLICT DO NOTHING
-RETURNING``), and writes rows only for ids it claimed, so a re-sent event writes nothing
-even when two copies race: on PostgreSQL the second insert waits on the unique index and
-then sees the conflict; on SQLite ``BEGIN IMMEDIATE`` serialises writers. Rows go in with
+RETURNING``; on PostgreSQL a COPY under a savepoint first, :func:`pg_copy.claim_ids`), and
+writes rows only for ids it claimed, so a re-sent event writes nothing even when two
+copies race: on PostgreSQL the second writer waits on the unique index and then sees the
+conflict; on SQLite ``BEGIN IMMEDIATE`` serialises writers. Rows go in with
 multi-row executemany or COPY, never one ORM add per row.
 
 A span is one ``(trace_id, span_id)`` (with its start on PostgreSQL, whose span table is
@@ -58,8 +59,12 @@ class WriteResult:
 
 
 def _insert(conn: Connection, model: Any) -> Any:
-    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    return dialect.insert(model)
+    return _insert_for(conn.dialect.name, model)
+
+
+def _insert_for(dialect: str, model: Any) -> Any:
+    """An INSERT that can say ON CONFLICT on ``dialect`` (PostgreSQL's or SQLite's)."""
+    return (postgresql if dialect == "postgresql" else sqlite).insert(model)
 
 
 def write_events(
@@ -232,7 +237,7 @@ def _count_minute(conn: Connection, project_id: int, by_type: dict[str, int]) ->
 def _minute_upsert(dialect: str) -> Any:
     """The minute counter's upsert, built once per dialect: building ``excluded`` and the
     statement anew was a tenth of a small batch's server time."""
-    stmt = (postgresql if dialect == "postgresql" else sqlite).insert(IngestMinute)
+    stmt = _insert_for(dialect, IngestMinute)
     return stmt.on_conflict_do_update(
         index_elements=["project_id", "minute", "type"],
         set_={"events": IngestMinute.__table__.c.events + stmt.excluded.events},
