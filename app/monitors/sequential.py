@@ -42,6 +42,14 @@ p-values that are merely *often smallish* and never below that alpha. An EWMA ch
   Lorden 1971 for the run-length criterion);
 * it restarts when the monitor's alert resolves.
 
+Designs measured and not taken (``bench/chart_replay.py`` on the alerting bench's 24 h
+ramps, 80 traces/h): one chart per sub-test on its raw p-value, each on its share of the
+budget, and charts observing every hour or every 30 minutes on overlapping windows (the
+limits widened for the overlap with :func:`variance_inflation`'s formula). Each moved
+single ramps by up to 2 h either way, and none brought an FM-1, FM-2 or FM-7 ramp under
+12 h: at that traffic the windows' p-values themselves are not small enough before then
+(the README's "The 24 h ramp: what limits it").
+
 Why the chart charts p-values and not a detector's own standardised statistic (FM-6's
 mean cosine to the baseline centroid, :mod:`detectors.drift.centroid_score`, was tried):
 with a 4-hour baseline against a 2-hour window the baseline's own estimation error is a
