@@ -86,6 +86,13 @@ STEP_MODES = ("FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-6", "FM-7")
 RAMP_MODES = ("FM-1", "FM-2", "FM-6", "FM-7")
 
 
+def set_traffic(traces_per_hour: float) -> None:
+    """Production traces per hour for the replays; the images scale with them."""
+    global TRACES_PER_HOUR, IMAGES_PER_HOUR
+    IMAGES_PER_HOUR *= traces_per_hour / TRACES_PER_HOUR
+    TRACES_PER_HOUR = traces_per_hour
+
+
 def _workload(seed: int, hours: float, **kw: Any) -> list[dict[str, Any]]:
     return generate_workload(
         seed, START, timedelta(hours=hours), TRACES_PER_HOUR, embedding_dim=DIM,
@@ -232,10 +239,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="production traffic (default 80); images scale with it",
     )  # fmt: skip
     args = ap.parse_args(argv)
-    global STEADY_H, TRACES_PER_HOUR, IMAGES_PER_HOUR
+    global STEADY_H
     if args.traces_per_hour is not None:
-        IMAGES_PER_HOUR *= args.traces_per_hour / TRACES_PER_HOUR
-        TRACES_PER_HOUR = args.traces_per_hour
+        set_traffic(args.traces_per_hour)
     if args.lag_hours is not None:
         OVERRIDES["baseline_lag_seconds"] = int(args.lag_hours * 3600)
         STEADY_H = math.ceil(2 + args.lag_hours + 4)

@@ -196,8 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--clean-days", type=float, default=0.0, help="per seed; 0: ramps only")
     args = ap.parse_args(argv)
     if args.traces_per_hour is not None:
-        alerting.IMAGES_PER_HOUR *= args.traces_per_hour / alerting.TRACES_PER_HOUR
-        alerting.TRACES_PER_HOUR = args.traces_per_hour
+        alerting.set_traffic(args.traces_per_hour)
     # Hold the lifecycle shut: no run fires, so no alert freezes the baseline.
     monitor_state._verdict = lambda monitor, policy, state, w, result: monitor_state.Verdict(
         False, False, state.chart, {}

@@ -82,8 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--traces-per-hour", type=float, default=None)
     args = ap.parse_args(argv)
     if args.traces_per_hour is not None:
-        alerting.IMAGES_PER_HOUR *= args.traces_per_hour / alerting.TRACES_PER_HOUR
-        alerting.TRACES_PER_HOUR = args.traces_per_hour
+        alerting.set_traffic(args.traces_per_hour)
     alpha_run = calibration.alpha_per_run(ert_days=60.0, interval_seconds=900)
     rows: list[dict[str, Any]] = []
     for seed in args.seeds:
