@@ -119,18 +119,26 @@ def overlap_inflation(
     *, current_s: float, reference_s: float, spacing_s: float, lam: float
 ) -> float:
     """The EWMA's variance inflation (Zhang 1998) when observations ``spacing_s`` apart
-    share part of their current window as well as of their rolling reference: for a
-    difference of window means, ``ρ_k = (o_c r / c + o_r c / r) / (r + c)`` with overlaps
-    ``o_c = max(0, c - k s)`` and ``o_r = max(0, r - k s)``.
+    share part of their current window as well as of their rolling reference: the
+    reference's share (:func:`app.monitors.sequential.shared_reference_correlation`) plus
+    the current window's, ``o_c r / (c (r + c))`` with overlap ``o_c = max(0, c - k s)``.
 
     >>> round(overlap_inflation(current_s=7200, reference_s=14400, spacing_s=7200, lam=0.2), 4)
     1.2667
+    >>> round(overlap_inflation(current_s=7200, reference_s=14400, spacing_s=3600, lam=0.2), 3)
+    2.232
     """
     c, r, s = current_s, reference_s, spacing_s
-    rho, k = [], 1
-    while k * s < max(c, r):
-        o_c, o_r = max(0.0, c - k * s), max(0.0, r - k * s)
-        rho.append((o_c * r / c + o_r * c / r) / (r + c))
+    rho = list(
+        sequential.shared_reference_correlation(
+            current_seconds=c, reference_seconds=r, spacing_seconds=s
+        )
+    )
+    k = 1
+    while c - k * s > 0:
+        if k > len(rho):
+            rho.append(0.0)
+        rho[k - 1] += (c - k * s) * r / (c * (r + c))
         k += 1
     return sequential.variance_inflation(tuple(rho), lam)
 
