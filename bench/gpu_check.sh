@@ -47,11 +47,16 @@ else
   PIP_DEPS=(--no-deps)
   export PYTHONPATH="/tmp/site:$PYTHONPATH"
 fi
-for wheel in .whl/*.whl; do  # one at a time, so one misfit does not stop the rest
-  [ -e "$wheel" ] || continue
-  $PY -m pip install -q --no-index --no-deps "${PIP_DEST[@]}" "$wheel" >>"$OUT/pip.log" 2>&1 \
-    || echo "could not install $wheel (see pip.log)"
-done
+# All in one call: with --target, a second call skips a folder that exists (the
+# opentelemetry namespace, say). One at a time only if the whole set fails.
+if compgen -G ".whl/*.whl" >/dev/null \
+  && ! $PY -m pip install -q --no-index --no-deps --no-compile "${PIP_DEST[@]}" .whl/*.whl \
+    >>"$OUT/pip.log" 2>&1; then
+  for wheel in .whl/*.whl; do
+    $PY -m pip install -q --no-index --no-deps --no-compile --upgrade "${PIP_DEST[@]}" \
+      "$wheel" >>"$OUT/pip.log" 2>&1 || echo "could not install $wheel (see pip.log)"
+  done
+fi
 have() { $PY -c "import $1" >/dev/null 2>&1; }
 try_pip() {  # module, then the package sets to try in order (cu13 first, cu12 after)
   local module=$1; shift
@@ -101,7 +106,7 @@ EOF
 # -- 1. every decoder side by side on ViT-B-32 (bf16, batch 1,024, 16,384 JPEGs of 256-500 px,
 # median of 3), with the stage breakdown (resize both ways) and fp32 parity.
 if room 60; then
-  timeout -k 10 "$(slot 200)" $PY bench/embed.py --device cuda --models ViT-B-32 --decoders all \
+  timeout -k 10 "$(slot 200)" $PY bench/embed.py --device cuda --models ViT-B-32 --decoders "${GPU_CHECK_DECODERS:-all}" \
     --n 16384 --unique 1024 --batch-size 1024 --random-init --repeat 3 --warmup 3 \
     --min-seconds 2 --min-iters 5 --breakdown --time-budget "$(( $(slot 200) - 30 ))" \
     --out "$OUT/embed.json" >/dev/null 2>"$OUT/embed.stderr"
@@ -110,19 +115,29 @@ if room 60; then
   cat "$OUT/embed.json" 2>/dev/null || echo '{"embed": "no output"}'
 fi
 
-# -- 2. k-center, the case: 1,000 of 1M x 512, resident, float32 / float16 (<= 0.5 s).
+# -- 3. MiniLM texts/s by batch size; then the derive job's traces/s (distinct texts too).
 if room 40; then
-  timeout -k 5 "$(slot 60)" $PY bench/kcenter.py --device cuda --n 1000000 --d 512 --k 1000 \
-    >"$OUT/kcenter.json" 2>"$OUT/kcenter.stderr"
-  elapsed "kcenter exit $?"; cat "$OUT/kcenter.json"; tail -n 5 "$OUT/kcenter.stderr"
+  timeout -k 5 "$(slot 60)" $PY bench/text_embed.py --device cuda --n 8192 \
+    --batch-sizes 64,256,1024 --repeats 3 --derive-traces 0 \
+    >"$OUT/text.json" 2>"$OUT/text.stderr"
+  elapsed "text bench exit $?"; cat "$OUT/text.json"; tail -n 4 "$OUT/text.stderr"
+fi
+if room 50; then
+  timeout -k 5 "$(slot 90)" $PY bench/text_embed.py --device cuda --n 256 \
+    --batch-sizes 256 --repeats 1 --derive-traces 2000 \
+    >"$OUT/derive.json" 2>"$OUT/derive.stderr"
+  elapsed "derive bench exit $?"; cat "$OUT/derive.json"; tail -n 6 "$OUT/derive.stderr"
 fi
 
-# -- 3. MiniLM texts/s by batch size, and the derive job's traces/s (distinct texts too).
+# -- 5. more prepare threads for the device decoders (16 cores here), end to end only.
 if room 60; then
-  timeout -k 5 "$(slot 120)" $PY bench/text_embed.py --device cuda --n 8192 \
-    --batch-sizes 64,256,1024 --repeats 3 --derive-traces 2000 \
-    >"$OUT/text.json" 2>"$OUT/text.stderr"
-  elapsed "text bench exit $?"; cat "$OUT/text.json"; tail -n 8 "$OUT/text.stderr"
+  timeout -k 10 "$(slot 90)" $PY bench/embed.py --device cuda --models ViT-B-32 \
+    --decoders nvimgcodec,torchvision --prepare-threads 4 --n 16384 --unique 1024 \
+    --batch-size 1024 --random-init --repeat 3 --warmup 2 --min-seconds 1 \
+    --time-budget "$(( $(slot 90) - 20 ))" --out "$OUT/embed_threads4.json" \
+    >/dev/null 2>"$OUT/embed_threads4.stderr"
+  elapsed "embed (4 prepare threads) exit $?"
+  $PY -c "import json,sys; r=json.load(open(sys.argv[1]))['results'][0]; print(json.dumps({k: {x: v.get(x) for x in ('prep_img_per_s','e2e_jpeg_img_per_s','error')} for k, v in r['decoders'].items()}))" "$OUT/embed_threads4.json" 2>&1 | tail -n 3
 fi
 
 # -- 4. the CUDA tests: decoders against PIL, corrupt items, k-center, MiniLM fp16.
@@ -137,15 +152,11 @@ if room 40; then
   elapsed "CUDA tests exit $?"; tail -n 25 "$OUT/cuda_tests.txt"
 fi
 
-# -- 5. more prepare threads for the device decoders (16 cores here), end to end only.
-if room 60; then
-  timeout -k 10 "$(slot 90)" $PY bench/embed.py --device cuda --models ViT-B-32 \
-    --decoders nvimgcodec,torchvision --prepare-threads 4 --n 16384 --unique 1024 \
-    --batch-size 1024 --random-init --repeat 3 --warmup 2 --min-seconds 1 \
-    --time-budget "$(( $(slot 90) - 20 ))" --out "$OUT/embed_threads4.json" \
-    >/dev/null 2>"$OUT/embed_threads4.stderr"
-  elapsed "embed (4 prepare threads) exit $?"
-  $PY -c "import json,sys; r=json.load(open(sys.argv[1]))['results'][0]; print(json.dumps({k: {x: v.get(x) for x in ('prep_img_per_s','e2e_jpeg_img_per_s','error')} for k, v in r['decoders'].items()}))" "$OUT/embed_threads4.json" 2>&1 | tail -n 3
+# -- 2. k-center, the case: 1,000 of 1M x 512, resident, float32 / float16 (<= 0.5 s).
+if room 40; then
+  timeout -k 5 "$(slot 60)" $PY bench/kcenter.py --device cuda --n 1000000 --d 512 --k 1000 \
+    >"$OUT/kcenter.json" 2>"$OUT/kcenter.stderr"
+  elapsed "kcenter exit $?"; cat "$OUT/kcenter.json"; tail -n 5 "$OUT/kcenter.stderr"
 fi
 
 # -- 6. the detector library's torch paths.

@@ -76,39 +76,56 @@ def output_sizes(
     return torch.where(tall, long_h, size_t), torch.where(tall, size_t, long_w)
 
 
-def pad_images(images: Sequence[torch.Tensor]) -> torch.Tensor:
-    """``(n, 3, max H, max W)`` uint8, zeros past each image's own height and width."""
+PAD_ROUTES: dict[str, int] = {}  # how batches were padded, by route (the bench reports it)
+
+
+def pad_images(images: Sequence[torch.Tensor], dtype: torch.dtype) -> torch.Tensor:
+    """``(n, 3, max H, max W)`` of ``dtype``, zeros past each image's height and width.
+
+    Nested tensors pad in a few kernels; one copy per image is the fallback for a torch
+    without the padding kernel for this dtype.
+    """
     try:
-        return torch.nested.nested_tensor(list(images)).to_padded_tensor(0)
-    except (RuntimeError, NotImplementedError):  # a build without uint8 padding kernels
-        max_h = max(int(image.shape[-2]) for image in images)
-        max_w = max(int(image.shape[-1]) for image in images)
-        padded = images[0].new_zeros((len(images), 3, max_h, max_w))
-        for index, image in enumerate(images):
-            padded[index, :, : image.shape[-2], : image.shape[-1]] = image
+        nested = torch.nested.as_nested_tensor(list(images))
+        padded = nested.to(dtype).to_padded_tensor(0.0)
+        PAD_ROUTES["nested"] = PAD_ROUTES.get("nested", 0) + 1
         return padded
+    except (RuntimeError, NotImplementedError, TypeError):
+        PAD_ROUTES["per_image"] = PAD_ROUTES.get("per_image", 0) + 1
+    max_h = max(int(image.shape[-2]) for image in images)
+    max_w = max(int(image.shape[-1]) for image in images)
+    padded = images[0].new_zeros((len(images), 3, max_h, max_w), dtype=dtype)
+    for index, image in enumerate(images):
+        padded[index, :, : image.shape[-2], : image.shape[-1]] = image
+    return padded
 
 
 def matrix_resize_center_crop(images: Sequence[torch.Tensor], spec: PixelSpec) -> torch.Tensor:
     """Resize and crop uint8 ``(3, H, W)`` images to ``(n, 3, S, S)`` float32 in [0, 255].
 
-    Rows come out in input order. Same pixels as ``resize_center_crop`` within float
-    rounding: both round to integers at the end, as PIL does.
+    Rows come out in input order. On CPU the products are float32 and the pixels those of
+    ``resize_center_crop`` within float rounding (both round at the end, as PIL does). On
+    CUDA they are float16 on the tensor cores with float32 accumulation: the pixels (whole
+    numbers to 255) are exact in float16, the weights and the intermediate carry ~3
+    significant digits, so a pixel may land one level from the float32 result; the model
+    then reads the pixels in bfloat16, which rounds coarser than that.
     """
     if not images:
         raise ValueError("no images to resize")
     device = images[0].device
+    dtype = torch.float16 if device.type == "cuda" else torch.float32
     shapes = torch.tensor([(int(i.shape[-2]), int(i.shape[-1])) for i in images], dtype=torch.int64)
     shapes = shapes.to(device, non_blocking=True)
     heights, widths = shapes[:, 0], shapes[:, 1]
     new_heights, new_widths = output_sizes(heights, widths, spec.size)
-    padded = pad_images(images).float()
+    padded = pad_images(images, dtype)
     n, _, max_h, max_w = padded.shape
-    rows = axis_weights(heights, new_heights, spec.size, max_h, spec.interpolation)  # (n, S, H)
-    cols = axis_weights(widths, new_widths, spec.size, max_w, spec.interpolation)  # (n, S, W)
-    # Columns first, as one batched product over (n, 3H, W) @ (n, W, S); then the rows.
-    # fp32 throughout: torch's TF32 switch is off by default, and TF32 would move pixels
-    # by up to ~0.3 of a level before rounding.
+    size = spec.size
+    rows = axis_weights(heights, new_heights, size, max_h, spec.interpolation).to(dtype)
+    cols = axis_weights(widths, new_widths, size, max_w, spec.interpolation).to(dtype)
+    # Columns: (n, 3H, W) @ (n, W, S) -> (n, 3, H, S). Rows: bring H last-but-one for one
+    # more batched product, (n, S, H) @ (n, H, 3S) -> (n, S, 3, S), then back to channels.
     narrowed = torch.bmm(padded.view(n, 3 * max_h, max_w), cols.transpose(1, 2))
-    out = torch.einsum("nih,nchj->ncij", rows, narrowed.view(n, 3, max_h, spec.size))
-    return out.clamp_(0.0, 255.0).round_()
+    by_row = narrowed.view(n, 3, max_h, size).transpose(1, 2).reshape(n, max_h, 3 * size)
+    out = torch.bmm(rows, by_row).view(n, size, 3, size).transpose(1, 2)
+    return out.float().clamp_(0.0, 255.0).round_()

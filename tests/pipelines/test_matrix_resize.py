@@ -66,7 +66,7 @@ def test_output_sizes_follow_torchvision_resize() -> None:
 
 def test_pad_images_keeps_each_image_and_zeroes_the_rest() -> None:
     images = _images()[:3]
-    padded = pad_images(images)
+    padded = pad_images(images, torch.uint8)
     assert padded.shape == (3, 3, 57, 90)
     for index, image in enumerate(images):
         height, width = image.shape[-2:]
