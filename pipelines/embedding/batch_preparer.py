@@ -24,7 +24,6 @@ from pipelines.embedding.cpu_decode import Preprocess, collect_decodes, submit_p
 from pipelines.embedding.device_decoders import DeviceDecoder
 from pipelines.embedding.image_probe import ImageProbe, ImageRejected, probe_image
 
-
 _PROBE_CHUNK = 64  # items per probe task: fewer, and the pool's overhead outweighs the work
 
 

@@ -28,7 +28,9 @@ def assert_same_selection(a, b, *, rtol: float, ties: bool = False) -> None:
     last float bits may break a near-tie apart; then the picks agree up to that tie, the
     two tied picks have the same novelty, and the coverage radii agree."""
     first, second = a.indices.tolist(), b.indices.tolist()
-    agree = next((i for i, (p, q) in enumerate(zip(first, second)) if p != q), len(first))
+    agree = next(
+        (i for i, (p, q) in enumerate(zip(first, second, strict=True)) if p != q), len(first)
+    )
     if not ties:
         assert first == second
     elif agree < len(first):
