@@ -177,6 +177,10 @@ class OutcomeRegressionDetector:
             "n_current": len(cur),
         }
         evidence["summary"] = _summary(rows, fired)
+        # What moved most, fired or not: the words for an alert that a chart over several
+        # runs opens while no single run is significant (app.alerts.lifecycle).
+        closest = min(rows, key=lambda r: r["p_adjusted"])
+        evidence["closest"] = f"{_describe(closest)}, p={closest['p_adjusted']:.2g}"
         evidence["example_trace_ids"] = _examples(cur, objectives, operations)
         return DetectorResult(
             failure_mode=FAILURE_MODE,

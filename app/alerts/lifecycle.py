@@ -176,7 +176,11 @@ def _summary(run: DetectorRun) -> str:
     )
     # A detector that says what changed in words (OUTCOME: "task_success fell 0.41 ->
     # 0.19 on 212 labels ...") leads the summary that pages and notifications show.
-    said = (run.evidence or {}).get("summary") if isinstance(run.evidence, dict) else None
+    evidence = run.evidence if isinstance(run.evidence, dict) else {}
+    said = evidence.get("summary")
+    if evidence.get("opened_by") == "sequential chart" and evidence.get("closest"):
+        # No single run was significant; the chart added runs up. Say what moved.
+        said = f"sustained over several runs: {evidence['closest']}"
     return f"{said}; {numbers}" if isinstance(said, str) and said else numbers
 
 
