@@ -32,10 +32,12 @@ import orjson
 from app.otlp.tool_calls import REQUESTED, add_tool_calls, event_tool_calls
 
 _OI_MESSAGE = re.compile(
-    r"^llm\.(input|output)_messages\.(\d+)\.message\."
-    r"(role|content|contents\.(\d+)\.message_content\.text)$"
+    r"^llm\.(input|output)_messages\.(\d{1,9})\.message\."
+    r"(role|content|contents\.(\d{1,9})\.message_content\.text)$"
 )
-_LEGACY_MESSAGE = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(role|content|finish_reason)$")
+_LEGACY_MESSAGE = re.compile(
+    r"^gen_ai\.(prompt|completion)\.(\d{1,9})\.(role|content|finish_reason)$"
+)
 _ROLE_EVENTS = {
     "gen_ai.system.message": "system",
     "gen_ai.user.message": "user",

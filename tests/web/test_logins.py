@@ -115,7 +115,9 @@ def test_non_ascii_cookie_csrf_header_and_form_fields_are_invalid_not_500(
     raw_cookie = f"{COOKIE}=abc.{odd}".encode("latin-1")  # needs no login at all
     r = client.get("/api/v1/keys", headers={"cookie": raw_cookie})
     assert r.status_code == 401
-    assert client.get("/", headers={"cookie": raw_cookie}, follow_redirects=False).status_code == 303
+    assert (
+        client.get("/", headers={"cookie": raw_cookie}, follow_redirects=False).status_code == 303
+    )
     login(client, make_key("admin"))
     r = client.post(
         "/api/v1/keys", json={"role": "read"}, headers={"X-CSRF-Token": odd.encode("latin-1")}
