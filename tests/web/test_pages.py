@@ -186,3 +186,17 @@ def test_alert_page_shows_the_baseline_it_is_held_against(client, make_key, engi
     html = client.get(f"/alerts/{alert_id}").text
     assert 'id="baseline"' in html and "Held against" in html
     assert "2025-03-03T11:00:00Z" in html and ">silent<" in html
+
+
+def test_logged_in_pages_and_the_new_key_answer_are_never_cached(client, make_key):
+    # Pages hold prompts and alerts, POST /api/v1/keys the new plaintext key: a shared or
+    # back-button cache must not keep them. Vendored assets stay cacheable.
+    admin = make_key("admin")
+    login(client, admin)
+    for path in ("/", "/alerts", "/traces", "/login"):
+        r = client.get(path)
+        assert r.status_code == 200, path
+        assert r.headers["cache-control"] == "no-store", path
+    r = client.post("/api/v1/keys", json={"role": "read"}, headers=auth(admin))
+    assert r.status_code == 201 and r.headers["cache-control"] == "no-store"
+    assert "cache-control" not in client.get("/static/app.css").headers
