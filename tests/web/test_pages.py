@@ -9,7 +9,6 @@ from sqlalchemy import update
 
 from app.auth.cookies import COOKIE
 from app.models import ApiKey
-
 from tests.conftest import auth
 
 XSS = '<script>alert("x")</script><img src=x onerror=alert(1)>'
