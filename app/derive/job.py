@@ -12,6 +12,9 @@ for the whole forward pass). A trace that grew meanwhile is not overwritten: its
 matches on the ``updated_at`` it was read with, and the growth cleared ``derived_at``, so
 it is derived again once it settles; its vectors, already written, are not written twice
 (event ids hash their text). :func:`derive_pending` is what tests and benches call.
+
+Each trace is isolated (:mod:`app.derive.failures`): a batch that fails is derived again
+one trace at a time, and a trace that fails alone is set aside with its reason.
 """
 
 from __future__ import annotations
@@ -27,9 +30,11 @@ from sqlalchemy import Engine, bindparam, update
 from sqlalchemy.orm import Session
 
 from app.db import write_transaction
+from app.derive.failures import OUTAGES, mark_failed
 from app.derive.groups import INPUT_GROUP, load_groups, save_new_groups
 from app.derive.load import Batch, pending_batch
 from app.derive.pairs import pair_batch
+from app.derive.patterns import MAX_TEXT_CHARS
 from app.derive.text_vectors import (
     MINILM_NAME,
     SharedMiniLM,
@@ -119,6 +124,42 @@ def _digest(sig: TraceSignals) -> str:
 def _derive_batch(
     engine: Engine, batch: Batch, *, now: datetime, encoder: TextEncoder | None
 ) -> int:
+    """Derive the batch together; if that fails, each trace alone, setting aside those
+    that fail alone. Returns the vectors written."""
+    try:
+        return _derive_together(engine, batch, now=now, encoder=encoder)
+    except OUTAGES:
+        raise
+    except Exception as exc:
+        if len(batch.traces) == 1:
+            mark_failed(engine, batch.traces[0], exc, now=now)
+            return 0
+        log.warning("derive: a batch of %d traces failed (%s); one by one", len(batch.traces),
+                    type(exc).__name__)  # fmt: skip
+    written = 0
+    for t in batch.traces:
+        try:
+            written += _derive_together(engine, _only(batch, t), now=now, encoder=encoder)
+        except OUTAGES:
+            raise
+        except Exception as exc:
+            mark_failed(engine, t, exc, now=now)
+    return written
+
+
+def _only(batch: Batch, t: dict[str, Any]) -> Batch:
+    key = (t["project_id"], t["trace_id"])
+    return Batch(
+        traces=[t],
+        spans={key: batch.spans[key]},
+        events={key: batch.events[key]},
+        configs={t["project_id"]: batch.configs[t["project_id"]]},
+    )
+
+
+def _derive_together(
+    engine: Engine, batch: Batch, *, now: datetime, encoder: TextEncoder | None
+) -> int:
     signals: dict[Key, TraceSignals] = {}
     for t in batch.traces:
         key = (t["project_id"], t["trace_id"])
@@ -183,7 +224,10 @@ def _embed(
         digests[key] = _digest(sig)
         if owned(t).get("embedded") == digests[key]:
             continue  # re-derived, same texts: the vectors are stored already
-        for side, text in (("input", sig.input_text), ("output", sig.output_text)):
+        for side, full in (("input", sig.input_text), ("output", sig.output_text)):
+            # Both sides bounded alike: MiniLM reads 256 tokens, and a megabyte of output
+            # would cost the tokenizer its whole length for nothing.
+            text = full[:MAX_TEXT_CHARS] if full else None
             if text:
                 items.append(TextItem(t["project_id"], t["trace_id"], t["agent"], side, text,
                                      t.get("started_at")))  # fmt: skip
@@ -241,6 +285,7 @@ _UPDATE = (
         attributes=bindparam("b_attributes", type_=Trace.attributes.type),
         derived_at=bindparam("b_now", type_=Trace.derived_at.type),
         step_profile=bindparam("b_profile"),
+        derive_error=None,
     )
 )
 
