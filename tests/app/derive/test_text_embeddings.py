@@ -156,8 +156,9 @@ def test_outputs_are_bounded_before_the_encoder_as_inputs_are(
     client: TestClient, make_key: Any, engine: Engine
 ) -> None:
     # 250,000 characters each way; unique, as vectors are cached by text in the process.
-    huge = f"{uuid.uuid4().hex} " + "word " * 50_000
-    send(client, make_key("ingest"), [agent_run(huge + "?", answer=huge + ".")])
+    tag = uuid.uuid4().hex
+    question, answer = f"{tag} asks " + "word " * 50_000, f"{tag} answers " + "word " * 50_000
+    send(client, make_key("ingest"), [agent_run(question, answer=answer)])
     encoder = _Recording()
     derive_pending(engine, now=utcnow() + timedelta(seconds=60), encoder=encoder)
     assert len(encoder.texts) == 2
