@@ -20,6 +20,11 @@ have paged. This detector compares the current window with the reference on:
 * **latency** and **steps per trace**: one-sided Mann-Whitney U ("current greater"), gated
   on a relative rise of the median of at least ``min_relative_increase``.
 
+Labels arrive late, so objectives are tested twice, on the whole current window and on its
+recent half (:func:`recent_half`; Holm counts both), and the operational signals, which
+every trace carries at once, on the recent half: the default monitor's 8-hour window then
+holds twice the labels of its recent 4 hours without slowing what needs no label.
+
 The objectives form one family and the operational signals another; each family gets
 half of ``alpha`` and Holm within it (Holm 1979), so the detector fires at most at rate
 ``alpha`` on stationary traffic (bench and ``tests/detectors/test_outcomes.py``), and a
@@ -63,7 +68,7 @@ False
 >>> result.fired, result.evidence["objectives"][0]["name"]
 (True, 'task_success')
 >>> result.evidence["summary"]
-'task_success fell 0.403 -> 0.153 on 150 labels (reference 300), p=8.7e-08'
+'task_success fell 0.403 -> 0.153 on 150 labels (reference 300), p=1.7e-07'
 """
 
 from __future__ import annotations
@@ -136,21 +141,23 @@ class OutcomeRegressionDetector:
         cur = [t for t in current if t.source in self.sources]
         if not cur:
             return DetectorResult.insufficient(FAILURE_MODE, "no traces in the current window")
+        recent = recent_half(cur)
         objectives = [
-            row
+            {**row, "scope": scope}
             for name in sorted(_objective_names(ref) & _objective_names(cur))
-            if (row := self._objective(name, ref, cur)) is not None
+            for scope, traces in (("recent half", recent), ("whole window", cur))
+            if (row := self._objective(name, ref, traces)) is not None
         ]
         operations = [
-            row
+            {**row, "scope": "recent half"}
             for row in (
-                self._trace_errors(ref, cur),
-                self._spread("latency_s", _latencies(ref), _latencies(cur)),
-                self._spread("steps_per_trace", _step_counts(ref), _step_counts(cur)),
+                self._trace_errors(ref, recent),
+                self._spread("latency_s", _latencies(ref), _latencies(recent)),
+                self._spread("steps_per_trace", _step_counts(ref), _step_counts(recent)),
+                *self._tool_errors(ref, recent),
             )
             if row is not None
         ]
-        operations += self._tool_errors(ref, cur)
         if not objectives and not operations:
             return DetectorResult.insufficient(
                 FAILURE_MODE,
@@ -265,6 +272,20 @@ class OutcomeRegressionDetector:
         }
 
 
+def recent_half(traces: Sequence[TraceRecord]) -> list[TraceRecord]:
+    """The traces of the later half of the window's time span.
+
+    Labels arrive hours late, so a window short enough to see a change soon holds few
+    of them: objectives are tested on the whole window and on its recent half (Holm over
+    both), the signals every trace carries at once on the recent half alone.
+    """
+    if not traces:
+        return []
+    starts = [t.started_at for t in traces]
+    middle = (min(starts) + max(starts)) / 2.0
+    return [t for t in traces if t.started_at >= middle]
+
+
 def _rate_row(
     signal: str, unit: str, kc: int, nc: int, kr: int, nr: int, min_increase: float
 ) -> dict[str, Any]:
@@ -358,7 +379,12 @@ def _describe(row: dict[str, Any]) -> str:
 
 
 def _summary(rows: Sequence[dict[str, Any]], fired: bool) -> str:
-    fired_rows = [r for r in rows if r["fired"]]
+    best: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in rows:  # one line per signal: its most significant scope
+        key = (row["signal"], row["name"])
+        if row["fired"] and (key not in best or row["p_adjusted"] < best[key]["p_adjusted"]):
+            best[key] = row
+    fired_rows = list(best.values())
     if fired_rows:
         return "; ".join(
             f"{_describe(r)}, p={r['p_adjusted']:.2g}"

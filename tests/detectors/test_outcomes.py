@@ -81,10 +81,13 @@ def test_a_real_sized_success_fall_fires_and_names_the_objective(labeled: float)
         if result.fired:
             caught += 1
             assert result.evidence["summary"].startswith("task_success fell")
-            row = result.evidence["objectives"][0]
-            assert row["before"] > 0.3 > row["after"]
+            rows = {r["scope"]: r for r in result.evidence["objectives"]}
+            assert set(rows) == {"whole window", "recent half"}
+            assert all(r["before"] > 0.3 > r["after"] for r in rows.values())
             labels = result.evidence["labels"]["task_success"]
-            assert labels["current"] == row["n_current"] and labels["reference"] > 0
+            assert labels["current"] == rows["whole window"]["n_current"]
+            assert 0 < rows["recent half"]["n_current"] < labels["current"]
+            assert labels["reference"] > 0
             assert result.evidence["example_trace_ids"]
     # One run's power; the monitor's chart then adds runs up (bench/real_traffic.py has the
     # hours to an alert). At 25% labels a run holds ~80 labels a window: ~30% per run.
@@ -108,7 +111,9 @@ def test_slower_traces_fire_on_latency_only() -> None:
     current = window(rng, 160, start=1e6, latency_scale=1.6)
     result = OutcomeRegressionDetector(alpha=0.001).test(reference, current)
     assert result.fired
-    assert {r["signal"] for r in result.evidence["operations"] if r["fired"]} == {"latency_s"}
+    fired = [r for r in result.evidence["operations"] if r["fired"]]
+    assert {r["signal"] for r in fired} == {"latency_s"}
+    assert {r["scope"] for r in result.evidence["operations"]} == {"recent half"}
 
 
 def test_a_success_rise_does_not_fire() -> None:
@@ -162,3 +167,11 @@ def test_bad_parameters_name_themselves(params: dict[str, object], name: str) ->
     with pytest.raises(DetectorParameterError) as caught:
         build_detector("OUTCOME", params)
     assert caught.value.parameter == name
+
+
+def test_recent_half_is_the_later_half_of_the_time_span() -> None:
+    from detectors.outcomes import recent_half
+
+    traces = [TraceRecord(f"t{i}", "a", started_at=float(i)) for i in range(11)]
+    assert [t.trace_id for t in recent_half(traces)] == [f"t{i}" for i in range(5, 11)]
+    assert recent_half([]) == []
