@@ -83,7 +83,10 @@ def test_kill_9_loses_no_acknowledged_event(db_url, make_key):
 
         t = threading.Thread(target=stream)
         t.start()
-        time.sleep(2.0)
+        deadline = time.monotonic() + 60
+        while len(acked) < 5:  # killed mid-stream, once a few batches are acknowledged
+            assert t.is_alive() and time.monotonic() < deadline, "no batch was acknowledged"
+            time.sleep(0.05)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         stop.set()
