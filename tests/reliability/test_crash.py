@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import httpx
+import pytest
 from sqlalchemy import create_engine, select
 
 from app.db import normalise_url
@@ -58,6 +59,7 @@ def batch(i: int) -> list[dict[str, object]]:
     ]
 
 
+@pytest.mark.slow
 def test_kill_9_loses_no_acknowledged_event(db_url, make_key):
     key = make_key("ingest")
     acked: set[int] = set()

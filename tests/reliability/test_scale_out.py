@@ -77,6 +77,7 @@ def _runs_per_monitor(engine: Engine, monitors: int) -> list[int]:
     return counts + [0] * (monitors - len(counts))
 
 
+@pytest.mark.slow
 def test_two_replicas_and_one_scheduler(tmp_path: Path, request: pytest.FixtureRequest) -> None:
     url = fresh_database("postgresql", tmp_path, request)
     engine = make_engine(url)

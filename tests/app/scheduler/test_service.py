@@ -111,6 +111,7 @@ def test_service_starts_and_stops_cleanly(engine: Engine, settings: Settings) ->
     assert run.status == "insufficient_data" and not run.fired  # empty database
 
 
+@pytest.mark.slow
 def test_two_scheduler_processes_run_each_monitor_once_per_interval(
     tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
