@@ -104,8 +104,15 @@ def main() -> int:
             print(f"instrumentation venv {name}: FAILED\n{error}", file=sys.stderr)
         else:
             print(f"instrumentation venv {name}: {future.result().parents[1]}")
-    print(f"instrumentation venvs ready in {time.monotonic() - started:.0f} s")
-    return 1 if failed else 0
+    took = time.monotonic() - started
+    if failed:
+        print(
+            f"{failed} of {len(futures)} instrumentation venvs failed ({took:.0f} s)",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"instrumentation venvs ready in {took:.0f} s")
+    return 0
 
 
 if __name__ == "__main__":
