@@ -34,7 +34,17 @@ def _sqlite_pragmas(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
     cur.close()
 
 
-def make_engine(url: str, *, pool_size: int = 8) -> Engine:
+def is_memory(url: str) -> bool:
+    """An in-memory SQLite database: one connection, so one engine per process can reach it."""
+    return normalise_url(url) in ("sqlite://", "sqlite:///:memory:")
+
+
+def make_engine(url: str, *, pool_size: int = 8, pool_timeout: float = 30.0) -> Engine:
+    """An engine whose pool holds ``pool_size`` connections (and as many more at a peak).
+
+    Sized by the caller for what it admits at once (:mod:`app.api.read_admission`); SQLite
+    file databases get the same pool, as its default of 5 + 10 was below the request threads.
+    """
     url = normalise_url(url)
     if url.startswith("sqlite"):
         # An in-memory database is one connection every thread shares (StaticPool). The
@@ -47,7 +57,15 @@ def make_engine(url: str, *, pool_size: int = 8) -> Engine:
             connect_args={"check_same_thread": False, "timeout": 30},
             pool_pre_ping=True,
             json_deserializer=orjson.loads,
-            **({"poolclass": StaticPool} if memory else {}),
+            **(
+                {"poolclass": StaticPool}
+                if memory
+                else {
+                    "pool_size": pool_size,
+                    "max_overflow": pool_size,
+                    "pool_timeout": pool_timeout,
+                }
+            ),
         )
         event.listen(engine, "connect", _sqlite_pragmas)
 
@@ -69,6 +87,7 @@ def make_engine(url: str, *, pool_size: int = 8) -> Engine:
         url,
         pool_size=pool_size,
         max_overflow=pool_size,
+        pool_timeout=pool_timeout,
         pool_pre_ping=True,
         pool_recycle=1800,
         json_deserializer=orjson.loads,

@@ -8,5 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-FailureMode = Literal["FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-6", "FM-7"]
+# The seven failure modes, and OUTCOME: the outcomes they all end in (task success, error
+# rates, latency), watched by default (detectors/outcomes.py).
+FailureMode = Literal["FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-6", "FM-7", "OUTCOME"]
 Severity = Literal["info", "warning", "critical"]

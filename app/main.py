@@ -18,9 +18,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from app.alerts.outbound import OutboundPolicy
 from app.alerts.outbox import DeliveryPolicy, OutboxSender
 from app.api.main import api_router
+from app.api.read_admission import ReadAdmission
 from app.api.request_guard import RequestGuard
 from app.background import Service, start_services, stop_services
-from app.db import make_engine, make_sessionmaker
+from app.db import make_sessionmaker
+from app.engines import Engines
 from app.ingest.admission import Overloaded, WriteAdmission
 from app.media.retention import RetentionService
 from app.metrics import WRITE_QUEUE_DEPTH
@@ -44,11 +46,16 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        engine = make_engine(settings.database_url, pool_size=settings.db_pool_size)
+        engines = Engines.open(settings)
+        engine = engines.requests
         app.state.settings = settings
         app.state.engine = engine
+        app.state.health_engine = engines.health
+        app.state.background_engine = engines.background
         app.state.sessionmaker = make_sessionmaker(engine)
         app.state.storage_health = StorageHealth(engine)
+        if engines.background is not engine:
+            app.state.storage_health.watch(engines.background)
         app.state.admission = WriteAdmission(
             max_concurrent=settings.max_concurrent_writes,
             max_pending=settings.max_pending_writes,
@@ -56,7 +63,11 @@ def create_app(
         )
         WRITE_QUEUE_DEPTH.set_function(lambda: app.state.admission.depth)
         services = (
-            start_services(background_services(settings, engine, app.state.sessionmaker))
+            start_services(
+                background_services(
+                    settings, engines.background, make_sessionmaker(engines.background)
+                )
+            )
             if run_background
             else []
         )
@@ -65,7 +76,7 @@ def create_app(
             yield
         finally:
             stop_services(services)
-            engine.dispose()
+            engines.dispose()
 
     # /openapi.json stays; FastAPI's /docs and /redoc pages load their scripts from a CDN,
     # which the pages' Content-Security-Policy (and the no-CDN rule) refuse: they are off.
@@ -75,6 +86,12 @@ def create_app(
     _install_error_handlers(app)
     app.include_router(api_router)
     _install_web(app)
+    app.add_middleware(
+        ReadAdmission,
+        max_concurrent=settings.max_concurrent_reads,
+        max_pending=settings.max_pending_reads,
+        retry_after=settings.retry_after_seconds,
+    )
     app.add_middleware(RequestGuard, max_header_bytes=settings.max_header_bytes)
     app.add_middleware(SecurityHeaders)
     return app

@@ -41,6 +41,13 @@ class Settings(BaseSettings):
     max_concurrent_writes: int = Field(default=4, gt=0)
     max_pending_writes: int = Field(default=32, ge=0)
     retry_after_seconds: int = Field(default=1, gt=0)
+    # Reads (GET) alike: at most this many run at once and max_pending_reads wait; beyond,
+    # 429 + Retry-After at once (app/api/read_admission.py). The request threads (40) must
+    # hold the reads and writes admitted.
+    max_concurrent_reads: int = Field(default=8, gt=0, le=32)
+    max_pending_reads: int = Field(default=64, ge=0)
+    # The database pool of the requests; at least what the admitted requests need (see
+    # app/api/read_admission.py:pool_size_for). Background jobs have their own small pool.
     db_pool_size: int = Field(default=8, gt=0)
     # Scheduler: runs in the API process by default; `telltale scheduler` runs it alone.
     scheduler_enabled: bool = True

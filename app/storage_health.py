@@ -61,6 +61,10 @@ class StorageHealth:
         self._failure: tuple[float, str] | None = None
         event.listen(engine, "handle_error", self._on_error)
 
+    def watch(self, engine: Engine) -> None:
+        """Also record storage failures seen on ``engine`` (the background jobs' engine)."""
+        event.listen(engine, "handle_error", self._on_error)
+
     def _on_error(self, context: Any) -> None:
         reason = storage_failure(context.original_exception)
         if reason is not None:

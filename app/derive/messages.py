@@ -32,10 +32,12 @@ import orjson
 from app.otlp.tool_calls import REQUESTED, add_tool_calls, event_tool_calls
 
 _OI_MESSAGE = re.compile(
-    r"^llm\.(input|output)_messages\.(\d+)\.message\."
-    r"(role|content|contents\.(\d+)\.message_content\.text)$"
+    r"^llm\.(input|output)_messages\.(\d{1,9})\.message\."
+    r"(role|content|contents\.(\d{1,9})\.message_content\.text)$"
 )
-_LEGACY_MESSAGE = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(role|content|finish_reason)$")
+_LEGACY_MESSAGE = re.compile(
+    r"^gen_ai\.(prompt|completion)\.(\d{1,9})\.(role|content|finish_reason)$"
+)
 _ROLE_EVENTS = {
     "gen_ai.system.message": "system",
     "gen_ai.user.message": "user",
@@ -88,13 +90,14 @@ def _read_messages(value: Any, out: CallContent, *, side: str) -> None:
             continue
         role = str(message.get("role") or ("assistant" if side == "output" else "user"))
         texts: list[str] = []
-        for part in message.get("parts") or []:
+        parts = message.get("parts")
+        for part in parts if isinstance(parts, list) else []:
             if isinstance(part, dict) and part.get("type") == "text":
                 text = _text(part.get("content"))
                 if text:
                     texts.append(text)
         text = _text(message.get("content"))
-        if text and not message.get("parts"):
+        if text and not parts:
             texts.append(text)
         _file(out, role, "\n".join(texts), side=side)
         if side == "output" and isinstance(message.get("finish_reason"), str):
@@ -197,9 +200,21 @@ def from_attributes(attrs: dict[str, Any]) -> CallContent:
         probe = {"gen_ai.output.messages": attrs["gen_ai.output.messages"]}
         add_tool_calls(probe)
         requested = probe.get(REQUESTED)
-    if isinstance(requested, list):
-        out.requested_tools = [str(c["name"]) for c in requested if isinstance(c, dict)]
+    out.requested_tools = tool_names(requested)
     return out
+
+
+def tool_names(requested: Any) -> list[str]:
+    """The names of requested tool calls; a call without a string name is no call.
+
+    >>> tool_names([{"name": "get_weather"}, {"id": "c2"}, 5, {"name": 7}])
+    ['get_weather']
+    >>> tool_names("not a list")
+    []
+    """
+    if not isinstance(requested, list):
+        return []
+    return [c["name"] for c in requested if isinstance(c, dict) and isinstance(c.get("name"), str)]
 
 
 def from_event(name: str, attrs: dict[str, Any], body: Any) -> CallContent:
@@ -217,8 +232,7 @@ def from_event(name: str, attrs: dict[str, Any], body: Any) -> CallContent:
             out.finish_reasons.append(body["finish_reason"])
         out.logprobs.extend(_logprobs(body.get("logprobs")))
     # The calls an event requested, read as the monitor windows read them (one reader).
-    requested = event_tool_calls(name, attrs or {}, body).get(REQUESTED) or []
-    out.requested_tools = [str(c["name"]) for c in requested if isinstance(c, dict)]
+    out.requested_tools = tool_names(event_tool_calls(name, attrs or {}, body).get(REQUESTED))
     return out
 
 
@@ -232,7 +246,8 @@ def call_content(attrs: dict[str, Any], events: list[dict[str, Any]]) -> CallCon
             continue
         name = str(ev.get("name") or "")
         if name.startswith("gen_ai."):
-            piece = from_event(name, ev.get("attributes") or {}, ev.get("body"))
+            given = ev.get("attributes")
+            piece = from_event(name, given if isinstance(given, dict) else {}, ev.get("body"))
             if name in _ROLE_EVENTS or name == "gen_ai.choice":
                 _append(told, piece)  # one event per message: they add up
             else:

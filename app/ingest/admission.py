@@ -28,6 +28,11 @@ class WriteAdmission:
         self.retry_after = retry_after
 
     @property
+    def capacity(self) -> int:
+        """Running plus waiting places; a batch beyond them is refused."""
+        return self._capacity
+
+    @property
     def depth(self) -> int:
         """Batches admitted and not finished (running + waiting)."""
         return self._inside

@@ -16,6 +16,7 @@ from app.ingest.fields import (
     FieldError,
     choice,
     decode_vector,
+    opt_created_at,
     opt_float,
     opt_int,
     opt_str,
@@ -149,7 +150,7 @@ def _score(i: int, eid: str, body: dict[str, Any], p: str, _limits: IngestLimits
         "label": opt_str(body, "label", p),
         "explanation": opt_str(body, "explanation", p, 2000),
     }
-    created = opt_time(body, "created_at", p)
+    created = opt_created_at(body, p)
     if created is not None:
         row["created_at"] = created
     return ValidEvent(i, eid, "score", row)
@@ -165,7 +166,7 @@ def _embedding(i: int, eid: str, body: dict[str, Any], p: str, limits: IngestLim
         "trace_id": opt_str(body, "trace_id", p, 64),
         "sample_id": opt_str(body, "sample_id", p),
     }
-    created = opt_time(body, "created_at", p)
+    created = opt_created_at(body, p)
     if created is not None:
         row["created_at"] = created
     return ValidEvent(i, eid, "embedding", row, vector=vec)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import binascii
 import math
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -24,6 +24,10 @@ class FieldError(ValueError):
 
 
 _MISSING = object()
+# How far into the future a client may date a row it sends (README, "Input limits"): clock
+# skew, not later. Retention judges rows by this time, so a row dated years ahead would
+# outlive its event id and be stored again when re-sent.
+MAX_FUTURE = timedelta(days=1)
 
 
 def req_str(body: dict[str, Any], key: str, prefix: str, max_len: int = 128) -> str:
@@ -126,6 +130,17 @@ def opt_int(body: dict[str, Any], key: str, prefix: str, lo: int = 0) -> int | N
         raise FieldError(f"{prefix}.{key}", f"must be an integer, not {type(value).__name__}")
     if value < lo or value > 2**31 - 1:
         raise FieldError(f"{prefix}.{key}", f"must be an integer >= {lo}")
+    return value
+
+
+def opt_created_at(body: dict[str, Any], prefix: str) -> datetime | None:
+    """A client's ``created_at``: :func:`opt_time`, at most :data:`MAX_FUTURE` ahead."""
+    value = opt_time(body, "created_at", prefix)
+    if value is not None and value > datetime.now(UTC) + MAX_FUTURE:
+        raise FieldError(
+            f"{prefix}.created_at",
+            f"is more than {MAX_FUTURE.days} day in the future ({value.isoformat()})",
+        )
     return value
 
 

@@ -320,7 +320,11 @@ def _write_rows(conn: Connection, project_id: int, events: list[ValidEvent]) -> 
             continue
         row = dict(ev.row, project_id=project_id)
         if ev.type in ("score", "embedding"):
-            row.setdefault("created_at", now)
+            # A client's time, clamped to arrival: retention deletes by created_at, so a
+            # row dated ahead (up to MAX_FUTURE of skew) must still go by arrival + retention,
+            # with its event id, and never be stored twice.
+            given = row.get("created_at")
+            row["created_at"] = now if given is None or given > now else given
             if ev.type == "score":  # one key set per executemany batch
                 row.setdefault("label", None)
                 row.setdefault("explanation", None)

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from app.media.jobs import JobSpec, SubmittedJob, existing_jobs, submit_jobs
 from app.media.store import ImageInfo, MediaRejected, check_image, delete_image, save_image
 from app.models.media import MediaJob
+from app.request_model import unstorable
 
 MAX_FILES = 64
 MAX_TEXT_CHARS = 20_000
@@ -34,6 +35,9 @@ def _name(value: Any, field: str, *, max_len: int, image: bool = False) -> str:
         raise MediaRejected(422, f"{field}: longer than {max_len} characters")
     if any(ord(c) < 32 for c in value):
         raise MediaRejected(422, f"{field}: must not contain control characters")
+    problem = unstorable(value)
+    if problem is not None:
+        raise MediaRejected(422, f"{field}: {problem}")
     if image and "/" in value:
         # The image is served at /api/v1/media/{sample_id}/image: one path segment.
         raise MediaRejected(422, f"{field}: must not contain '/'")
@@ -142,8 +146,9 @@ def parse_text_items(payload: Any, *, max_items: int) -> list[JobSpec]:
         text = item.get("text")
         if not isinstance(text, str):
             raise MediaRejected(422, f"{p}.text: required, a string")
-        if "\x00" in text:
-            raise MediaRejected(422, f"{p}.text: must not contain NUL characters")
+        problem = unstorable(text)  # NUL or a lone surrogate: no store can hold either
+        if problem is not None:
+            raise MediaRejected(422, f"{p}.text: {problem}")
         if len(text) > MAX_TEXT_CHARS:
             raise MediaRejected(413, f"{p}.text: longer than {MAX_TEXT_CHARS} characters")
         trace = item.get("trace_id")

@@ -83,6 +83,8 @@ class Trace(Base):
     # Its steps as "tool call or not, failed or not", one character a step
     # (detectors/step_profiles.py); None: not computed since the last arrival.
     step_profile: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # Why the derive job could not derive it (app/derive/job.py); None once it could.
+    derive_error: Mapped[str | None] = mapped_column(String(300), nullable=True)
 
 
 class Span(Base):

@@ -56,6 +56,22 @@ DEFAULTS: tuple[dict[str, Any], ...] = (
         "detector_params": {"method": "mmd", "max_samples": 2000},
     },
     {"failure_mode": "FM-7", "name": "FM-7 proxy goal convergence", "severity": "critical"},
+    # What every failure mode ends in: a true objective that falls alerts by itself, with
+    # no proxy, confidence or eval traffic needed (detectors/outcomes.py).
+    {
+        "failure_mode": "OUTCOME",
+        "name": "Outcomes: task success, errors, latency",
+        "severity": "critical",
+        # Labels arrive hours late: a 2-hour window of τ-bench replays at 80 traces/h held
+        # ~35 labels, too few to see success fall 0.42 -> 0.20 for 8 h. The detector tests
+        # objectives on this 8-hour window and on its recent 4 hours (~180 labels 4 h after
+        # a change), everything else on the recent 4 hours (bench/real_traffic.py).
+        "selection": {
+            **WINDOW,
+            "current_window_seconds": 8 * 3600,
+            "reference_window_seconds": 8 * 3600,
+        },
+    },
 )
 
 
@@ -74,7 +90,7 @@ def default_monitor_bodies(
                     "failure_mode": spec["failure_mode"],
                     "severity": spec["severity"],
                     "detector_params": params,
-                    "selection": WINDOW,
+                    "selection": spec.get("selection", WINDOW),
                     "interval_seconds": interval_seconds,
                 }
             )

@@ -44,6 +44,7 @@ RUNS_WITH: dict[str, tuple[tuple[str, ...], ...]] = {
     "FM-5": (("eval_traces",),),
     "FM-6": (("stream_embeddings",),),
     "FM-7": (("proxy_scores", "true_scores"), ("decision",)),
+    "OUTCOME": (("true_scores",), ("steps",)),
 }
 
 

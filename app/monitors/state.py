@@ -31,7 +31,7 @@ from detectors.result import DetectorResult
 
 RESOLVE_ALPHA = 0.05
 # The modes whose alerts say error rates moved; FM-6 drift without them is "silent".
-ERROR_RATE_MODES = ("FM-1", "FM-2")
+ERROR_RATE_MODES = ("FM-1", "FM-2", "OUTCOME")
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from app.ingest.events import ValidEvent
 from app.otlp.decode import DecodedSpan
 
 _OI = re.compile(
-    r"^(?:trace\.)?(annotations|evaluations)\.(\d+)\.(annotation|evaluation)\."
+    r"^(?:trace\.)?(annotations|evaluations)\.(\d{1,9})\.(annotation|evaluation)\."
     r"(name|score|label|explanation|annotator_kind)$"
 )
 EVALUATION_EVENT = "gen_ai.evaluation.result"

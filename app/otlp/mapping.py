@@ -65,6 +65,10 @@ _MODEL_KINDS = ("llm", "embedding")
 _SCORE_PREFIX = "telltale.score."
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MAX_MESSAGES = 10
+# Attribute keys are names, as native ones are (README, "Input limits": 128 characters).
+# A longer key is refused with its span: the flat-message parsers read numbers out of keys,
+# and nothing an instrumentation names is that long.
+MAX_KEY_CHARS = 128
 
 
 @dataclass
@@ -89,6 +93,14 @@ def _text(value: Any, limit: int) -> str | None:
     if value is None or value == "":
         return None
     return str(value)[:limit]
+
+
+def _long_key(attrs: dict[str, Any]) -> str | None:
+    """The first key over :data:`MAX_KEY_CHARS`, if any (one pass; keys are short)."""
+    for key in attrs:
+        if len(key) > MAX_KEY_CHARS:
+            return key
+    return None
 
 
 def span_kind(attrs: dict[str, Any]) -> str:
@@ -141,6 +153,14 @@ def map_spans(
             out.note(f"span {index} ({sp.name[:60]!r}): {sp.error}")
             continue
         attrs = sp.attributes
+        long_key = _long_key(attrs) or _long_key(sp.resource)
+        if long_key is not None:
+            out.rejected += 1
+            out.note(
+                f"span {index} ({sp.name[:60]!r}): attribute key {long_key[:40]!r}... is "
+                f"{len(long_key)} characters; the limit is {MAX_KEY_CHARS}"
+            )
+            continue
         kind = span_kind(attrs)
         # One pass over the keys finds every prefixed key read below (most spans have
         # none), so telltale.*, tool-call and evaluation parsing cost nothing without them.

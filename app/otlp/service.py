@@ -39,7 +39,9 @@ def decode_and_map(
     body: bytes, *, wire: str, max_spans: int, limits: IngestLimits = IngestLimits()
 ) -> MappedBatch:
     """Raise 400 for a body that is not an ExportTraceServiceRequest, 413 for too many spans."""
-    if not body:
+    if not body and wire != PROTOBUF:
+        # Zero bytes are the protobuf encoding of an empty request (the Collector answers
+        # 200), but they are not a JSON document.
         raise HTTPException(400, "request body is empty; expected an ExportTraceServiceRequest")
     decode = decode_protobuf if wire == PROTOBUF else decode_json
     try:

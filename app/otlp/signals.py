@@ -98,6 +98,10 @@ async def export_metrics(*, body: bytes, wire: str) -> None:
 
 
 def _parse(body: bytes, wire: str, message: Any) -> Any:
+    if not body and wire == "protobuf":
+        # Zero bytes are the valid protobuf encoding of an empty Export*ServiceRequest
+        # (the OpenTelemetry Collector answers 200); for JSON they are no document at all.
+        return message()
     if not body:
         name = message.DESCRIPTOR.name
         raise HTTPException(400, f"request body is empty; expected an {name}")

@@ -46,12 +46,14 @@ RESULTS = "telltale.tool_calls.results"
 MAX_CALLS = 64
 _ARGUMENTS_LIMIT = 2000
 _OI_CALL = re.compile(
-    r"^llm\.output_messages\.(\d+)\.message\.tool_calls\.(\d+)\.tool_call\."
+    r"^llm\.output_messages\.(\d{1,9})\.message\.tool_calls\.(\d{1,9})\.tool_call\."
     r"(id|function\.name|function\.arguments)$"
 )
-_OI_INPUT = re.compile(r"^llm\.input_messages\.(\d+)\.message\.(role|tool_call_id|content)$")
-_LEGACY_CALL = re.compile(r"^gen_ai\.completion\.(\d+)\.tool_calls\.(\d+)\.(id|name|arguments)$")
-_LEGACY_INPUT = re.compile(r"^gen_ai\.prompt\.(\d+)\.(role|tool_call_id|content)$")
+_OI_INPUT = re.compile(r"^llm\.input_messages\.(\d{1,9})\.message\.(role|tool_call_id|content)$")
+_LEGACY_CALL = re.compile(
+    r"^gen_ai\.completion\.(\d{1,9})\.tool_calls\.(\d{1,9})\.(id|name|arguments)$"
+)
+_LEGACY_INPUT = re.compile(r"^gen_ai\.prompt\.(\d{1,9})\.(role|tool_call_id|content)$")
 _EVENT_MESSAGE_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages")
 _FIELD = {"function.name": "name", "function.arguments": "arguments"}
 FLAT_PREFIXES = (

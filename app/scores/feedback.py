@@ -24,7 +24,15 @@ from datetime import datetime
 from typing import Any
 
 from app.ingest.events import SCORE_KINDS, SCORE_SOURCES, Rejection, ValidEvent
-from app.ingest.fields import FieldError, as_str, choice, opt_str, opt_time, req_float, req_str
+from app.ingest.fields import (
+    FieldError,
+    as_str,
+    choice,
+    opt_created_at,
+    opt_str,
+    req_float,
+    req_str,
+)
 
 FIELDS = (
     "trace_id", "otel_trace_id", "name", "value", "label", "explanation", "source", "kind",
@@ -66,7 +74,7 @@ def _row(item: dict[str, Any], p: str) -> dict[str, Any]:
         "label": opt_str(item, "label", p),
         "explanation": opt_str(item, "explanation", p, 2000),
     }
-    created = opt_time(item, "created_at", p)
+    created = opt_created_at(item, p)
     if created is not None:
         row["created_at"] = created
     return row

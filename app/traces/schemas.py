@@ -19,6 +19,8 @@ class TraceOut(ResponseModel):
     source: str
     counterfactual_of: str | None
     attributes: dict[str, Any]
+    # Why its signals could not be derived (app/derive/failures.py); None when they were.
+    derive_error: str | None = None
 
 
 class TracePage(ResponseModel):

@@ -12,7 +12,7 @@ from app.auth.cookies import COOKIE, MAX_AGE_S, csrf_ok, csrf_token
 from app.auth.logins import current_login, end_login, session_secret, start_login
 from app.deps import SessionDep
 from app.keys import authenticate
-from app.web.deps import templates
+from app.web.deps import INGEST_ONLY, PAGE_ROLE, templates
 
 router = APIRouter(include_in_schema=False)
 PRE_COOKIE = "tt_login"
@@ -54,6 +54,10 @@ def login(
     principal = authenticate(session, key=api_key.strip())
     if principal is None:
         return login_form(request, next=next, error="That API key is not valid or was revoked.")
+    if not principal.can(PAGE_ROLE):
+        # Ingest keys sit in every agent's environment: they send data, and the pages
+        # would show it back (prompts, alerts), which the API refuses them too.
+        return login_form(request, next=next, error=INGEST_ONLY)
     response = RedirectResponse(_safe_next(next), status_code=303)
     response.set_cookie(
         COOKIE,

@@ -1,4 +1,9 @@
-"""What every page needs: the logged-in principal (or a redirect to /login) and templates."""
+"""What every page needs: the logged-in principal (or a redirect to /login) and templates.
+
+The pages enforce the API's roles: every page reads a project's data, so it needs a key
+that may ``read`` (annotate and admin imply it). An ``ingest`` key cannot log in, and a
+session whose key is one (made before this rule) gets a 403 page saying why.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import Depends, Request
+from fastapi import Depends, HTTPException, Request
 from fastapi.templating import Jinja2Templates
 
 from app.auth.cookies import csrf_token
@@ -15,6 +20,11 @@ from app.keys import Principal
 
 DASHBOARDS = Path(__file__).resolve().parent.parent.parent / "dashboards"
 templates = Jinja2Templates(directory=str(DASHBOARDS / "templates"))
+PAGE_ROLE = "read"
+INGEST_ONLY = (
+    "This key can only send data (role 'ingest'); the pages show a project's data, "
+    "so they need a key with the read, annotate or admin role."
+)
 
 
 class LoginRequired(Exception):
@@ -46,6 +56,8 @@ def web_context(request: Request) -> WebContext:
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         raise LoginRequired(quote(target, safe="/?=&"))
     web, principal = login
+    if not principal.can(PAGE_ROLE):
+        raise HTTPException(403, INGEST_ONLY)
     return WebContext(request, principal, web.nonce)
 
 

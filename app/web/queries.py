@@ -21,6 +21,7 @@ FAILURE_MODES = {
     "FM-5": "Eval-harness overfitting",
     "FM-6": "Silent degradation (embedding drift)",
     "FM-7": "Proxy goal convergence",
+    "OUTCOME": "Outcomes (task success, errors, latency)",
 }
 
 

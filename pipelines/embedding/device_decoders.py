@@ -38,6 +38,7 @@ from pipelines.embedding.gpu_decode import (
     resize_center_crop,
 )
 from pipelines.embedding.image_probe import ImageProbe
+from pipelines.embedding.matrix_resize import matrix_resize_center_crop
 
 DecoderName = Literal["auto", "dali", "nvimgcodec", "torchvision", "pil"]
 DECODER_NAMES: tuple[str, ...] = ("auto", "dali", "nvimgcodec", "torchvision", "pil")
@@ -134,8 +135,15 @@ def resize_decoded(
     }
     if not images:
         return DevicePixels(None, [], refused)
-    pixels, order = resize_center_crop([d for _, d in images], spec)
-    positions = [images[k][0] for k in order]
+    tensors = [d for _, d in images]
+    if tensors[0].device.type == "cuda":
+        # One pair of batched products for the whole batch; the grouped interpolate costs
+        # launches per distinct size and bounds the device path (see matrix_resize.py).
+        pixels = matrix_resize_center_crop(tensors, spec)
+        positions = [position for position, _ in images]
+    else:
+        pixels, order = resize_center_crop(tensors, spec)
+        positions = [images[k][0] for k in order]
     return DevicePixels(normalize(pixels, scale, shift), positions, refused)
 
 

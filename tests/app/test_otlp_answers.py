@@ -103,6 +103,21 @@ def test_malformed_bodies_get_400_and_write_nothing(
     assert stored(engine) == [0, 0, 0, 0]
 
 
+@pytest.mark.parametrize("path", ["/v1/traces", "/v1/logs", "/v1/metrics"])
+def test_a_zero_length_protobuf_export_is_an_empty_request_answered_200(
+    client: TestClient, make_key: Any, engine: Engine, path: str
+) -> None:
+    # Zero bytes decode as an empty Export*ServiceRequest (the Collector answers 200);
+    # a zero-length JSON body is no document and stays a 400.
+    key = auth(make_key("ingest"))
+    r = client.post(path, content=b"", headers={**key, **PB})
+    assert r.status_code == 200, r.content
+    assert r.headers["content-type"] == PB["Content-Type"] and r.content == b""
+    r = client.post(path, content=b"", headers={**key, **JS})
+    assert r.status_code == 400 and "empty" in r.json()["message"]
+    assert stored(engine) == [0, 0, 0, 0]
+
+
 def test_unsupported_content_type_is_415(client: TestClient, make_key: Any) -> None:
     r = client.post(
         "/v1/traces",

@@ -93,6 +93,21 @@ def test_json_attributes_nested_past_the_limit_refuse_only_their_span(client, ma
     assert client.get("/api/v1/traces", headers=auth(make_key("read"))).status_code == 200
 
 
+def test_a_long_attribute_key_refuses_only_its_span(client, make_key):
+    # A 4,400-digit message index passed int()'s digit limit in the flat tool-call parser:
+    # a 500 that lost the good span of the same request. Keys are capped at 128 characters.
+    huge = "llm.output_messages." + "9" * 4400 + ".message.tool_calls.0.tool_call.id"
+    llm = {"key": "openinference.span.kind", "value": {"stringValue": "LLM"}}
+    bad = [llm, {"key": huge, "value": {"stringValue": "c1"}}]
+    longest_ok = [llm, {"key": "k" * 128, "value": {"intValue": 1}}]
+    body = json_body(json_span(GOOD, longest_ok), json_span(BAD, bad))
+    r = client.post("/v1/traces", content=body, headers={**auth(make_key("ingest")), **JS})
+    rejected, message = partial(r)
+    assert rejected == 1
+    assert "span 1" in message and "4454 characters; the limit is 128" in message
+    assert list(stored_spans(client, make_key)) == [GOOD]
+
+
 def test_json_too_deep_to_parse_is_a_400(client, make_key):
     # 400 kvlists are 1600 JSON levels: past orjson's limit and Python's recursion limit.
     level = '{"kvlistValue": {"values": [{"key": "k", "value": '

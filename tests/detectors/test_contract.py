@@ -1,4 +1,4 @@
-"""The contract every registered detector keeps, FM-1 ... FM-7 alike.
+"""The contract every registered detector keeps, FM-1 ... FM-7 and OUTCOME alike.
 
 Built by ``build_detector(mode, params)``, called ``test(reference, current, *, now)``,
 parameters refused by name, needs declared from the signal vocabulary, a filled frozen
@@ -28,7 +28,7 @@ from detectors.signals import SIGNALS
 from detectors.significance import stop_after_for
 from tests.detectors.test_registry import rich_traces
 
-MODES = ("FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-6", "FM-7")
+MODES = ("FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-6", "FM-7", "OUTCOME")
 NOW = 10_000.0
 # One value per mode that its detector must refuse, named in the error.
 OUT_OF_RANGE = {
@@ -39,6 +39,7 @@ OUT_OF_RANGE = {
     "FM-5": ("min_versions", 2),
     "FM-6": ("method", "lsh"),
     "FM-7": ("min_pairs", 1),
+    "OUTCOME": ("min_labels", 1),
 }
 
 
@@ -60,7 +61,7 @@ def empty_windows(mode: str) -> tuple[Any, Any]:
     return [], []
 
 
-def test_all_seven_modes_are_registered() -> None:
+def test_every_mode_is_registered() -> None:
     assert tuple(DETECTORS) == MODES
 
 

@@ -14,7 +14,7 @@ import pytest
 from detectors.records import DetectorResult, Score, Step, TraceRecord
 from detectors.registry import TRACE_DETECTORS, build_detector, detector_parameters
 
-MODES = ("FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-7")
+MODES = ("FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-7", "OUTCOME")
 
 
 def test_every_trace_mode_is_registered() -> None:
@@ -27,16 +27,20 @@ def test_every_trace_mode_is_registered() -> None:
         "FM-4": "GroundTruthAbsenceDetector",
         "FM-5": "EvalOverfittingDetector",
         "FM-7": "ProxyConvergenceDetector",
+        "OUTCOME": "OutcomeRegressionDetector",
     }
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_build_with_defaults_and_with_params(mode: str) -> None:
     defaults = detector_parameters(mode)
-    assert defaults["alpha"] == 0.01 and "seed" in defaults
+    assert defaults["alpha"] == 0.01
     assert isinstance(build_detector(mode), TRACE_DETECTORS[mode])
-    detector = build_detector(mode, {"alpha": 0.05, "seed": 3})
-    assert detector.alpha == 0.05 and detector.seed == 3
+    # Every detector that resamples takes a seed; OUTCOME's tests are exact and take none.
+    seeded = {"seed": 3} if "seed" in defaults else {}
+    assert ("seed" in defaults) == (mode != "OUTCOME")
+    detector = build_detector(mode, {"alpha": 0.05, **seeded})
+    assert detector.alpha == 0.05 and getattr(detector, "seed", 3) == 3
 
 
 @pytest.mark.parametrize("mode", MODES)

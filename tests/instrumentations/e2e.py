@@ -140,7 +140,7 @@ class Telltale:
         """All seven monitors over the last clean slots: returns their runs, none fired."""
         self.only(self.monitors)
         runs = self.ticks(ONSET - (CLEAN_TICKS - 1) * INTERVAL, ONSET)
-        assert len(runs) == 7 * CLEAN_TICKS, [(r.failure_mode, r.at) for r in runs]
+        assert len(runs) == len(self.monitors) * CLEAN_TICKS, [(r.failure_mode, r.at) for r in runs]
         for mode in self.monitors:
             assert not self.alerts(mode), f"{mode} opened an alert on clean traffic"
         assert not [r for r in runs if r.fired]

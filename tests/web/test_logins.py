@@ -105,3 +105,29 @@ def test_logout_ends_the_session_on_the_server(client: TestClient, make_key: Any
     client.cookies.set(COOKIE, stolen)  # the old cookie, replayed
     assert client.get("/api/v1/keys").status_code == 401
     assert client.get("/", follow_redirects=False).status_code == 303
+
+
+def test_non_ascii_cookie_csrf_header_and_form_fields_are_invalid_not_500(
+    client: TestClient, make_key: Any
+) -> None:
+    # hmac.compare_digest raises TypeError on a non-ASCII str: each of these was a 500.
+    odd = "é" * 64
+    raw_cookie = f"{COOKIE}=abc.{odd}".encode("latin-1")  # needs no login at all
+    r = client.get("/api/v1/keys", headers={"cookie": raw_cookie})
+    assert r.status_code == 401
+    assert (
+        client.get("/", headers={"cookie": raw_cookie}, follow_redirects=False).status_code == 303
+    )
+    login(client, make_key("admin"))
+    r = client.post(
+        "/api/v1/keys", json={"role": "read"}, headers={"X-CSRF-Token": odd.encode("latin-1")}
+    )
+    assert r.status_code == 403 and "X-CSRF-Token" in r.json()["detail"]
+    r = client.post("/logout", data={"csrf": odd}, follow_redirects=False)
+    assert r.status_code == 303
+    assert client.get("/", follow_redirects=False).status_code == 200  # still logged in
+    client.cookies.clear()
+    page = client.get("/login")
+    assert page.status_code == 200
+    r = client.post("/login", data={"api_key": "x", "csrf": odd}, follow_redirects=False)
+    assert r.status_code == 401 and "expired" in r.text

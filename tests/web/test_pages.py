@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 
 from fastapi.testclient import TestClient
+from sqlalchemy import update
 
+from app.auth.cookies import COOKIE
+from app.models import ApiKey
 from tests.conftest import auth
 
 XSS = '<script>alert("x")</script><img src=x onerror=alert(1)>'
@@ -120,7 +123,7 @@ def test_overview_shows_the_ingestion_rate(client, make_key):
     login(client, key)
     html = client.get("/").text
     assert re.search(r"<strong>7</strong> spans", html), html[:2000]
-    assert all(f'data-mode="FM-{k}"' in html for k in range(1, 8))
+    assert all(f'data-mode="{m}"' in html for m in [*(f'FM-{k}' for k in range(1, 8)), 'OUTCOME'])
 
 
 def test_alert_page_from_a_notification_link(client, make_key, engine):
@@ -186,3 +189,38 @@ def test_alert_page_shows_the_baseline_it_is_held_against(client, make_key, engi
     html = client.get(f"/alerts/{alert_id}").text
     assert 'id="baseline"' in html and "Held against" in html
     assert "2025-03-03T11:00:00Z" in html and ">silent<" in html
+
+
+def test_logged_in_pages_and_the_new_key_answer_are_never_cached(client, make_key):
+    # Pages hold prompts and alerts, POST /api/v1/keys the new plaintext key: a shared or
+    # back-button cache must not keep them. Vendored assets stay cacheable.
+    admin = make_key("admin")
+    login(client, admin)
+    for path in ("/", "/alerts", "/traces", "/login"):
+        r = client.get(path)
+        assert r.status_code == 200, path
+        assert r.headers["cache-control"] == "no-store", path
+    r = client.post("/api/v1/keys", json={"role": "read"}, headers=auth(admin))
+    assert r.status_code == 201 and r.headers["cache-control"] == "no-store"
+    assert "cache-control" not in client.get("/static/app.css").headers
+
+
+def test_an_ingest_key_cannot_open_the_pages(client, make_key, engine):
+    # Ingest keys sit in every agent's environment; the API refuses them reads, and the
+    # pages (prompts, alerts, traces) must too.
+    page = client.get("/login")
+    token = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
+    r = client.post(
+        "/login", data={"api_key": make_key("ingest"), "csrf": token}, follow_redirects=False
+    )
+    assert r.status_code == 401 and "role &#39;ingest&#39;" in r.text
+    assert COOKIE not in r.cookies
+    assert client.get("/traces", follow_redirects=False).status_code == 303
+    # A session made before the rule (or a key whose role became ingest): a 403 page.
+    login(client, make_key("read"))
+    with engine.begin() as conn:
+        conn.execute(update(ApiKey).where(ApiKey.role == "read").values(role="ingest"))
+    for path in ("/", "/alerts", "/traces"):
+        r = client.get(path, headers={"accept": "text/html"}, follow_redirects=False)
+        assert r.status_code == 403, path
+        assert "role &#39;ingest&#39;" in r.text and "<html" in r.text.lower()

@@ -1,4 +1,7 @@
-"""Labeling queues: admin CRUD and fill-now; annotators claim, label, skip and release."""
+"""Labeling queues, under one role rule (README, "Labeling queues"): reading a queue -- its
+definition, item counts, stats and exported labels -- needs ``read`` (annotate and admin
+imply it); creating, changing, deleting and filling one needs ``admin``; claiming,
+labeling, skipping and releasing its items needs ``annotate``."""
 
 from __future__ import annotations
 
@@ -46,7 +49,7 @@ def create_queue(body: QueueCreate, principal: AdminKey, session: SessionDep) ->
 
 
 @router.get("/queues")
-def list_queues(principal: AdminKey, session: SessionDep) -> QueueList:
+def list_queues(principal: ReadKey, session: SessionDep) -> QueueList:
     found = queues.list_queues(session, project_id=principal.project_id)
     counts = queues.item_counts(session, queue_ids=[q.id for q in found])
     return QueueList(queues=[_with_items(q, counts[q.id]) for q in found])
@@ -59,7 +62,7 @@ def _with_items(queue: LabelQueue, counts: dict[str, int]) -> QueueWithItems:
 
 
 @router.get("/queues/{name}")
-def get_queue(name: str, principal: AdminKey, session: SessionDep) -> QueueWithItems:
+def get_queue(name: str, principal: ReadKey, session: SessionDep) -> QueueWithItems:
     queue = queues.get_queue(session, project_id=principal.project_id, name=name)
     counts = queues.item_counts(session, queue_ids=[queue.id])
     return _with_items(queue, counts[queue.id])

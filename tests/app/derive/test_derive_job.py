@@ -19,6 +19,7 @@ from app.models import Trace
 from app.models.base import utcnow
 from tests.app.derive.otlp_agent import AgentRun, agent_run, send
 from tests.conftest import auth
+from tests.web.test_pages import login
 
 SIGNALS = "/api/v1/project/signals"
 
@@ -217,3 +218,77 @@ def test_only_settled_traces_and_each_once(
     assert derive(engine).traces == 1
     assert derive(engine).traces == 0
     assert stored(engine, run).derived_at is not None
+
+
+def _native_llm(trace_id: str, attributes: dict[str, Any]) -> list[dict[str, Any]]:
+    body = {"trace_id": trace_id, "span_id": "s0", "kind": "llm", "name": "chat",
+            "started_at": "2026-11-29T10:00:00Z", "attributes": attributes}  # fmt: skip
+    trace = {"trace_id": trace_id, "agent": "a"}
+    return [{"id": f"{trace_id}-t", "type": "trace", "body": trace},
+            {"id": f"{trace_id}-s0", "type": "span", "body": body}]  # fmt: skip
+
+
+# The shapes that raised TypeError/KeyError in the job and stopped it for every project.
+ODD_SPANS = {
+    "parts-int": {"gen_ai.input.messages": '[{"role":"user","parts":5}]'},
+    "call-no-name": {"telltale.tool_calls.requested": [{"id": "c1", "arguments": "{}"}]},
+    "event-attrs-list": {"otel.events": [{"name": "gen_ai.user.message", "attributes": [1]}]},
+}
+
+
+def test_every_message_shape_derives_and_other_projects_go_on(
+    client: TestClient, make_key: Any, engine: Engine
+) -> None:
+    key = make_key("ingest", "odd")
+    for trace_id, attrs in ODD_SPANS.items():
+        r = client.post("/api/v1/ingest", json={"events": _native_llm(trace_id, attrs)},
+                        headers=auth(key))  # fmt: skip
+        assert r.json()["accepted"] == 2, r.text
+    good = agent_run("Where is my order 42?")
+    send(client, make_key("ingest", "other"), [good])
+    assert derive(engine).traces == len(ODD_SPANS) + 1
+    assert stored(engine, good).input_hash is not None
+    with Session(engine) as session:
+        rows = session.execute(select(Trace.trace_id, Trace.derived_at, Trace.derive_error)).all()
+    assert all(at is not None and error is None for _, at, error in rows), rows
+
+
+def test_a_trace_that_cannot_be_derived_is_set_aside_with_its_reason(
+    client: TestClient, make_key: Any, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A parser bug no fuzzing found yet, stood in for by a derive_trace that raises for one
+    # trace: that trace is marked, every other trace of every project is derived.
+    from app.derive import job
+    from app.derive.failures import DERIVE_FAILED
+
+    real = job.derive_trace
+
+    def flaky(trace: Any, *args: Any) -> Any:
+        if trace["trace_id"] == poison.trace_id:
+            raise RecursionError("maximum recursion depth exceeded")
+        return real(trace, *args)
+
+    poison, good, other = agent_run("q1"), agent_run("q2"), agent_run("q3")
+    send(client, make_key("ingest"), [poison, good])
+    send(client, make_key("ingest", "p2"), [other])
+    monkeypatch.setattr(job, "derive_trace", flaky)
+    counted = DERIVE_FAILED.labels(error="RecursionError")._value.get()
+    assert derive(engine).traces == 3
+    assert derive(engine).traces == 0  # set aside: the next run does not start at it again
+    assert stored(engine, good).input_hash and stored(engine, other).input_hash
+    marked = stored(engine, poison)
+    assert marked.derived_at is not None and marked.input_hash is None
+    assert marked.derive_error == "RecursionError: maximum recursion depth exceeded"
+    assert DERIVE_FAILED.labels(error="RecursionError")._value.get() == counted + 1
+    reader = make_key("read")
+    r = client.get(f"/api/v1/traces/{poison.trace_id}", headers=auth(reader))
+    assert r.json()["derive_error"] == marked.derive_error
+    login(client, reader)
+    page = client.get(f"/traces/{poison.trace_id}")
+    assert "could not be derived" in page.text and "RecursionError" in page.text
+    # Once it can be derived (a fix, then a new span of it), the mark goes.
+    monkeypatch.setattr(job, "derive_trace", real)
+    late = _native_llm(poison.trace_id, {})[1:]
+    client.post("/api/v1/ingest", json={"events": late}, headers=auth(make_key("ingest")))
+    assert derive(engine).traces == 1
+    assert stored(engine, poison).derive_error is None

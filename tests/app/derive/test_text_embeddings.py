@@ -3,6 +3,7 @@ input groups of paraphrases, and the switches that turn them off."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -12,6 +13,7 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from app.derive.job import derive_job, derive_pending
+from app.derive.patterns import MAX_TEXT_CHARS
 from app.derive.text_vectors import SharedMiniLM
 from app.models import Embedding, InputGroup, Trace
 from app.models.base import utcnow
@@ -134,3 +136,31 @@ def test_turned_off_by_the_project_or_the_server(
         assert conn.scalar(select(func.count()).select_from(Embedding)) == 0
         assert conn.scalar(select(func.count()).where(Trace.derived_at.is_(None))) == 0
     assert "derive_signals" in {job.name for job in periodic_jobs()}
+
+
+class _Recording:
+    """A stand-in encoder that keeps what it was asked to embed."""
+
+    dim = 8
+    name = "recording"
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def embed_texts(self, texts: Any) -> np.ndarray:
+        self.texts.extend(texts)
+        return np.ones((len(texts), self.dim), dtype=np.float32)
+
+
+def test_outputs_are_bounded_before_the_encoder_as_inputs_are(
+    client: TestClient, make_key: Any, engine: Engine
+) -> None:
+    # 250,000 characters each way; unique, as vectors are cached by text in the process.
+    # Letters only: the default exclusions would strip a hex tag from the input.
+    tag = uuid.uuid4().hex.translate(str.maketrans("0123456789abcdef", "ghijklmnopqrstuv"))
+    question, answer = f"{tag} asks " + "word " * 50_000, f"{tag} answers " + "word " * 50_000
+    send(client, make_key("ingest"), [agent_run(question, answer=answer)])
+    encoder = _Recording()
+    derive_pending(engine, now=utcnow() + timedelta(seconds=60), encoder=encoder)
+    assert len(encoder.texts) == 2
+    assert all(0 < len(t) <= MAX_TEXT_CHARS for t in encoder.texts)

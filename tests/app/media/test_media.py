@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import struct
 from datetime import timedelta
@@ -110,6 +111,24 @@ def test_text_items(client: TestClient, make_key: KeyMaker, engine: Engine) -> N
     ]
     bad = client.post("/api/v1/media", headers=auth(key), json={"items": [{"stream": "p"}]})
     assert bad.status_code == 422 and "items[0].text" in bad.json()["detail"]
+
+
+def test_text_item_with_a_lone_surrogate_is_a_422_naming_the_field(
+    client: TestClient, make_key: KeyMaker
+) -> None:
+    # "\ud800" is a valid JSON escape but no UTF-8 store can hold it: it was a 500.
+    key = make_key("ingest")
+    for field in ("text", "stream", "sample_id"):
+        item = {"stream": "p", "sample_id": "s", "text": "t", field: "a\ud800b"}
+        body = json.dumps({"items": [item]})  # keeps the escape as written
+        r = client.post(
+            "/api/v1/media",
+            headers={**auth(key), "content-type": "application/json"},
+            content=body,
+        )
+        assert r.status_code == 422, (field, r.text)
+        assert f"items[0].{field}" in r.json()["detail"]
+        assert "surrogate" in r.json()["detail"]
 
 
 def test_limits_types_and_corrupt_headers(

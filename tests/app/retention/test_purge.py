@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Engine, func, select, update
 
 from app import metrics
-from app.db import make_sessionmaker, write_session
+from app.db import as_utc, make_sessionmaker, write_session
 from app.models import (
     Alert,
     AlertEvent,
@@ -226,3 +226,42 @@ def test_an_event_resent_after_its_retention_is_accepted_again(
     again = client.post("/api/v1/ingest", json=batch, headers=auth(key)).json()
     assert again["accepted"] == 1 and again["duplicates"] == 0
     assert _count(engine, Trace) == 1
+
+
+def test_client_dated_rows_cannot_outlive_arrival_plus_retention(
+    client: Any, make_key: Any, engine: Engine
+) -> None:
+    # A score and an embedding dated 9999-12-30 survived a 1-day retention 40 days on while
+    # their event ids were purged. Dates past MAX_FUTURE are refused by name; dates within
+    # it (clock skew) are stored as the arrival time, which retention judges.
+    key = make_key("ingest")
+    arrival = utcnow()
+    ahead = (arrival + timedelta(hours=12)).isoformat()
+    far = "9999-12-30T00:00:00Z"
+    score = {"trace_id": "t", "name": "ok", "value": 1}
+    emb = {"stream": "s", "vector": [1, 2, 3]}
+    events = [
+        {"id": "s-far", "type": "score", "body": {**score, "created_at": far}},
+        {"id": "e-far", "type": "embedding", "body": {**emb, "created_at": far}},
+        {"id": "s-ahead", "type": "score", "body": {**score, "created_at": ahead}},
+        {"id": "e-ahead", "type": "embedding", "body": {**emb, "created_at": ahead}},
+    ]
+    r = client.post("/api/v1/ingest", json={"events": events}, headers=auth(key))
+    assert r.status_code == 200 and r.json()["accepted"] == 2, r.text
+    errors = [x["error"] for x in r.json()["rejected"]]
+    assert errors[0].startswith("events[0].body.created_at: is more than 1 day in the future")
+    assert errors[1].startswith("events[1].body.created_at:")
+    only_far = {"events": events[:1]}
+    r = client.post("/api/v1/ingest", json=only_far, headers=auth(key))
+    assert r.status_code == 422 and "created_at" in r.text
+    feedback = {"scores": [{**score, "created_at": far}]}
+    r = client.post("/api/v1/scores", json=feedback, headers=auth(key))
+    assert "scores[0].created_at" in r.text
+    with engine.connect() as conn:
+        stored = conn.execute(select(Score.created_at)).scalars().all()
+        stored += conn.execute(select(Embedding.created_at)).scalars().all()
+    assert len(stored) == 2 and all(as_utc(t) <= utcnow() for t in stored)
+
+    purge_all(engine, default_days=1, now=arrival + timedelta(days=1, hours=1))
+
+    assert _count(engine, Score) == _count(engine, Embedding) == _count(engine, IngestEvent) == 0

@@ -1,0 +1,452 @@
+"""Real agent trajectories, replayed as on-call would live them: does anything page?
+
+    .venv/bin/python bench/real_traffic.py --scenario regression --clean-hours 28 --hours 20
+    .venv/bin/python bench/real_traffic.py --scenario clean --clean-hours 48 --monitors all
+
+τ-bench's 200 gpt-4o airline trajectories (50 tasks x 4 trials; tests/data/tau_bench, MIT)
+become GenAI spans through the real OpenTelemetry SDK: an ``invoke_agent`` root, a
+``chat`` span per model reply (its input and output messages, the tool calls it
+requested), an ``execute_tool`` span per tool result (ERROR when the result is an error),
+exported over OTLP/HTTP to a real Telltale server on 127.0.0.1, with Poisson arrivals at
+``--rate`` traces/h on a simulated clock. Each trajectory's reward goes to
+``POST /api/v1/scores`` as ``task_success`` (``source: delayed``), 0.5-3 h after the trace,
+with ``PUT /api/v1/project/score-roles {"task_success": "true"}``: what the README tells a
+team to send. The default monitors run every 15 simulated minutes (``run now`` with the
+simulated time); the derive job runs in this process between ticks.
+
+Scenarios, after ``--clean-hours`` of clean traffic (trajectories drawn uniformly: task
+success 0.42):
+
+* ``clean``: nothing changes.
+* ``regression``: each trace draws a task, then one of its failing trials when it has one
+  (the real failures of the same tasks): success 0.42 -> 0.20, the size of the gap between
+  gpt-4o and gpt-4o-mini on this domain.
+* ``regression-25``: the same, with 25% of traces labeled (before and after).
+
+Prints one JSON object: per monitor, the alert episodes before the onset (false), the
+first alert after it (hours), the share of evaluations after the onset with an alert
+open, and the first alert's summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import socket
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+DATA = Path(__file__).resolve().parent.parent / "tests/data/tau_bench/gpt-4o-airline.json.gz"
+START = datetime(2026, 9, 7, tzinfo=UTC)  # a Monday, well before the real clock
+TICK = timedelta(minutes=15)
+AGENT = "airline-agent"
+
+
+@dataclass(frozen=True)
+class Trace:
+    """One replayed run: when it starts, which trajectory, whether its label is sent."""
+
+    start: datetime
+    trajectory: dict[str, Any]
+    labeled: bool
+    label_delay: timedelta
+
+
+def load_trajectories(path: Path = DATA) -> dict[str, Any]:
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return json.load(f)
+
+
+def schedule(
+    trajectories: list[dict[str, Any]],
+    *,
+    scenario: str,
+    clean_hours: float,
+    hours: float,
+    rate: float,
+    seed: int,
+) -> tuple[list[Trace], datetime]:
+    """Poisson arrivals over the clean hours and the scenario's hours; returns the onset."""
+    rng = np.random.default_rng(seed)
+    by_task: dict[int, list[dict[str, Any]]] = {}
+    for t in trajectories:
+        by_task.setdefault(int(t["task_id"]), []).append(t)
+    tasks = sorted(by_task)
+    onset = START + timedelta(hours=clean_hours)
+    end = onset + timedelta(hours=hours)
+    labeled_share = 0.25 if scenario.endswith("-25") else 1.0
+    out, at = [], START
+    while True:
+        at += timedelta(seconds=float(rng.exponential(3600.0 / rate)))
+        if at >= end:
+            break
+        if scenario.startswith("regression") and at >= onset:
+            trials = by_task[tasks[int(rng.integers(len(tasks)))]]
+            failing = [t for t in trials if t["reward"] < 1.0]
+            pool = failing or trials
+            trajectory = pool[int(rng.integers(len(pool)))]
+        else:
+            trajectory = trajectories[int(rng.integers(len(trajectories)))]
+        out.append(
+            Trace(
+                at,
+                trajectory,
+                labeled=bool(rng.random() < labeled_share),
+                label_delay=timedelta(hours=float(rng.uniform(0.5, 3.0))),
+            )
+        )
+    return out, onset
+
+
+# -- the OpenTelemetry side ------------------------------------------------------------------
+
+
+def _messages(role: str, message: dict[str, Any]) -> str:
+    parts: list[dict[str, Any]] = []
+    if message.get("text"):
+        parts.append({"type": "text", "content": message["text"]})
+    for k, call in enumerate(message.get("calls", ())):
+        parts.append(
+            {"type": "tool_call", "id": f"call_{k}", "name": call["name"],
+             "arguments": call["arguments"]}
+        )  # fmt: skip
+    body: dict[str, Any] = {"role": role, "parts": parts}
+    if role == "assistant":
+        body["finish_reason"] = "tool_call" if message.get("calls") else "stop"
+    return json.dumps([body])
+
+
+def emit(tracer: Any, trace: Trace, rng: np.random.Generator) -> tuple[datetime, str]:
+    """The trace's spans with simulated times; returns when it ends and its trace id."""
+    from opentelemetry import trace as otel_trace
+    from opentelemetry.trace import Status, StatusCode
+
+    def ns(t: datetime) -> int:
+        return int(t.timestamp() * 1e9)
+
+    at = trace.start
+    root = tracer.start_span(
+        f"invoke_agent {AGENT}",
+        start_time=ns(at),
+        attributes={
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": AGENT,
+            "gen_ai.agent.version": "gpt-4o-2024-08-06",
+        },
+    )
+    context = otel_trace.set_span_in_context(root)
+    last_user: dict[str, Any] = {}
+    for message in trace.trajectory["messages"]:
+        role = message["role"]
+        if role == "user":
+            at += timedelta(seconds=float(rng.uniform(4.0, 20.0)))  # the user types
+            last_user = message
+        elif role == "assistant":
+            seconds = 0.6 + message.get("chars", 40) / 90.0 + float(rng.exponential(0.4))
+            span = tracer.start_span(
+                "chat gpt-4o",
+                context=context,
+                start_time=ns(at),
+                attributes={
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.provider.name": "openai",
+                    "gen_ai.request.model": "gpt-4o",
+                    "gen_ai.input.messages": _messages("user", last_user) if last_user else "[]",
+                    "gen_ai.output.messages": _messages("assistant", message),
+                    "gen_ai.usage.input_tokens": 2500 + 40 * len(message.get("text", "")),
+                    "gen_ai.usage.output_tokens": max(1, message.get("chars", 20) // 4),
+                },
+            )
+            at += timedelta(seconds=seconds)
+            span.end(end_time=ns(at))
+        elif role == "tool":
+            span = tracer.start_span(
+                f"execute_tool {message.get('name', '')}",
+                context=context,
+                start_time=ns(at),
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": message.get("name", ""),
+                },
+            )
+            if message.get("error"):
+                span.set_attribute("error.type", "ToolError")
+                span.set_status(Status(StatusCode.ERROR, message.get("text", "")[:120]))
+            at += timedelta(seconds=float(rng.uniform(0.05, 0.4)))
+            span.end(end_time=ns(at))
+    root.end(end_time=ns(at))
+    return at, f"{root.get_span_context().trace_id:032x}"
+
+
+# -- the server and the replay ---------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Replay:
+    """A Telltale server on SQLite, the OTel pipeline into it, and the monitor ticks."""
+
+    def __init__(self, workdir: Path, *, monitors: str, text_embeddings: bool) -> None:
+        import uvicorn
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+        from app import migrate
+        from app.db import make_engine, make_sessionmaker
+        from app.keys import create_key
+        from app.main import create_app
+        from app.settings import Settings
+
+        url = f"sqlite:///{workdir / 'telltale.db'}"
+        migrate.upgrade(url)
+        self.engine = make_engine(url)
+        with make_sessionmaker(self.engine)() as session:
+            self.admin = create_key(session, project_name="airline", role="admin")
+            self.ingest = create_key(session, project_name="airline", role="ingest")
+            session.commit()
+        self.text_embeddings = text_embeddings
+        settings = Settings(
+            database_url=url, scheduler_enabled=False, derive_enabled=False,
+            derive_settle_seconds=0,
+        )  # fmt: skip
+        port = free_port()
+        self.base = f"http://127.0.0.1:{port}"
+        config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port,
+                                log_level="warning", access_log=False)  # fmt: skip
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 60
+        while not self.server.started and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.client = httpx.Client(base_url=self.base, timeout=300)
+        self.h_admin = {"Authorization": f"Bearer {self.admin}"}
+        self.h_ingest = {"Authorization": f"Bearer {self.ingest}"}
+        r = self.client.put("/api/v1/project/score-roles", headers=self.h_admin,
+                            json={"roles": {"task_success": "true"}})  # fmt: skip
+        r.raise_for_status()
+        created = self.client.post("/api/v1/monitors/defaults", headers=self.h_admin)
+        created.raise_for_status()
+        wanted = None if monitors == "all" else set(monitors.split(","))
+        self.monitors = {
+            m["failure_mode"]: m["id"]
+            for m in created.json()["monitors"]
+            if wanted is None or m["failure_mode"] in wanted
+        }
+        self.provider = TracerProvider(resource=Resource.create({"service.name": AGENT}))
+        exporter = OTLPSpanExporter(endpoint=f"{self.base}/v1/traces", headers=self.h_ingest)
+        self.provider.add_span_processor(
+            BatchSpanProcessor(exporter, max_queue_size=100_000, max_export_batch_size=512)
+        )
+        self.tracer = self.provider.get_tracer("bench.real_traffic")
+
+    def close(self) -> None:
+        self.provider.shutdown()
+        self.client.close()
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+        self.engine.dispose()
+
+    def send_labels(self, labels: list[tuple[str, float, datetime]]) -> None:
+        for start in range(0, len(labels), 500):
+            body = {
+                "scores": [
+                    {"otel_trace_id": tid, "name": "task_success", "value": value,
+                     "source": "delayed", "kind": "true", "created_at": at.isoformat(),
+                     "event_id": f"label-{tid}"}
+                    for tid, value, at in labels[start : start + 500]
+                ]
+            }  # fmt: skip
+            r = self.client.post("/api/v1/scores", headers=self.h_ingest, json=body)
+            r.raise_for_status()
+
+    def derive(self) -> None:
+        from app.derive.job import derive_pending
+        from app.models.base import utcnow
+
+        while derive_pending(
+            self.engine, now=utcnow() + timedelta(seconds=60),
+            text_embeddings=self.text_embeddings,
+        ).traces:  # fmt: skip
+            pass
+
+    def tick(self, now: datetime) -> dict[str, dict[str, Any]]:
+        out = {}
+        for mode, monitor_id in self.monitors.items():
+            r = self.client.post(f"/api/v1/monitors/{monitor_id}/run", headers=self.h_admin,
+                                 json={"now": now.isoformat()})  # fmt: skip
+            r.raise_for_status()
+            out[mode] = r.json()
+        return out
+
+    def open_alerts(self) -> dict[str, dict[str, Any]]:
+        alerts = self.client.get("/api/v1/alerts", headers=self.h_admin).json()["alerts"]
+        return {a["failure_mode"]: a for a in alerts if a["state"] in ("firing", "acknowledged")}
+
+    def all_alerts(self) -> list[dict[str, Any]]:
+        r = self.client.get("/api/v1/alerts", headers=self.h_admin, params={"limit": 1000})
+        return list(r.json()["alerts"])
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    data = load_trajectories(args.data)
+    traces, onset = schedule(
+        data["trajectories"], scenario=args.scenario, clean_hours=args.clean_hours,
+        hours=args.hours, rate=args.rate, seed=args.seed,
+    )  # fmt: skip
+    end = onset + timedelta(hours=args.hours)
+    rng = np.random.default_rng(args.seed + 1)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        replay = Replay(Path(tmp), monitors=args.monitors, text_embeddings=args.text_embeddings)
+        try:
+            report = _replay(replay, traces, onset, end, rng, args)
+        finally:
+            replay.close()
+    report["wall_seconds"] = round(time.perf_counter() - started, 1)
+    return report
+
+
+def _replay(
+    replay: Replay, traces: list[Trace], onset: datetime, end: datetime,
+    rng: np.random.Generator, args: argparse.Namespace,
+) -> dict[str, Any]:  # fmt: skip
+    pending_labels: list[tuple[datetime, str, float]] = []
+    queue = iter(traces)
+    upcoming = next(queue, None)
+    in_flight: list[tuple[datetime, str, Trace]] = []  # (end, trace id, trace), not yet due
+    evaluations: dict[str, list[tuple[datetime, bool]]] = {m: [] for m in replay.monitors}
+    first_tick = START + timedelta(hours=args.first_tick_hours)
+    tick = first_tick
+    while tick <= end:
+        # Every trace that ended by this tick is exported, then its label once it is due.
+        while upcoming is not None and upcoming.start < tick:
+            ended, trace_id = emit(replay.tracer, upcoming, rng)
+            in_flight.append((ended, trace_id, upcoming))
+            upcoming = next(queue, None)
+        replay.provider.force_flush()
+        done = [x for x in in_flight if x[0] <= tick]
+        in_flight = [x for x in in_flight if x[0] > tick]
+        for ended, tid, t in done:
+            if t.labeled:
+                pending_labels.append((ended + t.label_delay, tid, float(t.trajectory["reward"])))
+        due = sorted(x for x in pending_labels if x[0] <= tick)
+        pending_labels = [x for x in pending_labels if x[0] > tick]
+        replay.send_labels([(tid, value, at) for at, tid, value in due])
+        replay.derive()
+        runs = replay.tick(tick)
+        open_now = replay.open_alerts()
+        for mode in replay.monitors:
+            evaluations[mode].append((tick, mode in open_now))
+            if runs[mode]["status"] == "failed":
+                print(f"{tick:%H:%M} {mode} run failed: {runs[mode].get('evidence')}",
+                      file=sys.stderr)  # fmt: skip
+        if args.verbose:
+            line = " ".join(
+                f"{m}:{'F' if r['fired'] else r['status'][:3]}"
+                f"(p={r['p_value'] if r['p_value'] is None else round(r['p_value'], 5)})"
+                for m, r in runs.items()
+            )
+            said = (runs.get("OUTCOME") or {}).get("evidence", {}).get("summary")
+            line += f"  {said}" if said else ""
+            print(f"{tick:%m-%d %H:%M} {line}", file=sys.stderr, flush=True)
+        tick += TICK
+    return _report(replay, evaluations, onset, traces)
+
+
+def _report(
+    replay: Replay, evaluations: dict[str, list[tuple[datetime, bool]]], onset: datetime,
+    traces: list[Trace],
+) -> dict[str, Any]:  # fmt: skip
+    alerts = replay.all_alerts()
+    out: dict[str, Any] = {}
+    for mode, evals in evaluations.items():
+        mine = sorted(
+            (a for a in alerts if a["failure_mode"] == mode), key=lambda a: a["first_fired_at"]
+        )
+        before = [a for a in mine if _dt(a["first_fired_at"]) < onset]
+        after = [a for a in mine if _dt(a["first_fired_at"]) >= onset]
+        post = [open_ for at, open_ in evals if at >= onset]
+        first = after[0] if after else None
+        since_first = (
+            [open_ for at, open_ in evals if at >= _dt(first["first_fired_at"])] if first else []
+        )
+        out[mode] = {
+            "false_episodes_before_onset": len(before),
+            "clean_hours_evaluated": round(
+                sum(1 for at, _ in evals if at < onset) * TICK.total_seconds() / 3600, 2
+            ),
+            "first_alert_after_onset_h": (
+                round((_dt(first["first_fired_at"]) - onset).total_seconds() / 3600, 2)
+                if first
+                else None
+            ),  # fmt: skip
+            "share_open_after_onset": round(sum(post) / len(post), 3) if post else None,
+            "share_open_after_first_alert": (
+                round(sum(since_first) / len(since_first), 3) if since_first else None
+            ),
+            "alert_episodes_after_onset": len(after),
+            "alert_summary": first["summary"] if first else None,
+            "false_alert_summaries": [a["summary"] for a in before][:3],
+        }
+    labeled = [t for t in traces if t.labeled]
+    return {
+        "monitors": out,
+        "traces": len(traces),
+        "labels": len(labeled),
+        "success_before": _mean_reward(t for t in traces if t.start < onset),
+        "success_after": _mean_reward(t for t in traces if t.start >= onset),
+    }
+
+
+def _mean_reward(traces: Iterator[Trace]) -> float | None:
+    values = [float(t.trajectory["reward"]) for t in traces]
+    return round(float(np.mean(values)), 3) if values else None
+
+
+def _dt(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scenario", default="regression",
+                        choices=["clean", "regression", "regression-25"])  # fmt: skip
+    parser.add_argument("--clean-hours", type=float, default=28.0)
+    parser.add_argument("--hours", type=float, default=20.0, help="after the onset")
+    parser.add_argument("--rate", type=float, default=80.0, help="traces per hour")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--monitors", default="all", help="all, or failure modes: OUTCOME,FM-7")
+    parser.add_argument("--first-tick-hours", type=float, default=8.0,
+                        help="hours of history before the first monitor run")  # fmt: skip
+    parser.add_argument("--text-embeddings", action="store_true",
+                        help="MiniLM input/output vectors in the derive job (slow on CPU)")  # fmt: skip
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args()
+    report = {"scenario": args.scenario, "rate": args.rate, "seed": args.seed,
+              "clean_hours": args.clean_hours, "hours": args.hours, **run(args)}  # fmt: skip
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

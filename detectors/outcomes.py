@@ -1,0 +1,427 @@
+r"""Outcome regressions: the objectives and operational signals every trace carries, watched.
+
+Real agents rarely send what the failure-mode detectors read first (model-step errors,
+confidences, eval traffic, proxy scores), but most send a delayed outcome label for some
+traces, and every trace has a status, tool calls and a duration. A 22-point fall in real
+task success went unseen by FM-1 to FM-7 while any static threshold on the score would
+have paged. This detector compares the current window with the reference on:
+
+* **objectives**: each score read as ``true`` or ``guardrail`` (higher is better), the
+  latest per trace; one-sided Mann-Whitney U ("current lower"), gated on a standardised
+  fall :math:`(\bar x_{ref} - \bar x_{cur}) / s \ge` ``min_effect``. A delayed label counts
+  in the window of the trace it labels, not when it arrives; the evidence says how many
+  labels each window holds.
+* **trace errors**: the share of traces whose status is ``error``; one-sided Fisher exact
+  test, gated on a rise of at least ``min_rate_increase``.
+* **tool errors**: per tool, the share of the traces calling it in which a call of it
+  failed (status, ``error_type`` or ``correct`` = false; by trace, since retries of a
+  failing call fail together); Fisher exact per tool, tools that could not reach ``alpha`` with every failure in
+  the current window left out first (Tarone 1990), then Holm over the rest.
+* **latency** and **steps per trace**: one-sided Mann-Whitney U ("current greater"), gated
+  on a relative rise of the median of at least ``min_relative_increase``.
+
+Labels arrive late, so objectives are tested twice, on the whole current window and on its
+recent half (:func:`recent_half`; Holm counts both), and the operational signals, which
+every trace carries at once, on the recent half: the default monitor's 8-hour window then
+holds twice the labels of its recent 4 hours without slowing what needs no label.
+
+The objectives form one family and the operational signals another; each family gets
+half of ``alpha`` and Holm within it (Holm 1979), so the detector fires at most at rate
+``alpha`` on stationary traffic (bench and ``tests/detectors/test_outcomes.py``), and a
+falling objective does not share its budget with a dozen tools. ``statistic`` is
+:math:`-\log_{10}` of the smallest adjusted p-value and ``threshold`` is
+:math:`-\log_{10}(\alpha/2)`. No sub-test with enough data gives ``insufficient_data``.
+
+Parameters
+----------
+alpha : float, default 0.01
+min_effect : float, default 0.1
+    Smallest standardised fall of an objective (0.1 is a 5-point fall of a success rate
+    near 50 %).
+min_rate_increase : float, default 0.03
+    Smallest rise of an error rate (absolute).
+min_relative_increase : float, default 0.2
+    Smallest relative rise of median latency or steps per trace.
+min_labels : int, default 20
+    Fewest traces with the objective in each window.
+min_traces : int, default 30
+    Fewest traces (with a duration, or with steps) per window for the other signals.
+min_tool_calls : int, default 20
+    Fewest traces calling a tool in each window.
+sources : sequence of str, default ("production",)
+
+Examples
+--------
+>>> import numpy as np
+>>> from detectors.records import Score, TraceRecord
+>>> rng = np.random.default_rng(0)
+>>> def window(start, n, success_rate):
+...     return [TraceRecord(f"t{start + i}", "agent", started_at=float(start + i),
+...                         ended_at=float(start + i) + 5.0,
+...                         scores=(Score("task_success", float(rng.random() < success_rate),
+...                                       kind="true", source="delayed"),))
+...             for i in range(n)]
+>>> det = OutcomeRegressionDetector(alpha=0.01)
+>>> det.test(window(0, 300, 0.41), window(1000, 150, 0.41)).fired
+False
+>>> result = det.test(window(0, 300, 0.41), window(1000, 150, 0.19))
+>>> result.fired, result.evidence["objectives"][0]["name"]
+(True, 'task_success')
+>>> result.evidence["summary"]
+'task_success fell 0.403 -> 0.153 on 150 labels (reference 300), p=1.7e-07'
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from scipy import stats
+
+from detectors.records import DetectorResult, TraceRecord, is_tool_step, step_error
+from detectors.significance import check_integers_at_least, holm_into
+
+FAILURE_MODE = "OUTCOME"
+OBJECTIVE_KINDS = frozenset({"true", "guardrail"})
+
+
+class OutcomeRegressionDetector:
+    """Objectives, error rates, latency and steps per trace: did any get worse?"""
+
+    needs: ClassVar[tuple[str, ...]] = ("true_scores", "steps", "tool_steps")
+
+    def __init__(
+        self,
+        *,
+        alpha: float = 0.01,
+        min_effect: float = 0.1,
+        min_rate_increase: float = 0.03,
+        min_relative_increase: float = 0.2,
+        min_labels: int = 20,
+        min_traces: int = 30,
+        min_tool_calls: int = 20,
+        sources: Sequence[str] = ("production",),
+    ) -> None:
+        if not 0.0 < alpha < 1.0:
+            raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+        if not 0.0 <= min_effect < 5.0:
+            raise ValueError(f"min_effect must be in [0, 5), got {min_effect}")
+        if not 0.0 <= min_rate_increase < 1.0:
+            raise ValueError(f"min_rate_increase must be in [0, 1), got {min_rate_increase}")
+        if not 0.0 <= min_relative_increase < 10.0:
+            raise ValueError(
+                f"min_relative_increase must be in [0, 10), got {min_relative_increase}"
+            )
+        check_integers_at_least(
+            ("min_labels", min_labels, 4),
+            ("min_traces", min_traces, 4),
+            ("min_tool_calls", min_tool_calls, 4),
+        )
+        if isinstance(sources, str) or not sources:
+            raise ValueError("sources must name at least one trace source")
+        self.alpha = alpha
+        self.min_effect = min_effect
+        self.min_rate_increase = min_rate_increase
+        self.min_relative_increase = min_relative_increase
+        self.min_labels = int(min_labels)
+        self.min_traces = int(min_traces)
+        self.min_tool_calls = int(min_tool_calls)
+        self.sources = frozenset(sources)
+
+    def test(
+        self,
+        reference: Sequence[TraceRecord],
+        current: Sequence[TraceRecord],
+        *,
+        now: float | None = None,
+    ) -> DetectorResult:
+        ref = [t for t in reference if t.source in self.sources]
+        cur = [t for t in current if t.source in self.sources]
+        if not cur:
+            return DetectorResult.insufficient(FAILURE_MODE, "no traces in the current window")
+        recent = recent_half(cur)
+        objectives = [
+            {**row, "scope": scope}
+            for name in sorted(_objective_names(ref) & _objective_names(cur))
+            for scope, traces in (("recent half", recent), ("whole window", cur))
+            if (row := self._objective(name, ref, traces)) is not None
+        ]
+        operations = [
+            {**row, "scope": "recent half"}
+            for row in (
+                self._trace_errors(ref, recent),
+                self._spread("latency_s", _latencies(ref), _latencies(recent)),
+                self._spread("steps_per_trace", _step_counts(ref), _step_counts(recent)),
+                *self._tool_errors(ref, recent),
+            )
+            if row is not None
+        ]
+        if not objectives and not operations:
+            return DetectorResult.insufficient(
+                FAILURE_MODE,
+                "no objective with enough labels and no operational signal with enough "
+                "traces in both windows",
+                labels=_label_counts(ref, cur),
+            )
+        for family in (objectives, operations):
+            if not family:
+                continue
+            holm_into(family)
+            for row in family:
+                # Holm at alpha / 2 within the family is Holm's p doubled, against alpha.
+                row["p_adjusted"] = min(1.0, 2.0 * row["p_holm"])
+                row["fired"] = bool(row["p_adjusted"] <= self.alpha and row["effect_ok"])
+        rows = objectives + operations
+        p_min = min(row["p_adjusted"] for row in rows)
+        fired = any(row["fired"] for row in rows)
+        evidence: dict[str, Any] = {
+            "objectives": objectives,
+            "operations": operations,
+            "labels": _label_counts(ref, cur),
+            "n_reference": len(ref),
+            "n_current": len(cur),
+        }
+        evidence["summary"] = _summary(rows, fired)
+        # What moved most, fired or not: the words for an alert that a chart over several
+        # runs opens while no single run is significant (app.alerts.lifecycle).
+        closest = min(rows, key=lambda r: r["p_adjusted"])
+        evidence["closest"] = f"{_describe(closest)}, p={closest['p_adjusted']:.2g}"
+        evidence["example_trace_ids"] = _examples(cur, objectives, operations)
+        return DetectorResult(
+            failure_mode=FAILURE_MODE,
+            statistic=float(-np.log10(max(p_min, 1e-300))),
+            threshold=float(-np.log10(self.alpha)),
+            p_value=float(p_min),
+            fired=fired,
+            evidence=evidence,
+        )
+
+    # -- sub-tests ---------------------------------------------------------------------
+
+    def _objective(
+        self, name: str, ref: Sequence[TraceRecord], cur: Sequence[TraceRecord]
+    ) -> dict[str, Any] | None:
+        x_ref, x_cur = _objective_values(ref, name), _objective_values(cur, name)
+        if min(x_ref.size, x_cur.size) < self.min_labels:
+            return None
+        sd = float(np.sqrt((x_ref.var(ddof=1) + x_cur.var(ddof=1)) / 2.0))
+        if sd == 0.0:
+            return None  # constant on both sides: nothing to compare
+        fall = float(x_ref.mean() - x_cur.mean())
+        p = float(stats.mannwhitneyu(x_cur, x_ref, alternative="less").pvalue)
+        return {
+            "signal": "objective",
+            "name": name,
+            "before": float(x_ref.mean()),
+            "after": float(x_cur.mean()),
+            "n_reference": int(x_ref.size),
+            "n_current": int(x_cur.size),
+            "effect": fall / sd,
+            "effect_ok": fall / sd >= self.min_effect,
+            "p_value": p,
+        }
+
+    def _trace_errors(
+        self, ref: Sequence[TraceRecord], cur: Sequence[TraceRecord]
+    ) -> dict[str, Any] | None:
+        if min(len(ref), len(cur)) < self.min_traces:
+            return None
+        k_cur = sum(t.status == "error" for t in cur)
+        k_ref = sum(t.status == "error" for t in ref)
+        return _rate_row("trace_error_rate", "traces", k_cur, len(cur), k_ref, len(ref),
+                         self.min_rate_increase)  # fmt: skip
+
+    def _tool_errors(
+        self, ref: Sequence[TraceRecord], cur: Sequence[TraceRecord]
+    ) -> list[dict[str, Any]]:
+        calls_cur, calls_ref = _tool_calls(cur), _tool_calls(ref)
+        rows = []
+        for tool in sorted(set(calls_cur) & set(calls_ref)):
+            (kc, nc), (kr, nr) = calls_cur[tool], calls_ref[tool]
+            if min(nc, nr) < self.min_tool_calls:
+                continue
+            # Tarone: even with every failure in the current window, could p reach alpha?
+            if stats.hypergeom.sf(kc + kr - 1, nc + nr, kc + kr, nc) > self.alpha / 2.0:
+                continue
+            rows.append(
+                {**_rate_row("tool_error_rate", "traces", kc, nc, kr, nr, self.min_rate_increase),
+                 "name": tool}
+            )  # fmt: skip
+        return rows
+
+    def _spread(self, name: str, x_ref: np.ndarray, x_cur: np.ndarray) -> dict[str, Any] | None:
+        if min(x_ref.size, x_cur.size) < self.min_traces:
+            return None
+        med_ref, med_cur = float(np.median(x_ref)), float(np.median(x_cur))
+        if np.ptp(np.concatenate([x_ref, x_cur])) == 0.0:
+            return None
+        rise = (med_cur - med_ref) / med_ref if med_ref > 0 else float(med_cur > 0)
+        p = float(stats.mannwhitneyu(x_cur, x_ref, alternative="greater").pvalue)
+        return {
+            "signal": name,
+            "name": name,
+            "before": med_ref,
+            "after": med_cur,
+            "n_reference": int(x_ref.size),
+            "n_current": int(x_cur.size),
+            "effect": rise,
+            "effect_ok": rise >= self.min_relative_increase,
+            "p_value": p,
+        }
+
+
+def recent_half(traces: Sequence[TraceRecord]) -> list[TraceRecord]:
+    """The traces of the later half of the window's time span.
+
+    Labels arrive hours late, so a window short enough to see a change soon holds few
+    of them: objectives are tested on the whole window and on its recent half (Holm over
+    both), the signals every trace carries at once on the recent half alone.
+    """
+    if not traces:
+        return []
+    starts = [t.started_at for t in traces]
+    middle = (min(starts) + max(starts)) / 2.0
+    return [t for t in traces if t.started_at >= middle]
+
+
+def _rate_row(
+    signal: str, unit: str, kc: int, nc: int, kr: int, nr: int, min_increase: float
+) -> dict[str, Any]:
+    p = float(stats.fisher_exact([[kc, nc - kc], [kr, nr - kr]], alternative="greater").pvalue)
+    rise = kc / nc - kr / nr
+    return {
+        "signal": signal,
+        "name": signal,
+        "unit": unit,
+        "before": kr / nr,
+        "after": kc / nc,
+        "n_reference": nr,
+        "n_current": nc,
+        "effect": rise,
+        "effect_ok": rise >= min_increase,
+        "p_value": p,
+    }
+
+
+def _objective_names(traces: Sequence[TraceRecord]) -> set[str]:
+    return {s.name for t in traces for s in t.scores if s.kind in OBJECTIVE_KINDS}
+
+
+def _objective_values(traces: Sequence[TraceRecord], name: str) -> np.ndarray:
+    values = []
+    for t in traces:
+        found = [s for s in t.scores if s.name == name and s.kind in OBJECTIVE_KINDS]
+        if found:
+            values.append(max(found, key=lambda s: s.created_at).value)
+    return np.asarray(values, dtype=float)
+
+
+def _label_counts(ref: Sequence[TraceRecord], cur: Sequence[TraceRecord]) -> dict[str, Any]:
+    """Traces with each objective, per window: what an outcome alert rests on."""
+    out: dict[str, Any] = {}
+    for name in sorted(_objective_names(ref) | _objective_names(cur)):
+        out[name] = {
+            "reference": int(_objective_values(ref, name).size),
+            "current": int(_objective_values(cur, name).size),
+        }
+    return out
+
+
+def _latencies(traces: Sequence[TraceRecord]) -> np.ndarray:
+    return np.asarray(
+        [t.ended_at - t.started_at for t in traces if t.ended_at > t.started_at], dtype=float
+    )
+
+
+def _step_counts(traces: Sequence[TraceRecord]) -> np.ndarray:
+    return np.asarray([len(t.steps) for t in traces if t.steps], dtype=float)
+
+
+def _tool_calls(traces: Sequence[TraceRecord]) -> dict[str, tuple[int, int]]:
+    """Per tool: (traces with a failed call of it, traces that called it).
+
+    Counted by trace, not by call: an agent retries a failing call, so the calls of one
+    trace fail together and a per-call Fisher test took a clean τ-bench hour's 30% -> 50%
+    for a change (p = 0.003 on clean traffic).
+    """
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for t in traces:
+        called: dict[str, bool] = {}
+        for step in t.steps:
+            if is_tool_step(step):
+                tool = step.tool_name or step.name
+                called[tool] = called.get(tool, False) or step_error(step)
+        for tool, failed in called.items():
+            counts[tool][0] += failed
+            counts[tool][1] += 1
+    return {tool: (k, n) for tool, (k, n) in counts.items()}
+
+
+def _describe(row: dict[str, Any]) -> str:
+    before, after = row["before"], row["after"]
+    if row["signal"] == "objective":
+        return (
+            f"{row['name']} fell {before:.3g} -> {after:.3g} on {row['n_current']} labels "
+            f"(reference {row['n_reference']})"
+        )
+    if row["signal"] == "tool_error_rate":
+        return (
+            f"tool {row['name']} failed in {after:.1%} of {row['n_current']} traces calling it "
+            f"(reference {before:.1%})"
+        )
+    if row["signal"] == "trace_error_rate":
+        return f"{after:.1%} of {row['n_current']} traces failed (reference {before:.1%})"
+    unit = " s" if row["signal"] == "latency_s" else ""
+    label = "median latency" if row["signal"] == "latency_s" else "median steps per trace"
+    return f"{label} rose {before:.3g}{unit} -> {after:.3g}{unit}"
+
+
+def _summary(rows: Sequence[dict[str, Any]], fired: bool) -> str:
+    best: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in rows:  # one line per signal: its most significant scope
+        key = (row["signal"], row["name"])
+        if row["fired"] and (key not in best or row["p_adjusted"] < best[key]["p_adjusted"]):
+            best[key] = row
+    fired_rows = list(best.values())
+    if fired_rows:
+        return "; ".join(
+            f"{_describe(r)}, p={r['p_adjusted']:.2g}"
+            for r in sorted(fired_rows, key=lambda r: r["p_adjusted"])
+        )
+    best = min(rows, key=lambda r: r["p_adjusted"])
+    return f"no outcome got worse; closest: {_describe(best)}, p={best['p_adjusted']:.2g}"
+
+
+def _examples(
+    cur: Sequence[TraceRecord], objectives: list[dict[str, Any]], operations: list[dict[str, Any]]
+) -> list[str]:
+    """Up to five current traces that show the worst fired signal."""
+    fired = sorted(
+        (r for r in objectives + operations if r["fired"]), key=lambda r: r["p_adjusted"]
+    )
+    if not fired:
+        return []
+    row = fired[0]
+    if row["signal"] == "objective":
+        threshold = row["before"]
+        picked = [
+            t.trace_id
+            for t in cur
+            if (v := _objective_values([t], row["name"])).size and v[0] < threshold
+        ]
+    elif row["signal"] == "tool_error_rate":
+        picked = [
+            t.trace_id
+            for t in cur
+            if any(is_tool_step(s) and (s.tool_name or s.name) == row["name"] and step_error(s)
+                   for s in t.steps)
+        ]  # fmt: skip
+    elif row["signal"] == "trace_error_rate":
+        picked = [t.trace_id for t in cur if t.status == "error"]
+    else:
+        key = _latencies if row["signal"] == "latency_s" else _step_counts
+        ordered = sorted(cur, key=lambda t: float(np.sum(key([t]))), reverse=True)
+        picked = [t.trace_id for t in ordered]
+    return picked[:5]

@@ -1,0 +1,177 @@
+"""Outcome regressions: calibration on stationary windows, power on real-sized falls."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from detectors.outcomes import OutcomeRegressionDetector
+from detectors.records import Score, Step, TraceRecord
+from detectors.registry import DetectorParameterError, build_detector
+
+TOOLS = ("get_user_details", "get_reservation", "search_flights", "book", "cancel", "think")
+
+
+def window(
+    rng: np.random.Generator,
+    n: int,
+    *,
+    start: float,
+    success: float = 0.41,
+    labeled: float = 1.0,
+    tool_failure: float = 0.08,
+    broken_tool: str | None = None,
+    latency_scale: float = 1.0,
+    error_rate: float = 0.02,
+) -> list[TraceRecord]:
+    """Traces shaped like tau-bench's: a few tool calls between model steps, a delayed label."""
+    out = []
+    for i in range(n):
+        steps = []
+        for k in range(int(rng.integers(2, 9))):
+            steps.append(Step(2 * k, "llm", "chat"))
+            tool = TOOLS[int(rng.integers(len(TOOLS)))]
+            p_fail = 0.5 if tool == broken_tool else tool_failure
+            status = "error" if rng.random() < p_fail else "ok"
+            steps.append(Step(2 * k + 1, "tool", tool, status=status, tool_name=tool))
+        t0 = start + i * 45.0
+        scores = ()
+        if rng.random() < labeled:
+            value = float(rng.random() < success)
+            scores = (Score("task_success", value, kind="true", source="delayed"),)
+        out.append(
+            TraceRecord(
+                f"t{start:.0f}-{i}",
+                "airline-agent",
+                started_at=t0,
+                ended_at=t0 + float(rng.lognormal(3.0, 0.5)) * latency_scale,
+                status="error" if rng.random() < error_rate else "ok",
+                steps=tuple(steps),
+                scores=scores,
+            )
+        )
+    return out
+
+
+@pytest.mark.slow
+def test_stationary_windows_fire_at_most_at_alpha() -> None:
+    detector = OutcomeRegressionDetector(alpha=0.01)
+    fired = 0
+    runs = 200
+    for seed in range(runs):
+        rng = np.random.default_rng(seed)
+        reference = window(rng, 320, start=0.0)
+        current = window(rng, 160, start=1e6, labeled=0.4)
+        result = detector.test(reference, current)
+        assert result.status == "ok"
+        fired += result.fired
+    # Expected 2 of 200 at alpha = 0.01; 6 or more has p < 0.02 under Binomial(200, 0.01).
+    assert fired <= 5, fired
+
+
+@pytest.mark.parametrize("labeled", [1.0, 0.25])
+def test_a_real_sized_success_fall_fires_and_names_the_objective(labeled: float) -> None:
+    detector = OutcomeRegressionDetector(alpha=3.5e-4)  # 30 days between false alerts
+    caught = 0
+    for seed in range(40):
+        rng = np.random.default_rng(1000 + seed)
+        reference = window(rng, 320, start=0.0, labeled=labeled)
+        current = window(rng, 320, start=1e6, success=0.19, labeled=labeled)
+        result = detector.test(reference, current)
+        if result.fired:
+            caught += 1
+            assert result.evidence["summary"].startswith("task_success fell")
+            rows = {r["scope"]: r for r in result.evidence["objectives"]}
+            assert set(rows) == {"whole window", "recent half"}
+            assert all(r["before"] > 0.3 > r["after"] for r in rows.values())
+            labels = result.evidence["labels"]["task_success"]
+            assert labels["current"] == rows["whole window"]["n_current"]
+            assert 0 < rows["recent half"]["n_current"] < labels["current"]
+            assert labels["reference"] > 0
+            assert result.evidence["example_trace_ids"]
+    # One run's power; the monitor's chart then adds runs up (bench/real_traffic.py has the
+    # hours to an alert). At 25% labels a run holds ~80 labels a window: ~30% per run.
+    assert caught >= (38 if labeled == 1.0 else 6), caught
+
+
+def test_a_failing_tool_fires_and_is_named() -> None:
+    rng = np.random.default_rng(3)
+    reference = window(rng, 320, start=0.0)
+    current = window(rng, 160, start=1e6, broken_tool="search_flights")
+    result = OutcomeRegressionDetector(alpha=0.001).test(reference, current)
+    assert result.fired
+    fired = [r for r in result.evidence["operations"] if r["fired"]]
+    assert [r["name"] for r in fired] == ["search_flights"]
+    assert "tool search_flights failed" in result.evidence["summary"]
+
+
+def test_slower_traces_fire_on_latency_only() -> None:
+    rng = np.random.default_rng(4)
+    reference = window(rng, 320, start=0.0)
+    current = window(rng, 160, start=1e6, latency_scale=1.6)
+    result = OutcomeRegressionDetector(alpha=0.001).test(reference, current)
+    assert result.fired
+    fired = [r for r in result.evidence["operations"] if r["fired"]]
+    assert {r["signal"] for r in fired} == {"latency_s"}
+    assert {r["scope"] for r in result.evidence["operations"]} == {"recent half"}
+
+
+def test_a_success_rise_does_not_fire() -> None:
+    rng = np.random.default_rng(5)
+    reference = window(rng, 320, start=0.0, success=0.2)
+    current = window(rng, 160, start=1e6, success=0.5)
+    assert not OutcomeRegressionDetector(alpha=0.01).test(reference, current).fired
+
+
+def test_without_labels_the_operational_signals_still_run() -> None:
+    rng = np.random.default_rng(6)
+    reference = window(rng, 100, start=0.0, labeled=0.0)
+    current = window(rng, 100, start=1e6, labeled=0.0)
+    result = OutcomeRegressionDetector().test(reference, current)
+    assert result.status == "ok" and result.evidence["objectives"] == []
+    assert {r["signal"] for r in result.evidence["operations"]} >= {"latency_s", "steps_per_trace"}
+
+
+def test_too_little_of_everything_is_insufficient() -> None:
+    rng = np.random.default_rng(7)
+    result = OutcomeRegressionDetector().test(
+        window(rng, 10, start=0.0), window(rng, 10, start=1e6)
+    )
+    assert result.status == "insufficient_data" and not result.fired
+    assert "no objective with enough labels" in result.evidence["reason"]
+
+
+def test_eval_traces_are_left_out_by_default() -> None:
+    rng = np.random.default_rng(8)
+    reference = window(rng, 320, start=0.0)
+    current = [
+        TraceRecord(t.trace_id, t.agent, started_at=t.started_at, ended_at=t.ended_at,
+                    source="eval", steps=t.steps, scores=t.scores)
+        for t in window(rng, 160, start=1e6, success=0.05)
+    ]  # fmt: skip
+    result = OutcomeRegressionDetector().test(reference, current)
+    assert result.status == "insufficient_data"
+
+
+@pytest.mark.parametrize(
+    ("params", "name"),
+    [
+        ({"alpha": 0.0}, "alpha"),
+        ({"min_effect": -1}, "min_effect"),
+        ({"min_labels": 2}, "min_labels"),
+        ({"min_rate_increase": 1.5}, "min_rate_increase"),
+        ({"sources": []}, "sources"),
+    ],
+)
+def test_bad_parameters_name_themselves(params: dict[str, object], name: str) -> None:
+    with pytest.raises(DetectorParameterError) as caught:
+        build_detector("OUTCOME", params)
+    assert caught.value.parameter == name
+
+
+def test_recent_half_is_the_later_half_of_the_time_span() -> None:
+    from detectors.outcomes import recent_half
+
+    traces = [TraceRecord(f"t{i}", "a", started_at=float(i)) for i in range(11)]
+    assert [t.trace_id for t in recent_half(traces)] == [f"t{i}" for i in range(5, 11)]
+    assert recent_half([]) == []
