@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import auth
+from tests.conftest import auth, sqlite_only
 from tests.web.test_pages import login
 
 HUGE = "99999999999999999999"  # past 64 bits
@@ -50,6 +50,7 @@ def _call(client: Any, key: str, method: str, url: str) -> Any:
     return client.request(method, url, json=body, headers=auth(key))
 
 
+@sqlite_only
 @pytest.mark.parametrize(("method", "url", "name", "_int4"), ID_ROUTES)
 def test_id_past_64_bits_is_a_422_naming_it(client, make_key, method, url, name, _int4):
     r = _call(client, make_key("admin"), method, url.format(HUGE))
@@ -72,6 +73,7 @@ def test_int8_ids_inside_their_column_are_a_plain_404(client, make_key):
     assert client.get("/api/v1/alerts/0", headers=auth(key)).status_code == 422
 
 
+@sqlite_only
 @pytest.mark.parametrize("when", [EARLY, LATE])
 @pytest.mark.parametrize("url", ["/api/v1/traces", "/api/v1/findings", "/api/v1/monitors/1/runs"])
 def test_times_that_overflow_in_utc_are_a_422(client, make_key, url, when):
@@ -95,12 +97,14 @@ def test_run_now_and_frozen_reference_times_are_checked(client, make_key):
     assert r.status_code == 422 and "now" in r.text, r.text
 
 
+@sqlite_only
 def test_silence_times_that_overflow_are_a_422(client, make_key):
     body = {"matchers": [{"name": "severity", "value": "critical"}], "ends_at": LATE}
     r = client.post("/api/v1/silences", json=body, headers=auth(make_key("annotate")))
     assert r.status_code == 422 and "ends_at" in r.text, r.text
 
 
+@sqlite_only
 def test_web_pages_bound_their_ids(client, make_key):
     login(client, make_key("read"))
     for url in (f"/monitors/{HUGE}", f"/monitors/{INT4_PAST}", f"/alerts/{HUGE}"):

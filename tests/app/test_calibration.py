@@ -36,6 +36,7 @@ def _factory(mode: str, params: Any) -> StationaryP:
     return StationaryP(float(params["alpha"]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["sqlite"])  # the claim is about the schedule, not storage
 @pytest.mark.parametrize(("sequential", "ert_days", "days"), [(False, 0.125, 10), (True, 0.5, 20)])
 def test_interval_change_keeps_false_alerts_per_day(

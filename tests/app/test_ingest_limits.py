@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
-from tests.conftest import auth
+from tests.conftest import auth, sqlite_only
 
 
 def span(event_id: str = "good", trace_id: str = "t-1", **body: Any) -> dict[str, Any]:
@@ -87,6 +87,7 @@ def test_non_finite_attribute_values_are_refused_and_do_not_poison_the_trace(
     assert client.get("/readyz").status_code == 200
 
 
+@sqlite_only
 def test_integers_past_64_bits_in_attributes_are_refused(client, make_key):
     # A lone surrogate elsewhere sends the body through the standard parser, which keeps
     # big integers exact (orjson would have made a float of it).
@@ -123,6 +124,7 @@ def test_attributes_nested_past_the_limit_are_refused_and_reads_still_work(clien
     assert client.get("/api/v1/traces", headers=auth(read)).status_code == 200
 
 
+@sqlite_only
 def test_a_body_too_deep_to_parse_is_a_400(client, make_key):
     raw = '{"events": [{"id": "a", "type": "span", "body": {"attributes": {"x": %s1%s}}}]}'
     r = client.post(
@@ -140,6 +142,7 @@ def small_client(settings: Settings) -> Iterator[TestClient]:
         yield c
 
 
+@sqlite_only
 def test_limits_come_from_settings(small_client, make_key):
     key = make_key("ingest")
     events = [
@@ -156,6 +159,7 @@ def test_limits_come_from_settings(small_client, make_key):
     assert errors[2].startswith("events[3].body.vector: dimension 9 exceeds the maximum 8")
 
 
+@sqlite_only
 @pytest.mark.parametrize("when", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:30:00-01:00"])
 def test_times_that_overflow_in_utc_are_refused_by_name(client, make_key, when):
     r = client.post(
@@ -170,6 +174,7 @@ def bulk(**fields: Any) -> dict[str, Any]:
     return {"stream": "s", "vectors": [[0.1, 0.2], [0.3, 0.4]], "sample_ids": ["a", "b"], **fields}
 
 
+@sqlite_only
 @pytest.mark.parametrize(
     ("body", "field"),
     [

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
+import pytest
 from scipy import stats
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
@@ -74,6 +75,7 @@ def _ingest(engine: Engine, pid: int) -> None:
         write_events(engine, project_id=pid, events=valid[k : k + 5000])
 
 
+@pytest.mark.slow
 def test_chart_catches_a_ramp_the_run_test_misses_and_holds_until_the_end(engine: Engine) -> None:
     pid = setup_project(engine)
     _ingest(engine, pid)

@@ -164,6 +164,7 @@ def test_embedding_window_beyond_the_cap_is_sampled_over_the_whole_window(engine
     assert np.array_equal(got, again)
 
 
+@pytest.mark.slow
 def test_one_cycle_loads_each_window_once_with_the_same_verdicts(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -10,6 +10,10 @@ lives in ``.venv-instr/<name>-<key>`` (git-ignored; ``TELLTALE_INSTR_VENVS`` mov
 key hashing the requirements and the interpreter, so a changed pin builds a new one and an
 unchanged one is reused between runs. A failed install raises: the tests then fail, they
 never skip (no network is a failure here, as for any other missing dependency).
+
+``make test`` builds them all before pytest (``python -m tests.instrumentations.envs``,
+which exits non-zero and prints pip's error when an install fails), so the suite's time is
+the tests' own; a test run without that step still builds what it needs on first use.
 """
 
 from __future__ import annotations
@@ -20,12 +24,19 @@ import os
 import shutil
 import subprocess
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 REQUIREMENTS = HERE / "requirements"
 INSTALL_TIMEOUT_S = 900
+
+
+def names() -> list[str]:
+    """Every environment: one per ``requirements/<name>.txt``."""
+    return sorted(p.stem for p in REQUIREMENTS.glob("*.txt") if "." not in p.stem)
 
 
 def cache_dir() -> Path:
@@ -79,3 +90,30 @@ def _run(cmd: list[str], what: str) -> None:
     if done.returncode != 0:
         errors = [ln for ln in done.stderr.splitlines() if not ln.startswith("WARNING: Location")]
         raise RuntimeError(f"{what} failed ({done.returncode}):\n" + "\n".join(errors[-40:]))
+
+
+def main() -> int:
+    """Build every environment that is missing or out of date, two at a time."""
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {name: pool.submit(python_for, name) for name in names()}
+    failed = 0
+    for name, future in futures.items():
+        if (error := future.exception()) is not None:
+            failed += 1
+            print(f"instrumentation venv {name}: FAILED\n{error}", file=sys.stderr)
+        else:
+            print(f"instrumentation venv {name}: {future.result().parents[1]}")
+    took = time.monotonic() - started
+    if failed:
+        print(
+            f"{failed} of {len(futures)} instrumentation venvs failed ({took:.0f} s)",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"instrumentation venvs ready in {took:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

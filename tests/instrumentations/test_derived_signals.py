@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
@@ -19,6 +20,9 @@ from app.models import Embedding, Trace
 from app.models.base import utcnow
 from tests.instrumentations.conftest import RunAgent
 from tests.instrumentations.test_real_instrumentations import no_export_errors
+
+# Real libraries in their own venvs, each agent a subprocess: end to end, not the inner loop.
+pytestmark = pytest.mark.slow
 
 
 def test_otel_openai_v2_traces_get_identity_decision_and_embeddings(

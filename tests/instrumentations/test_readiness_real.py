@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 import httpx
+import pytest
 from sqlalchemy import Engine
 
 from app.derive.job import derive_pending
@@ -21,6 +22,9 @@ from app.models.base import utcnow
 from tests.conftest import LiveServer, auth
 from tests.instrumentations.conftest import RunAgent
 from tests.instrumentations.test_real_instrumentations import no_export_errors
+
+# Real libraries in their own venvs, each agent a subprocess: end to end, not the inner loop.
+pytestmark = pytest.mark.slow
 
 CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 

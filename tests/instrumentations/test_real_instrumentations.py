@@ -27,6 +27,9 @@ from tests.conftest import LiveServer, auth
 from tests.instrumentations.conftest import RunAgent
 from tests.instrumentations.fake_openai import FakeOpenAI
 
+# Real libraries in their own venvs, each agent a subprocess: end to end, not the inner loop.
+pytestmark = pytest.mark.slow
+
 Stored = Callable[[], list[dict[str, Any]]]
 EXPORT_ERROR = re.compile(
     r"Failed to export|Exception while exporting|exporting .* failed|Transient error|Header format invalid",

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import httpx
+import pytest
 from sqlalchemy import create_engine, select
 
 from app.db import normalise_url
@@ -58,6 +59,7 @@ def batch(i: int) -> list[dict[str, object]]:
     ]
 
 
+@pytest.mark.slow
 def test_kill_9_loses_no_acknowledged_event(db_url, make_key):
     key = make_key("ingest")
     acked: set[int] = set()
@@ -83,7 +85,10 @@ def test_kill_9_loses_no_acknowledged_event(db_url, make_key):
 
         t = threading.Thread(target=stream)
         t.start()
-        time.sleep(2.0)
+        deadline = time.monotonic() + 60
+        while len(acked) < 5:  # killed mid-stream, once a few batches are acknowledged
+            assert t.is_alive() and time.monotonic() < deadline, "no batch was acknowledged"
+            time.sleep(0.05)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         stop.set()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import httpx
 import pytest
@@ -32,6 +31,7 @@ def test_outage_answers_503_then_recovers(proxied_pg):
     statuses: dict[int, int] = {}
     acked: set[str] = set()
     stop = threading.Event()
+    answered = threading.Condition()  # notified after every answer the client counts
 
     def client() -> None:
         i = 0
@@ -48,26 +48,36 @@ def test_outage_answers_503_then_recovers(proxied_pg):
                 r = c.post(
                     f"{server.url}/api/v1/ingest", json={"events": events}, headers=auth(key)
                 )
-                statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
+                with answered:
+                    statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
+                    answered.notify_all()
                 if r.status_code == 200:
                     acked.update(e["id"] for e in events)
                 elif r.status_code in (429, 503):
                     assert int(r.headers["retry-after"]) >= 1
                     assert r.json()["detail"]
                 i += 1
-                time.sleep(0.05)
+                stop.wait(0.02)  # paced, not a flood
+
+    def until(status: int, more_than: int, what: str) -> None:
+        with answered:
+            seen = answered.wait_for(lambda: statuses.get(status, 0) > more_than, timeout=30)
+        assert seen, f"{what}: {statuses}"
 
     with LiveServer(create_app(settings, start_background=False)) as server:
         t = threading.Thread(target=client)
         t.start()
-        time.sleep(1.0)
-        proxy.cut()
-        time.sleep(3.0)
-        during = dict(statuses)
-        proxy.restore()
-        time.sleep(3.0)
-        stop.set()
-        t.join()
+        try:
+            until(200, 2, "ingestion never answered 200 before the outage")
+            proxy.cut()
+            until(503, 2, "the outage never answered 503")
+            with answered:
+                during = dict(statuses)
+            proxy.restore()
+            until(200, during.get(200, 0) + 2, "ingestion did not resume after the outage")
+        finally:
+            stop.set()
+            t.join()
         with httpx.Client() as c:
             assert c.get(f"{server.url}/readyz").status_code == 200
     assert 500 not in statuses, statuses

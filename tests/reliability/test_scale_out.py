@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import func, select, update
+from sqlalchemy import Engine, func, select, update
 
 from app.db import make_engine
 from app.models import DetectorRun, IngestEvent, SchedulerLease, Span, Trace
@@ -66,6 +66,18 @@ def _batch(i: int) -> list[dict[str, object]]:
     ]  # fmt: skip
 
 
+def _runs_per_monitor(engine: Engine, monitors: int) -> list[int]:
+    """Runs recorded per monitor; a monitor that has not run yet counts 0."""
+    with engine.connect() as conn:
+        counts = list(
+            conn.scalars(
+                select(func.count()).select_from(DetectorRun).group_by(DetectorRun.monitor_id)
+            )
+        )
+    return counts + [0] * (monitors - len(counts))
+
+
+@pytest.mark.slow
 def test_two_replicas_and_one_scheduler(tmp_path: Path, request: pytest.FixtureRequest) -> None:
     url = fresh_database("postgresql", tmp_path, request)
     engine = make_engine(url)
@@ -135,7 +147,11 @@ def test_two_replicas_and_one_scheduler(tmp_path: Path, request: pytest.FixtureR
                         break
                     assert time.monotonic() < deadline, (n_old, n_runs)
                     time.sleep(0.2)
-                time.sleep(3 * interval + 0.5)
+                # Then until each monitor has run three times with the writers still going
+                # (polled, not slept for: how soon that is depends on the machine).
+                while len(acked) < 10 or min(_runs_per_monitor(engine, 2)) < 3:
+                    assert time.monotonic() < deadline, (len(acked), _runs_per_monitor(engine, 2))
+                    time.sleep(0.2)
             finally:
                 stop.set()
                 for w in writers:

@@ -136,6 +136,7 @@ def _wait(cond: object, timeout: float = 30.0) -> None:
         time.sleep(0.1)
 
 
+@pytest.mark.slow
 def test_receiver_down_while_sender_killed_still_delivers(
     engine: Engine, scheduler_proc: object
 ) -> None:
