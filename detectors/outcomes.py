@@ -390,8 +390,8 @@ def _summary(rows: Sequence[dict[str, Any]], fired: bool) -> str:
             f"{_describe(r)}, p={r['p_adjusted']:.2g}"
             for r in sorted(fired_rows, key=lambda r: r["p_adjusted"])
         )
-    best = min(rows, key=lambda r: r["p_adjusted"])
-    return f"no outcome got worse; closest: {_describe(best)}, p={best['p_adjusted']:.2g}"
+    nearest = min(rows, key=lambda r: r["p_adjusted"])
+    return f"no outcome got worse; closest: {_describe(nearest)}, p={nearest['p_adjusted']:.2g}"
 
 
 def _examples(
