@@ -1,4 +1,4 @@
-"""The seven default monitors, one per failure mode, created by ``POST /monitors/defaults``.
+"""The default monitors, one per failure mode and OUTCOME, created by ``POST /monitors/defaults``.
 
 Every default compares a trailing 2-hour window with a 4-hour baseline (the set-up the
 detection bench calibrates: ``bench/detection.py``) from the same hours the day before
@@ -78,7 +78,7 @@ DEFAULTS: tuple[dict[str, Any], ...] = (
 def default_monitor_bodies(
     *, interval_seconds: int = 900, detector_params: dict[str, dict[str, Any]] | None = None
 ) -> list[MonitorCreate]:
-    """The seven bodies; ``detector_params`` overrides parameters per failure mode."""
+    """The eight bodies; ``detector_params`` overrides parameters per failure mode."""
     overrides = detector_params or {}
     out = []
     for spec in DEFAULTS:
@@ -105,7 +105,7 @@ def create_defaults(
     interval_seconds: int = 900,
     detector_params: dict[str, dict[str, Any]] | None = None,
 ) -> list[Monitor]:
-    """Create the defaults the project lacks (by name); return all seven."""
+    """Create the defaults the project lacks (by name); return all eight."""
     existing = {
         m.name: m for m in session.scalars(select(Monitor).where(Monitor.project_id == project_id))
     }

@@ -1,4 +1,4 @@
-"""Monitors: CRUD, the seven defaults, run-now, and the run history for charts."""
+"""Monitors: CRUD, the eight defaults, run-now, and the run history for charts."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def create(body: MonitorCreate, principal: AdminKey, engine: EngineDep) -> Monit
 def create_defaults(
     principal: AdminKey, engine: EngineDep, body: DefaultsRequest | None = None
 ) -> MonitorList:
-    """Create a monitor per failure mode (skipping names that exist); return all seven."""
+    """Create a monitor per failure mode and OUTCOME (skipping names that exist); return all."""
     body = body or DefaultsRequest.model_validate({})
     unknown = sorted(set(body.detector_params) - {m["failure_mode"] for m in defaults.DEFAULTS})
     if unknown:
