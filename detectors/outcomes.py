@@ -80,6 +80,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy import stats
 
+from detectors.proxy_convergence.objectives import objective_shift
 from detectors.records import DetectorResult, TraceRecord, is_tool_step, step_error
 from detectors.significance import check_integers_at_least, holm_into
 
@@ -203,24 +204,20 @@ class OutcomeRegressionDetector:
     def _objective(
         self, name: str, ref: Sequence[TraceRecord], cur: Sequence[TraceRecord]
     ) -> dict[str, Any] | None:
-        x_ref, x_cur = _objective_values(ref, name), _objective_values(cur, name)
-        if min(x_ref.size, x_cur.size) < self.min_labels:
+        # FM-7's test of a true objective (one-sided Mann-Whitney, "lower"), gated here.
+        shift = objective_shift(name, "true", ref, cur, min_traces=self.min_labels)
+        if shift is None:
             return None
-        sd = float(np.sqrt((x_ref.var(ddof=1) + x_cur.var(ddof=1)) / 2.0))
-        if sd == 0.0:
-            return None  # constant on both sides: nothing to compare
-        fall = float(x_ref.mean() - x_cur.mean())
-        p = float(stats.mannwhitneyu(x_cur, x_ref, alternative="less").pvalue)
         return {
             "signal": "objective",
             "name": name,
-            "before": float(x_ref.mean()),
-            "after": float(x_cur.mean()),
-            "n_reference": int(x_ref.size),
-            "n_current": int(x_cur.size),
-            "effect": fall / sd,
-            "effect_ok": fall / sd >= self.min_effect,
-            "p_value": p,
+            "before": shift["reference_mean"],
+            "after": shift["current_mean"],
+            "n_reference": shift["n_reference"],
+            "n_current": shift["n_current"],
+            "effect": shift["effect"],
+            "effect_ok": shift["effect"] >= self.min_effect,
+            "p_value": shift["p_value"],
         }
 
     def _trace_errors(
