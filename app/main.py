@@ -117,9 +117,9 @@ def _install_web(app: FastAPI) -> None:
     from fastapi.staticfiles import StaticFiles
 
     from app.web import auth_routes, pages
-    from app.web.deps import DASHBOARDS, LoginRequired
+    from app.web.deps import STATIC_DIR, LoginRequired
 
-    app.mount("/static", StaticFiles(directory=str(DASHBOARDS / "static")), name="static")
+    app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     app.include_router(auth_routes.router)
     app.include_router(pages.router)
 

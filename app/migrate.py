@@ -12,7 +12,7 @@ from sqlalchemy import Engine
 
 from app.db import normalise_url
 
-MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 
 
 def alembic_config(database_url: str) -> Config:

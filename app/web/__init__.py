@@ -1,1 +1,1 @@
-"""The server-rendered web UI: login sessions, CSRF, pages. Assets live in dashboards/."""
+"""The server-rendered web UI: login sessions, CSRF, pages. Templates and assets live in app/web/templates and app/web/static."""

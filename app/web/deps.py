@@ -18,8 +18,10 @@ from app.auth.cookies import csrf_token
 from app.auth.logins import current_login, session_secret
 from app.keys import Principal
 
-DASHBOARDS = Path(__file__).resolve().parent.parent.parent / "dashboards"
-templates = Jinja2Templates(directory=str(DASHBOARDS / "templates"))
+# Templates and static assets ship inside the package, so an installed wheel finds them.
+WEB_DIR = Path(__file__).resolve().parent
+STATIC_DIR = WEB_DIR / "static"
+templates = Jinja2Templates(directory=str(WEB_DIR / "templates"))
 PAGE_ROLE = "read"
 INGEST_ONLY = (
     "This key can only send data (role 'ingest'); the pages show a project's data, "

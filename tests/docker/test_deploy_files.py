@@ -86,5 +86,5 @@ def test_dockerfile_is_multistage_nonroot_with_healthcheck():
     assert re.search(r"^USER telltale$", DOCKERFILE, re.M)
     assert "HEALTHCHECK" in DOCKERFILE
     assert "ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu" in DOCKERFILE
-    for path in ("app", "detectors", "pipelines", "migrations", "dashboards"):
+    for path in ("app", "detectors", "pipelines"):
         assert f"COPY {path} ./{path}" in DOCKERFILE
