@@ -40,7 +40,7 @@ RUNS_WITH: dict[str, tuple[tuple[str, ...], ...]] = {
     "FM-1": (("steps",),),
     "FM-2": (("steps", "tool_steps"),),
     "FM-3": (("input_hash", "decision"), ("input_hash", "output_embedding")),
-    "FM-4": (("true_scores", "confidence"),),
+    "FM-4": (("true_scores", "confidence"), ("true_scores", "steps")),
     "FM-5": (("eval_traces",),),
     "FM-6": (("stream_embeddings",),),
     "FM-7": (("proxy_scores", "true_scores"), ("decision",)),

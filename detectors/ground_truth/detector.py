@@ -6,17 +6,26 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
+from scipy import stats
 from sklearn.isotonic import IsotonicRegression
 
 from detectors.ground_truth.calibration import bootstrap_drop, labels_and_confidences
 from detectors.ground_truth.label_coverage import (
     LabelCounts,
+    coverage_at_age,
     label_coverage,
     visible_label,
     whole_window_labels,
 )
 from detectors.records import DetectorResult, TraceRecord
-from detectors.significance import SequentialPValue, check_integers_at_least, stop_after_for
+from detectors.ground_truth.trace_features import OutcomeModel
+from detectors.significance import (
+    SequentialPValue,
+    check_integers_at_least,
+    holm_verdict,
+    stop_after_for,
+    sub_test,
+)
 
 FAILURE_MODE = "FM-4"
 
@@ -46,10 +55,23 @@ class GroundTruthAbsenceDetector:
     On stationary data the drop is centred on 0, so the false-alarm rate is well below alpha;
     ``min_drop`` keeps huge windows from firing on trivia.
 
+    Without confidences (tool-calling agents emit none), the score calibrated in their
+    place is an outcome model's: a logistic regression of the label on trace features
+    (failed and repeated tool calls, steps, duration, decision; fitted on the reference
+    window's labeled traces only; :mod:`detectors.ground_truth.trace_features`).
+    ``evidence["estimator"]`` says which (``confidence`` or ``trace_features``).
+
+    A second sub-test, **label_coverage_fall**, fires when labels stop arriving: the share
+    of traces labeled within the reference's 90th-percentile label delay, among traces at
+    least that old, current vs reference (so traces still waiting for a late label do not
+    count as unlabeled); Fisher's exact test, one-sided, gated by a fall to
+    ``1 - min_coverage_fall`` of the reference share or below. The two sub-tests are
+    Holm-adjusted at ``alpha``.
+
     Coverage below ``min_coverage`` (overall, or in any cohort of at least
     ``min_cohort_size`` traces) sets ``evidence["needs_labels"]`` and lists the cohorts in
-    ``evidence["cohorts_needing_labels"]``; it never fires by itself (the engine turns it
-    into labeling work). It is reported on insufficient-data results too.
+    ``evidence["cohorts_needing_labels"]``; a low but steady coverage never fires (the
+    engine turns it into labeling work). It is reported on insufficient-data results too.
 
     Parameters
     ----------
@@ -67,6 +89,10 @@ class GroundTruthAbsenceDetector:
     min_cohort_size : int, default 10
         Cohorts smaller than this are reported but never request labels on their own.
     n_bootstrap : int, default 1000
+    min_coverage_fall : float, default 0.5
+        Smallest relative fall of the on-time label share that counts (0.5: halved).
+    trace_features : bool, default True
+        Estimate from trace features when too few labeled traces carry a confidence.
     seed : int, default 0
 
     Examples
@@ -92,7 +118,7 @@ class GroundTruthAbsenceDetector:
     (True, True, 0.2)
     """
 
-    needs: ClassVar[tuple[str, ...]] = ("true_scores", "confidence")
+    needs: ClassVar[tuple[str, ...]] = ("true_scores", "confidence", "steps")
     # Counts read over the whole window where the records are a sample (the service
     # attaches them: detectors.step_profiles.RecordWindow.label_counts).
     window_counts: ClassVar[tuple[str, ...]] = ("labels",)
@@ -107,6 +133,8 @@ class GroundTruthAbsenceDetector:
         min_current: int = 20,
         min_cohort_size: int = 10,
         n_bootstrap: int = 1000,
+        min_coverage_fall: float = 0.5,
+        trace_features: bool = True,
         seed: int = 0,
     ) -> None:
         if not 0.0 < alpha < 1.0:
@@ -127,7 +155,11 @@ class GroundTruthAbsenceDetector:
         self.min_labeled = int(min_labeled)
         self.min_current = int(min_current)
         self.min_cohort_size = int(min_cohort_size)
+        if not 0.0 < min_coverage_fall <= 1.0:
+            raise ValueError(f"min_coverage_fall must be in (0, 1], got {min_coverage_fall!r}")
         self.n_bootstrap = int(n_bootstrap)
+        self.min_coverage_fall = float(min_coverage_fall)
+        self.trace_features = bool(trace_features)
         self.seed = int(seed)
 
     def test(
@@ -147,33 +179,122 @@ class GroundTruthAbsenceDetector:
                 cohorts_needing_labels=[],
             )
         now = float(max(t.ended_at for t in cur)) if now is None else float(now)
-        coverage = self._coverage_evidence(cur, now, whole_window_labels(current))
+        cur_counts = whole_window_labels(current) or LabelCounts.of(cur, now)
+        ref_counts = whole_window_labels(reference) or LabelCounts.of(ref, now)
+        evidence = self._coverage_evidence(cur, now, whole_window_labels(current))
+        sub_tests: dict[str, dict[str, Any]] = {}
+        reasons: list[str] = []
+        estimate = self._estimate(ref, cur, now, evidence, reasons)
+        if estimate is not None:
+            sub_tests["estimated_accuracy"] = sub_test(*estimate)
+        fall = self._coverage_fall(ref_counts, cur_counts, now, evidence, reasons)
+        if fall is not None:
+            sub_tests["label_coverage_fall"] = sub_test(*fall)
+        if not sub_tests:
+            return DetectorResult.insufficient(FAILURE_MODE, "; ".join(reasons), **evidence)
+        verdict = holm_verdict(list(sub_tests.values()), alpha=self.alpha)
+        evidence["sub_tests"] = sub_tests
+        evidence["now"] = now
+        summaries = []
+        if sub_tests.get("estimated_accuracy", {}).get("fired"):
+            lo, hi = evidence["estimated_accuracy_interval"]
+            summaries.append(
+                f"estimated accuracy {evidence['estimated_accuracy']:.3f} (interval "
+                f"{lo:.3f}-{hi:.3f}) vs {evidence['reference_accuracy']:.3f} in the reference "
+                f"window (drop {evidence['reference_accuracy'] - evidence['estimated_accuracy']:.3f}), on {evidence['n_current_labeled']} labels and "
+                f"{evidence['n_current_unlabeled_estimated']} traces estimated from "
+                f"{evidence['estimator'].replace('_', ' ')}"
+            )
+        if sub_tests.get("label_coverage_fall", {}).get("fired"):
+            cov = evidence["coverage_at_age"]
+            summaries.append(
+                f"labels stopped arriving: {cov['current']:.0%} of traces labeled within "
+                f"{cov['age_s'] / 3600:.1f} h vs {cov['reference']:.0%} in the reference window"
+            )
+        if summaries:
+            evidence["summary"] = "; ".join(summaries)
+        if "estimated_accuracy" in sub_tests:
+            statistic = evidence["reference_accuracy"] - evidence["estimated_accuracy"]
+            threshold = self.min_drop
+        else:
+            cov = evidence["coverage_at_age"]
+            statistic = 1.0 - cov["current"] / max(cov["reference"], 1e-12)
+            threshold = self.min_coverage_fall
+        return DetectorResult(
+            failure_mode=FAILURE_MODE,
+            statistic=float(statistic),
+            threshold=float(threshold),
+            p_value=verdict.p_value,
+            fired=verdict.fired,
+            evidence=evidence,
+        )
 
-        def insufficient(reason: str) -> DetectorResult:
-            return DetectorResult.insufficient(FAILURE_MODE, reason, **coverage)
-
+    def _scores(
+        self, ref: Sequence[TraceRecord], cur: Sequence[TraceRecord], now: float, ev: dict
+    ) -> tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | str:
+        """What the estimate calibrates: the traces' confidence where enough labeled traces
+        carry one, else the outcome model's score from trace features. Returns
+        ``(estimator, ref labels, ref scores, cur labels, cur labeled scores)`` (the
+        unlabeled current scores are in ``ev["_unlabeled_scores"]``) or why not."""
         ref_y, ref_c = labels_and_confidences(ref, now)
         cur_y, cur_lc = labels_and_confidences(cur, now)
         unlabeled = [t for t in cur if visible_label(t, now) is None]
-        cur_uc = np.array([t.confidence for t in unlabeled if t.confidence is not None], float)
-        cur_uc = cur_uc[np.isfinite(cur_uc)]
         if ref_y.size < self.min_labeled:
-            return insufficient(f"{ref_y.size} labeled reference traces (< {self.min_labeled})")
+            return f"{ref_y.size} labeled reference traces (< {self.min_labeled})"
         x = np.concatenate([ref_c, cur_lc])
         y = np.concatenate([ref_y, cur_y])
         has_conf = np.isfinite(x)
-        if has_conf.sum() < self.min_labeled:
-            return insufficient(
+        if (
+            has_conf.sum() >= self.min_labeled
+            and np.ptp(x[has_conf]) > 0
+            and np.ptp(y[has_conf]) > 0
+        ):
+            uc = np.array([t.confidence for t in unlabeled if t.confidence is not None], float)
+            ev["_unlabeled_scores"] = uc[np.isfinite(uc)]
+            ev["n_current_without_confidence"] = int(len(unlabeled) - ev["_unlabeled_scores"].size)
+            return "confidence", ref_y, ref_c, cur_y, cur_lc
+        if not self.trace_features:
+            return (
                 f"{int(has_conf.sum())} labeled traces with a confidence (< {self.min_labeled})"
+                " and the trace-feature estimate is off"
             )
-        if np.ptp(x[has_conf]) == 0 or np.ptp(y[has_conf]) == 0:
-            return insufficient("labels or confidences are constant: nothing to calibrate")
+        ref_labeled = [t for t in ref if visible_label(t, now) is not None]
+        if np.ptp(ref_y) == 0:
+            return "every labeled reference trace has the same label: nothing to learn from"
+        cur_labeled = [t for t in cur if visible_label(t, now) is not None]
+        model = OutcomeModel(seed=self.seed).fit(ref_labeled, ref_y)
+        ref_scores = model.score(ref_labeled)
+        if np.ptp(ref_scores) == 0:
+            return "no confidence, and the trace features do not vary: nothing to estimate from"
+        ev["outcome_model_weights"] = model.weights()
+        ev["_unlabeled_scores"] = model.score(unlabeled)
+        ev["n_current_without_confidence"] = 0
+        return "trace_features", ref_y, ref_scores, cur_y, model.score(cur_labeled)
+
+    def _estimate(
+        self,
+        ref: Sequence[TraceRecord],
+        cur: Sequence[TraceRecord],
+        now: float,
+        ev: dict[str, Any],
+        reasons: list[str],
+    ) -> tuple[float, bool] | None:
+        """The label-free accuracy estimate's drop test (p-value, effect gate), or None."""
+        found = self._scores(ref, cur, now, ev)
+        if isinstance(found, str):
+            reasons.append(found)
+            return None
+        estimator, ref_y, ref_c, cur_y, cur_lc = found
+        cur_uc = ev.pop("_unlabeled_scores")
         if cur_y.size + cur_uc.size < self.min_current:
-            return insufficient(
-                f"{cur_y.size + cur_uc.size} current traces with a label or a confidence "
+            reasons.append(
+                f"{cur_y.size + cur_uc.size} current traces with a label or a score "
                 f"(< {self.min_current})"
             )
-
+            return None
+        x = np.concatenate([ref_c, cur_lc])
+        y = np.concatenate([ref_y, cur_y])
+        has_conf = np.isfinite(x)
         calibrator = IsotonicRegression(out_of_bounds="clip").fit(x[has_conf], y[has_conf])
         expected = calibrator.predict(cur_uc) if cur_uc.size else np.empty(0)
         ref_acc = float(ref_y.mean())
@@ -186,42 +307,59 @@ class GroundTruthAbsenceDetector:
             min_drop=self.min_drop, stop_after=resampling.stop_after,
         )  # fmt: skip
         resampling.add(drops <= self.min_drop)
-        drop = ref_acc - est_acc
-        p_value = float(resampling.p_value)
-        fired = p_value <= self.alpha
         lo, hi = np.quantile(ests, [self.alpha, 1.0 - self.alpha])
-        evidence = {
-            **coverage,
-            "reference_accuracy": ref_acc,
-            "estimated_accuracy": est_acc,
-            "estimated_accuracy_interval": [float(lo), float(hi)],
-            "interval_level": 1.0 - 2.0 * self.alpha,
-            # The interval is over the replicates drawn: few when the p-value was decided
-            # early (no drop in sight), all of them when it matters.
-            "resampling": resampling.evidence(),
-            "estimated_accuracy_unlabeled": float(expected.mean()) if expected.size else None,
-            "realised_accuracy_labeled_current": float(cur_y.mean()) if cur_y.size else None,
-            "drop_lower_bound": float(np.quantile(drops, self.alpha)),
-            "n_calibration": int(has_conf.sum()),
-            "n_reference_labeled": int(ref_y.size),
-            "n_current_labeled": int(cur_y.size),
-            "n_current_unlabeled_estimated": int(cur_uc.size),
-            "n_current_without_confidence": int(len(unlabeled) - cur_uc.size),
-            "now": now,
-        }
-        if fired:
-            evidence["summary"] = (
-                f"estimated accuracy {est_acc:.3f} (interval {lo:.3f}-{hi:.3f}) vs "
-                f"{ref_acc:.3f} in the reference window: drop {drop:.3f}"
-            )
-        return DetectorResult(
-            failure_mode=FAILURE_MODE,
-            statistic=float(drop),
-            threshold=self.min_drop,
-            p_value=p_value,
-            fired=bool(fired),
-            evidence=evidence,
+        ev.update(
+            {
+                "estimator": estimator,
+                "reference_accuracy": ref_acc,
+                "estimated_accuracy": est_acc,
+                "estimated_accuracy_interval": [float(lo), float(hi)],
+                "interval_level": 1.0 - 2.0 * self.alpha,
+                # The interval is over the replicates drawn: few when the p-value was
+                # decided early (no drop in sight), all of them when it matters.
+                "resampling": resampling.evidence(),
+                "estimated_accuracy_unlabeled": float(expected.mean()) if expected.size else None,
+                "realised_accuracy_labeled_current": float(cur_y.mean()) if cur_y.size else None,
+                "drop_lower_bound": float(np.quantile(drops, self.alpha)),
+                "n_calibration": int(has_conf.sum()),
+                "n_reference_labeled": int(ref_y.size),
+                "n_current_labeled": int(cur_y.size),
+                "n_current_unlabeled_estimated": int(cur_uc.size),
+            }
         )
+        return float(resampling.p_value), True
+
+    def _coverage_fall(
+        self,
+        ref_counts: LabelCounts,
+        cur_counts: LabelCounts,
+        now: float,
+        ev: dict[str, Any],
+        reasons: list[str],
+    ) -> tuple[float, bool] | None:
+        """Did labels stop arriving? Coverage at the reference's usual label delay, current
+        vs reference: Fisher's exact test, one-sided, gated by ``min_coverage_fall``."""
+        delays = [c.delays for c in ref_counts.cohorts.values() if c.delays.size]
+        if not delays:
+            reasons.append("no reference label with a known arrival time: no coverage baseline")
+            return None
+        age = float(np.quantile(np.concatenate(delays), 0.9))
+        k_r, n_r = coverage_at_age(ref_counts, age, now)
+        k_c, n_c = coverage_at_age(cur_counts, age, now)
+        if n_r < self.min_labeled or n_c < self.min_current:
+            reasons.append(
+                f"{n_c} current traces older than the usual label delay ({age / 3600:.1f} h; "
+                f"< {self.min_current})"
+            )
+            return None
+        rate_r, rate_c = k_r / n_r, k_c / n_c
+        ev["coverage_at_age"] = {
+            "age_s": age, "reference": rate_r, "current": rate_c,
+            "reference_traces": n_r, "current_traces": n_c,
+        }  # fmt: skip
+        table = [[k_r, n_r - k_r], [k_c, n_c - k_c]]
+        p = float(stats.fisher_exact(table, alternative="greater").pvalue)
+        return p, rate_c <= (1.0 - self.min_coverage_fall) * rate_r
 
     def _coverage_evidence(
         self, cur: Sequence[TraceRecord], now: float, counts: LabelCounts | None

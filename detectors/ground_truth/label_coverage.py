@@ -32,12 +32,16 @@ def visible_label(trace: TraceRecord, now: float) -> Score | None:
 @dataclass(frozen=True)
 class CohortLabels:
     """One cohort's traces: how many, the label delays (seconds) of the labeled ones whose
-    label time is known, how many are labeled, and when the unlabeled ones ended."""
+    label time is known, how many are labeled, and when the unlabeled ones ended;
+    ``labeled_ended_at`` and ``labeled_delays`` are per labeled trace (the delay NaN where
+    the label time is unknown), for the coverage-at-equal-age comparison."""
 
     n_traces: int
     n_labeled: int
     delays: np.ndarray
     pending_ended_at: np.ndarray
+    labeled_ended_at: np.ndarray
+    labeled_delays: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -53,13 +57,17 @@ class LabelCounts:
         delays: dict[Cohort, list[float]] = defaultdict(list)
         pending: dict[Cohort, list[float]] = defaultdict(list)
         labeled: dict[Cohort, int] = defaultdict(int)
+        labeled_at: dict[Cohort, list[tuple[float, float]]] = defaultdict(list)
         for cohort, ended_at, label_at in rows:
             if label_at is None:
                 pending[cohort].append(ended_at)
                 continue
             labeled[cohort] += 1
+            delay = float("nan")
             if label_at > 0:  # created_at 0.0 means "time unknown"
-                delays[cohort].append(max(0.0, label_at - ended_at))
+                delay = max(0.0, label_at - ended_at)
+                delays[cohort].append(delay)
+            labeled_at[cohort].append((ended_at, delay))
         out = {}
         for cohort in set(pending) | set(labeled):
             out[cohort] = CohortLabels(
@@ -67,6 +75,8 @@ class LabelCounts:
                 n_labeled=labeled[cohort],
                 delays=np.asarray(delays[cohort], dtype=float),
                 pending_ended_at=np.asarray(pending[cohort], dtype=float),
+                labeled_ended_at=np.array([e for e, _ in labeled_at[cohort]], dtype=float),
+                labeled_delays=np.array([d for _, d in labeled_at[cohort]], dtype=float),
             )
         return cls(out)
 
@@ -129,3 +139,26 @@ def label_coverage(
             }
         )
     return rows
+
+
+def coverage_at_age(counts: LabelCounts, age_s: float, now: float) -> tuple[int, int]:
+    """``(labeled within age_s of their end, traces ended at least age_s before now)``.
+
+    Labels arrive late, so a current window's coverage is low only because its newest
+    traces wait for theirs. Compared at one age (the reference's usual label delay), the
+    reference and the current window count the same thing: traces old enough, and those
+    labeled within that time. A label whose time is unknown counts as on time.
+
+    >>> from detectors.records import Score
+    >>> t = TraceRecord("a", "bot", ended_at=0.0, scores=(Score("ok", 1.0, "true", "human", 50.0),))
+    >>> coverage_at_age(LabelCounts.of([t, TraceRecord("b", "bot", ended_at=90.0)], 100.0), 60.0, 100.0)
+    (1, 1)
+    """
+    cutoff = now - age_s
+    labeled = eligible = 0
+    for c in counts.cohorts.values():
+        old = c.labeled_ended_at <= cutoff
+        on_time = ~(c.labeled_delays > age_s)  # NaN (time unknown) counts as on time
+        labeled += int((old & on_time).sum())
+        eligible += int(old.sum()) + int((c.pending_ended_at <= cutoff).sum())
+    return labeled, eligible
