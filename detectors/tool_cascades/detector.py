@@ -31,11 +31,14 @@ FAILURE_MODE = "FM-2"
 class ToolCascadeDetector:
     """FM-2: tool failures that cascade, and tool results that are available but wrong.
 
-    For every tool step ``t`` followed by a step ``t+1`` (:func:`is_tool_step`,
-    :func:`~detectors.compounding_errors.step_error`) the cascade lift is
-    ``P(t+1 fails | t failed) / P(t+1 fails | t ok)``, each rate smoothed as
-    ``(failures + 0.5) / (n + 1)``. A cascade is a run of consecutive failed steps that
-    starts at a failed tool call; its depth is the number of failed steps after the tool.
+    For every tool call ``t`` with a later step, *what follows* is the steps after it up
+    to and including the next tool call (to the end of the trace when none follows): real
+    agents put a model reply between tool calls, and what a failed call spoils is the next
+    call (:func:`~detectors.tool_cascades.tool_calls.cascades`). The cascade lift is
+    ``P(what follows fails | t failed) / P(what follows fails | t ok)``, each rate smoothed
+    as ``(failures + 0.5) / (n + 1)``. A cascade is a run of failed steps that a failed tool
+    call starts, which ok model steps do not end and an ok tool call does; its depth is
+    the number of failed steps after the tool.
 
     Sub-tests, Holm-adjusted at ``alpha``:
 
@@ -64,8 +67,9 @@ class ToolCascadeDetector:
     in the current window, or no sub-test with enough data, gives ``insufficient_data``.
 
     Calibration (tests/detectors/test_tool_cascades.py, seeded): clean windows with
-    per-trace frailty fire 0/100 runs; next-step failure after a failed tool 12% -> 35%
-    (400 traces x 4 tool calls) is caught in 95%, ok-but-partial db results 5% -> 15% in
+    per-trace frailty fire 0/60 runs; model-step failure after a failed tool 12% -> 45%
+    (400 traces x 4 tool calls) is caught in 100% (12% -> 35%: 80%), the next tool call
+    failing 15% -> 45% after a failed one, with a model reply between, in 10/10, ok-but-partial db results 5% -> 15% in
     100%. References: Fisher's exact test; Tarone (1990) for discrete Bonferroni; Fieller,
     Hartley & Pearson (1957) for the variance of Spearman's rho; Holm (1979).
 

@@ -59,29 +59,62 @@ def excess_risk(sums: np.ndarray) -> np.ndarray:
     return np.asarray(a / np.maximum(n1, 1.0) - c / np.maximum(n0, 1.0))
 
 
+def cascades(flags: Sequence[tuple[bool, bool]]) -> tuple[list[int], list[tuple[int, int]]]:
+    """``(a, n1, c, n0)`` and the ``(step, depth)`` of each cascade, from ``(is a tool call,
+    failed)`` per step in order.
+
+    Real agents put a model reply between tool calls, and the reply rarely fails: what a
+    failed tool call spoils is the *next tool call*. So each tool call with a later step
+    is paired with what follows it up to and including the next tool call (to the end of
+    the trace when none follows): the pair fails when any of those steps fails. A cascade
+    is a run of failures that a failed tool call starts; ok model steps inside it do not
+    end it, an ok tool call does. Its depth is the number of failed steps after the tool.
+
+    >>> cascades([(True, True), (False, False), (True, True), (False, False), (True, False)])
+    ([1, 2, 0, 0], [(0, 1)])
+    >>> cascades([(True, True), (False, True), (True, False), (False, False)])
+    ([1, 1, 0, 1], [(0, 1)])
+    """
+    counts = [0, 0, 0, 0]  # a, n1, c, n0: next fails | tool failed, next fails | tool ok
+    found: list[tuple[int, int]] = []
+    in_run = False
+    for i, (tool, err) in enumerate(flags):
+        if tool and i + 1 < len(flags):
+            spoiled = False
+            for later_tool, later_err in flags[i + 1 :]:
+                spoiled = spoiled or later_err
+                if later_tool:
+                    break
+            slot = 0 if err else 2
+            counts[slot] += spoiled
+            counts[slot + 1] += 1
+        if err and tool and not in_run:
+            depth = 0
+            for later_tool, later_err in flags[i + 1 :]:
+                if later_err:
+                    depth += 1
+                elif later_tool:
+                    break
+            found.append((i, depth))
+        if err:
+            in_run = True
+        elif tool:
+            in_run = False
+    return counts, found
+
+
 def profile_cascades(profile: str) -> tuple[list[int], list[int], int]:
-    """One step profile's ``(a, n1, c, n0)``, the depths of the failure runs its failed tool
-    calls start, and its tool calls (the counts :func:`tool_window` takes per trace).
+    """One step profile's ``(a, n1, c, n0)``, the depths of the cascades its failed tool
+    calls start (:func:`cascades`), and its tool calls (what :func:`tool_window` counts).
 
     >>> profile_cascades("sTSSts")
     ([1, 1, 0, 1], [2], 2)
+    >>> profile_cascades("tsTsTst")
+    ([1, 2, 1, 1], [1], 4)
     """
     flags = profile_steps(profile)
-    counts, depths, n_tool = [0, 0, 0, 0], [], 0
-    for i, (tool, err) in enumerate(flags):
-        if not tool:
-            continue
-        n_tool += 1
-        if i + 1 < len(flags):
-            slot = 0 if err else 2
-            counts[slot] += flags[i + 1][1]
-            counts[slot + 1] += 1
-        if err and (i == 0 or not flags[i - 1][1]):
-            depth = 0
-            while i + depth + 1 < len(flags) and flags[i + depth + 1][1]:
-                depth += 1
-            depths.append(depth)
-    return counts, depths, n_tool
+    counts, found = cascades(flags)
+    return counts, [d for _, d in found], sum(tool for tool, _ in flags)
 
 
 def tool_window(
@@ -96,29 +129,21 @@ def tool_window(
     n_tool = 0
     for trace in traces:
         steps = sorted(trace.steps, key=lambda s: s.index)
-        err = [step_error(s) for s in steps]
-        counts = [0, 0, 0, 0]  # a, n1, c, n0: next fails | tool failed, next fails | tool ok
+        counts, found = cascades([(is_tool_step(s), step_error(s)) for s in steps])
         tool_latency = []
-        for i, step in enumerate(steps):
+        for step in steps:
             if not is_tool_step(step):
                 continue
             n_tool += 1
             tool_latency.append(step.latency_s)
-            name = step.tool_name or step.name
-            if not err[i]:
+            if not step_error(step):
+                name = step.tool_name or step.name
                 abw[name][0] += available_but_wrong(step)
                 abw[name][1] += 1
-            if i + 1 < len(steps):
-                slot = 0 if err[i] else 2
-                counts[slot] += err[i + 1]
-                counts[slot + 1] += 1
-            if err[i] and (i == 0 or not err[i - 1]):  # a failure run that a tool starts
-                depth = 0
-                while i + depth + 1 < len(steps) and err[i + depth + 1]:
-                    depth += 1
-                depths.append(depth)
-                started[name].append(depth)
-                longest.append((depth, trace.trace_id))
+        for i, depth in found:
+            depths.append(depth)
+            started[steps[i].tool_name or steps[i].name].append(depth)
+            longest.append((depth, trace.trace_id))
         pairs.append(counts)
         if tool_latency:
             latency.append(float(np.mean(tool_latency)))
