@@ -69,8 +69,8 @@ class ToolCascadeDetector:
     Calibration (tests/detectors/test_tool_cascades.py, seeded): clean windows with
     per-trace frailty fire 0/60 runs; model-step failure after a failed tool 12% -> 45%
     (400 traces x 4 tool calls) is caught in 100% (12% -> 35%: 80%), the next tool call
-    failing 15% -> 45% after a failed one, with a model reply between, in 10/10, ok-but-partial db results 5% -> 15% in
-    100%. References: Fisher's exact test; Tarone (1990) for discrete Bonferroni; Fieller,
+    failing 15% -> 45% after a failed one, with a model reply between, in 10/10,
+    ok-but-partial db results 5% -> 15% in 100%. References: Fisher's exact test; Tarone (1990) for discrete Bonferroni; Fieller,
     Hartley & Pearson (1957) for the variance of Spearman's rho; Holm (1979).
 
     Parameters
