@@ -17,8 +17,8 @@ from detectors.ground_truth.label_coverage import (
     visible_label,
     whole_window_labels,
 )
-from detectors.records import DetectorResult, TraceRecord
 from detectors.ground_truth.trace_features import OutcomeModel
+from detectors.records import DetectorResult, TraceRecord
 from detectors.significance import (
     SequentialPValue,
     check_integers_at_least,
