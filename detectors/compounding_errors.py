@@ -41,12 +41,14 @@ def log_mh_ratio(sums: np.ndarray) -> np.ndarray:
 
 
 class CompoundingErrorDetector:
-    """FM-1: error hazard after an earlier decision error, against independent errors.
+    """FM-1: error hazard after an earlier error (a failed decision or tool call), against independent errors.
 
-    For every decision step (not a tool call) at depth ``d >= 1`` the detector records
-    whether it is wrong and whether an earlier decision step of the trace was wrong
-    (:func:`step_error`). Steps right after a failure run that began at a failed tool call
-    belong to FM-2 and are left out, and such runs do not count as an earlier error.
+    For every step at depth ``d >= 1``, tool calls included, the detector records whether
+    it failed and whether an earlier step of the trace failed (:func:`step_error`): real
+    agents' early errors are failed tool calls, and their later failures are further
+    failed calls. What follows a failed tool call up to and including the next tool call
+    belongs to FM-2 (the cascade) and is left out; it still counts as an earlier error
+    for the steps beyond it.
     Stratified by depth (depths ``>= max_depth`` pooled), the compounding ratio is the
     Mantel-Haenszel risk ratio ``h(d | earlier error) / h(d | no earlier error)``;
     under independent errors it is 1 whatever the per-depth base hazard.
@@ -71,9 +73,11 @@ class CompoundingErrorDetector:
     with enough data, gives ``insufficient_data``.
 
     Calibration (tests/detectors/test_compounding_errors.py, seeded): clean windows with
-    trace-level frailty fire 1/100 runs; a x3 hazard after the first wrong decision
-    (300 traces x 8 steps, ~6% base rate) is caught in 85-95% of runs, a coherence-illusion
-    rise of 0.2 in 92%. References: Mantel & Haenszel (1959); Holm (1979); the "coherence
+    trace-level frailty fire 0/60 runs; a x3 decision hazard after the first wrong decision
+    (300 traces x 8 steps, ~6% base rate, independent tool failures) is caught in 35/40
+    runs, x4 in 40/40; tool calls failing x3 as often beyond the call after a failed one
+    (real agents' shape, 400 traces) in 10/10; a coherence-illusion rise of 0.2 in 92%.
+    References: Mantel & Haenszel (1959); Holm (1979); the "coherence
     illusion" of arXiv 2605.01604.
 
     Parameters
@@ -156,18 +160,30 @@ class CompoundingErrorDetector:
 
     def _profile_counts(self, profile: str) -> tuple[np.ndarray, int]:
         """(max_depth x 4) counts (a, n1, c, n0) per depth of one trace's step profile
-        (:mod:`detectors.step_profiles`), and the errors after an error."""
+        (:mod:`detectors.step_profiles`), and the errors after an error.
+
+        Every step from depth 1 is a unit, tool calls included: real agents' errors are
+        failed tool calls. What follows a failed tool call up to and including the next
+        tool call is FM-2's (:func:`~detectors.tool_cascades.tool_calls.cascades`) and is
+        left out; every failed step, tool calls included, is an earlier error for the rest.
+
+        >>> d = CompoundingErrorDetector(max_depth=4)
+        >>> d._profile_counts("tTstT")[1]  # the last T follows an ok tool: a compounded error
+        1
+        >>> d._profile_counts("tTsT")[1]  # it is the call after the failed one: FM-2's
+        0
+        """
         counts = np.zeros((self.max_depth, 4))
-        exposed, prev_cascade, compounded = False, False, 0
+        exposed, after_failed_tool, compounded = False, False, 0
         for i, (tool, err) in enumerate(profile_steps(profile)):
-            cascade = err and (tool or prev_cascade)
-            if i >= 1 and not tool and not prev_cascade:
+            if i >= 1 and not after_failed_tool:
                 row = counts[min(i, self.max_depth) - 1]
                 row[0 if exposed else 2] += err
                 row[1 if exposed else 3] += 1
                 compounded += int(exposed and err)
-            exposed = exposed or (err and not tool and not cascade)
-            prev_cascade = cascade
+            exposed = exposed or err
+            if tool:
+                after_failed_tool = err
         return counts.reshape(-1), compounded
 
     def _coherence(self, trace: TraceRecord) -> float | None:

@@ -80,8 +80,43 @@ def test_quiet_on_clean_data_with_correlated_errors() -> None:
 
 def test_fires_on_moderate_compounding() -> None:
     # 300 current / 600 reference traces x 8 steps, ~6% base error rate with frailty,
-    # hazard x3 after the first wrong decision.
-    assert fire_rate(20, seed=2, n_traces=300, n_reference=600, boost=3.0) >= 0.9
+    # decision hazard x4 after the first wrong decision. The independent 10% tool failures
+    # count as earlier errors and as units too, which dilutes this generator's effect:
+    # x3 is caught in 35 of 40 seeds, x4 in 40 of 40.
+    assert fire_rate(20, seed=2, n_traces=300, n_reference=600, boost=4.0) >= 0.9
+
+
+def tool_agent_window(rng: np.random.Generator, n: int, boost: float) -> list[TraceRecord]:
+    """Real agents' shape: tool calls with an ok model reply between them. Each trace has
+    its own tool failure rate (frailty); after a failed call, the calls *beyond the next
+    one* fail ``boost`` times as often (the next one is FM-2's and stays at the base)."""
+    traces = []
+    for i in range(n):
+        base = float(rng.beta(2, 18))
+        steps, k, first_failure = [], 0, None
+        for call in range(int(rng.integers(4, 9))):
+            later = first_failure is not None and call >= first_failure + 2
+            failed = bool(rng.random() < min(1.0, base * (boost if later else 1.0)))
+            if failed and first_failure is None:
+                first_failure = call
+            steps.append(Step(k, "tool", "call", "error" if failed else "ok", tool_name="api"))
+            steps.append(Step(k + 1, "llm", "reply"))
+            k += 2
+        traces.append(TraceRecord(f"a{i}", "agent", steps=tuple(steps)))
+    return traces
+
+
+def test_failed_tool_calls_are_early_errors_and_later_failures() -> None:
+    detector = CompoundingErrorDetector(n_permutations=399)
+    fired = quiet = 0
+    for k in range(10):
+        rng = np.random.default_rng([21, k])
+        reference = tool_agent_window(rng, 400, boost=1.0)
+        loud = detector.test(reference, tool_agent_window(rng, 400, boost=3.0))
+        fired += loud.fired
+        quiet += detector.test(reference, tool_agent_window(rng, 400, boost=1.0)).fired
+    assert fired >= 9 and quiet == 0
+    assert loud.evidence["steps_after_error"] > 100
 
 
 def test_fires_on_coherence_illusion() -> None:
