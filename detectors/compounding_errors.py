@@ -41,7 +41,7 @@ def log_mh_ratio(sums: np.ndarray) -> np.ndarray:
 
 
 class CompoundingErrorDetector:
-    """FM-1: error hazard after an earlier error (a failed decision or tool call), against independent errors.
+    """FM-1: error hazard after an earlier error (decision or tool call), against independence.
 
     For every step at depth ``d >= 1``, tool calls included, the detector records whether
     it failed and whether an earlier step of the trace failed (:func:`step_error`): real
