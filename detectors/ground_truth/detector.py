@@ -239,6 +239,7 @@ class GroundTruthAbsenceDetector:
         ref_y, ref_c = labels_and_confidences(ref, now)
         cur_y, cur_lc = labels_and_confidences(cur, now)
         unlabeled = [t for t in cur if visible_label(t, now) is None]
+        ref_unlabeled = [t for t in ref if visible_label(t, now) is None]
         if ref_y.size < self.min_labeled:
             return f"{ref_y.size} labeled reference traces (< {self.min_labeled})"
         x = np.concatenate([ref_c, cur_lc])
@@ -251,6 +252,8 @@ class GroundTruthAbsenceDetector:
         ):
             uc = np.array([t.confidence for t in unlabeled if t.confidence is not None], float)
             ev["_unlabeled_scores"] = uc[np.isfinite(uc)]
+            ruc = np.array([t.confidence for t in ref_unlabeled if t.confidence is not None], float)
+            ev["_reference_unlabeled_scores"] = ruc[np.isfinite(ruc)]
             ev["n_current_without_confidence"] = int(len(unlabeled) - ev["_unlabeled_scores"].size)
             return "confidence", ref_y, ref_c, cur_y, cur_lc
         if not self.trace_features:
@@ -262,12 +265,13 @@ class GroundTruthAbsenceDetector:
         if np.ptp(ref_y) == 0:
             return "every labeled reference trace has the same label: nothing to learn from"
         cur_labeled = [t for t in cur if visible_label(t, now) is not None]
-        model = OutcomeModel(seed=self.seed).fit(ref_labeled, ref_y)
-        ref_scores = model.score(ref_labeled)
-        if np.ptp(ref_scores) == 0:
+        model = OutcomeModel(seed=self.seed)
+        ref_scores = model.fit_out_of_fold(ref_labeled, ref_y)
+        if not model.informative:
             return "no confidence, and the trace features do not vary: nothing to estimate from"
         ev["outcome_model_weights"] = model.weights()
         ev["_unlabeled_scores"] = model.score(unlabeled)
+        ev["_reference_unlabeled_scores"] = model.score(ref_unlabeled)
         ev["n_current_without_confidence"] = 0
         return "trace_features", ref_y, ref_scores, cur_y, model.score(cur_labeled)
 
@@ -286,6 +290,7 @@ class GroundTruthAbsenceDetector:
             return None
         estimator, ref_y, ref_c, cur_y, cur_lc = found
         cur_uc = ev.pop("_unlabeled_scores")
+        ev.pop("_reference_unlabeled_scores")
         if cur_y.size + cur_uc.size < self.min_current:
             reasons.append(
                 f"{cur_y.size + cur_uc.size} current traces with a label or a score "

@@ -90,6 +90,7 @@ class OutcomeModel:
         self._mean = np.zeros(0)
         self._scale = np.ones(0)
         self._model: LogisticRegression | None = None
+        self.informative = False
 
     def matrix(self, traces: Sequence[TraceRecord]) -> np.ndarray:
         rows = []
@@ -98,16 +99,47 @@ class OutcomeModel:
             rows.append(numeric_features(t) + onehot)
         return np.array(rows, dtype=float).reshape(len(rows), len(FEATURES) + len(self.decisions))
 
-    def fit(self, traces: Sequence[TraceRecord], labels: np.ndarray) -> OutcomeModel:
-        counted = Counter(t.decision for t in traces if t.decision is not None)
-        self.decisions = tuple(d for d, _ in counted.most_common(MAX_DECISIONS))
+    def fit(
+        self,
+        traces: Sequence[TraceRecord],
+        labels: np.ndarray,
+        *,
+        decisions: tuple[str, ...] | None = None,
+    ) -> OutcomeModel:
+        if decisions is None:
+            counted = Counter(t.decision for t in traces if t.decision is not None)
+            decisions = tuple(d for d, _ in counted.most_common(MAX_DECISIONS))
+        self.decisions = decisions
         x = self.matrix(traces)
         self._mean = x.mean(axis=0)
-        self._scale = np.where(x.std(axis=0) > 0, x.std(axis=0), 1.0)
+        varies = np.ptp(x, axis=0) > 0  # not std: a constant column's std can be 1e-16
+        self._scale = np.where(varies, x.std(axis=0), 1.0)
+        # No feature varies: the model can only say the base rate.
+        self.informative = bool(varies.any())
         y = (np.asarray(labels) >= 0.5).astype(int)
         self._model = LogisticRegression(C=self.c, max_iter=500, random_state=self.seed)
         self._model.fit((x - self._mean) / self._scale, y)
         return self
+
+    def fit_out_of_fold(
+        self, traces: Sequence[TraceRecord], labels: np.ndarray, *, folds: int = 5
+    ) -> np.ndarray:
+        """Fit on every trace, and return each trace's score from a model that did not see
+        it (``folds``-fold cross-fitting): a calibration fitted on in-sample scores would
+        believe the model sharper than it is on new traces."""
+        self.fit(traces, labels)
+        y = (np.asarray(labels) >= 0.5).astype(int)
+        out = self.score(traces)
+        order = np.random.default_rng(self.seed).permutation(len(traces))
+        for k in range(folds):
+            held = order[k::folds]
+            train = np.setdiff1d(order, held)
+            if held.size == 0 or np.ptp(y[train]) == 0:
+                continue
+            part = OutcomeModel(c=self.c, seed=self.seed)
+            part.fit([traces[i] for i in train], y[train], decisions=self.decisions)
+            out[held] = part.score([traces[i] for i in held])
+        return out
 
     def score(self, traces: Sequence[TraceRecord]) -> np.ndarray:
         if self._model is None:
