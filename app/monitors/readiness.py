@@ -8,22 +8,30 @@ each need as present or missing with its count, and for each missing one the exa
 remedy (:mod:`app.monitors.remedies`). Counts are SQL aggregates
 (:mod:`app.monitors.readiness_counts`), never loaded records.
 
+A need is present only in the volume a verdict needs (:data:`MIN_COUNT`: the detectors'
+default minimums) and only when it says something: a derived decision with one value on
+every trace (``|stop`` on each trace captured without content) counts as missing.
+
 ``status``: ``ready`` (every need present), ``partial`` (some sub-test can run: one of
 :data:`RUNS_WITH`'s sets is present), ``missing`` (none can) or ``no_data`` (nothing in
-the window at all).
+the window at all). ``ready`` and ``partial`` are promises that the next run gives a
+verdict; where the monitor's latest run, on the window as it is now, gave none
+(``insufficient_data``: not enough failures, say, which no count here foresees), the
+status is ``insufficient`` and ``last_run`` carries that run's reason.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.db import as_utc
-from app.models import Monitor
+from app.models import DetectorRun, Monitor
 from app.models.base import utcnow
 from app.monitors import baseline, history, readiness_counts, vector_windows, windows
 from app.monitors import state as monitor_state
@@ -48,6 +56,12 @@ RUNS_WITH: dict[str, tuple[tuple[str, ...], ...]] = {
 }
 
 
+# The fewest traces carrying a need with which a detector gives a verdict: the detectors'
+# default minimums (FM-1 and OUTCOME min_traces 30 multi-step traces, FM-4 min_labeled 30
+# labeled reference traces, FM-5 eval traces to compare). A need below it is missing.
+MIN_COUNT: dict[str, int] = {"steps": 30, "true_scores": 20, "eval_traces": 20}
+
+
 @dataclass(frozen=True)
 class Need:
     need: str
@@ -65,7 +79,7 @@ _TRACE_NEEDS: dict[str, Callable[[WindowCounts], tuple[int, dict[str, Any]]]] = 
     "tool_steps": lambda c: (c.with_tool_steps, {}),
     "input_hash": lambda c: (c.with_input_hash, {"repeated_inputs": c.repeated_inputs}),
     "entry_point": lambda c: (c.with_entry_point, {}),
-    "decision": lambda c: (c.with_decision, {}),
+    "decision": lambda c: (c.with_decision, {"distinct": c.distinct_decisions}),
     "confidence": lambda c: (
         max(c.with_confidence, c.with_step_confidence),
         {"trace_attribute": c.with_confidence, "step_confidence": c.with_step_confidence},
@@ -82,7 +96,9 @@ _TRACE_NEEDS: dict[str, Callable[[WindowCounts], tuple[int, dict[str, Any]]]] = 
 def _present(need: str, count: int, detail: dict[str, Any]) -> bool:
     if need == "input_hash":  # FM-3 compares repeats: identities seen once are no group
         return bool(detail["repeated_inputs"])
-    return count > 0
+    if need == "decision" and detail.get("distinct", 2) < 2:
+        return False  # one value on every trace: a constant, not a decision
+    return count >= MIN_COUNT.get(need, 1)
 
 
 def trace_needs(
@@ -100,6 +116,14 @@ def trace_needs(
             if name == "input_hash" and count:
                 remedies.insert(0, {"how": "note", "text": f"{count} traces carry an input "
                                     "identity but none repeats in this window"})  # fmt: skip
+            elif name == "decision" and count:
+                remedies.insert(0, {"how": "note", "text": f"all {count} traces carry the same "
+                                    "decision: a constant tells no change (a derived decision "
+                                    "of traces captured without content reads the same on "
+                                    "each)"})  # fmt: skip
+            elif count and count < MIN_COUNT.get(name, 1):
+                remedies.insert(0, {"how": "note", "text": f"{count} traces carry it; a "
+                                    f"verdict needs {MIN_COUNT[name]} in the window"})  # fmt: skip
         out.append(Need(name, present, count, counts.traces, detail, remedies))
     return out
 
@@ -176,6 +200,11 @@ def monitor_readiness(
         ]  # fmt: skip
         empty = not counts.traces
     answer["status"] = status_of(monitor.failure_mode, needs, empty)
+    last = _last_run(session, monitor, w.current_end)
+    if last is not None:
+        answer["last_run"] = last
+        if answer["status"] in ("ready", "partial") and last["status"] == "insufficient_data":
+            answer["status"] = "insufficient"
     answer["needs"] = [
         {
             "need": n.need,
@@ -189,3 +218,18 @@ def monitor_readiness(
         for n in needs
     ]
     return answer
+
+
+def _last_run(session: Session, monitor: Monitor, now: datetime) -> dict[str, Any] | None:
+    """The monitor's latest run if it read the window as it is now (within two intervals):
+    its status and, without a verdict, its reason."""
+    run = session.scalars(
+        select(DetectorRun)
+        .where(DetectorRun.monitor_id == monitor.id)
+        .order_by(DetectorRun.at.desc())
+        .limit(1)
+    ).first()
+    if run is None or now - as_utc(run.at) > timedelta(seconds=2 * monitor.interval_seconds):
+        return None
+    reason = (run.evidence or {}).get("reason") if run.status == "insufficient_data" else None
+    return {"at": as_utc(run.at).isoformat(), "status": run.status, "reason": reason}

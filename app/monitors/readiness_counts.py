@@ -38,6 +38,7 @@ class WindowCounts:
     repeated_inputs: int = 0  # input identities seen on two or more traces
     with_entry_point: int = 0
     with_decision: int = 0
+    distinct_decisions: int = 0  # one value on every trace says nothing (e.g. "|stop")
     with_confidence: int = 0  # the trace attribute
     with_counterfactual: int = 0
     with_spans: int = 0
@@ -83,6 +84,7 @@ def window_counts(
                 func.count(Trace.input_hash),
                 func.count(Trace.entry_point),
                 _count_if(Trace.attributes["decision"].as_string().is_not(None)),
+                func.count(func.distinct(Trace.attributes["decision"].as_string())),
                 _count_if(Trace.attributes["confidence"].as_string().is_not(None)),
                 func.count(Trace.counterfactual_of),
             ),
@@ -93,7 +95,8 @@ def window_counts(
         )  # fmt: skip
     ).one()
     (out.traces, out.eval_traces, out.with_input_hash, out.with_entry_point,
-     out.with_decision, out.with_confidence, out.with_counterfactual) = map(int, row)  # fmt: skip
+     out.with_decision, out.distinct_decisions, out.with_confidence,
+     out.with_counterfactual) = map(int, row)  # fmt: skip
     if not out.traces:
         return out
     # Span and score flags are per trace: beyond MAX_TRACES_COUNTED, every k-th trace row

@@ -38,10 +38,16 @@ class WindowOut(ResponseModel):
     end: str
 
 
+class LastRunOut(ResponseModel):
+    at: str
+    status: str
+    reason: str | None = Field(None, description="why the run gave no verdict")
+
+
 class ReadinessOut(ResponseModel):
     monitor_id: int
     failure_mode: str
-    status: Literal["ready", "partial", "missing", "no_data"]
+    status: Literal["ready", "partial", "insufficient", "missing", "no_data"]
     window: WindowOut
     traces: int | None = Field(description="traces in the current window (FM-6: null)")
     counted_traces: int | None = Field(
@@ -49,3 +55,6 @@ class ReadinessOut(ResponseModel):
     )
     scores: list[ScoreNameOut] = []
     needs: list[NeedOut]
+    last_run: LastRunOut | None = Field(
+        None, description="the latest run on this window: insufficient_data says why"
+    )

@@ -47,10 +47,11 @@ REMEDIES: dict[str, tuple[Remedy, ...]] = {
         _r("api", "send spans: OTLP POST /v1/traces from any GenAI instrumentation, "
            "or native span events on POST /api/v1/ingest"),
     ),
+    # Only a span attribute gives a step its confidence: the derived ``confidence`` signal
+    # is one per trace (the final answer's), which FM-4 reads and FM-1 cannot.
     "step_confidence": (
-        _r("attribute", "telltale.confidence (a number in [0, 1]) on each LLM or agent span"),
-        _r("config", f"confidence: derive it from token logprobs or a self-reported field "
-           f"({_SIGNALS_API})"),
+        _r("attribute", "telltale.confidence (a number in [0, 1]) on each LLM or agent span; "
+           "without it FM-1 still tests compounding, only its coherence-illusion test waits"),
     ),
     "tool_steps": (
         _r("instrumentation", "tool spans (gen_ai.operation.name=execute_tool, OpenInference "

@@ -152,10 +152,12 @@ def tool_window(
     pair_rows = np.array(pairs, dtype=float).reshape(-1, 4)
     weights = None
     if whole is not None:
-        found = {p: profile_cascades(p) for p, _ in whole}
-        pair_rows, weights = weighted_rows({p: np.array(c[0]) for p, c in found.items()}, whole, 4)
-        depths = [d for p, n in whole for d in found[p][1] * n]
-        n_tool = sum(found[p][2] * n for p, n in whole)
+        by_profile = {p: profile_cascades(p) for p, _ in whole}
+        pair_rows, weights = weighted_rows(
+            {p: np.array(c[0]) for p, c in by_profile.items()}, whole, 4
+        )
+        depths = [d for p, n in whole for d in by_profile[p][1] * n]
+        n_tool = sum(by_profile[p][2] * n for p, n in whole)
     return {
         "n_tool_calls": n_tool,
         "pairs": pair_rows,

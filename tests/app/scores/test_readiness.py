@@ -192,8 +192,9 @@ def test_readiness_is_a_fixed_number_of_count_queries(client, make_key, engine):
         ingest(client, admin, plain_llm_traces(400, start=NOW - timedelta(minutes=110), prefix="u"))
         statements.clear()
         readiness(client, reader, monitors, "FM-7")
-        # 12 counts, plus 2 seeks for where the history begins (app/monitors/history.py).
-        assert len(statements) == small <= 14, (len(statements), small)
+        # 12 counts, plus 2 seeks for where the history begins (app/monitors/history.py)
+        # and 1 for the monitor's latest run.
+        assert len(statements) == small <= 15, (len(statements), small)
         assert not any(
             "FROM spans" in s and "GROUP BY" not in s and "count" not in s.lower()
             for s in statements
@@ -228,3 +229,42 @@ def test_big_windows_count_span_and_score_flags_on_a_stride(client, make_key, mo
     # Every trace has a step: the scaled count is the window's, within rounding.
     assert full["count"] == 90 and abs(sampled["count"] - 90) <= 4, sampled
     assert not by_need(answer)["tool_steps"]["present"]
+
+
+def test_too_few_or_constant_signals_are_missing_and_say_why(client, make_key):
+    admin, reader, monitors = setup(client, make_key)
+    # 10 traces in the window: steps are there, too few for a verdict.
+    ingest(client, admin, plain_llm_traces(10, start=NOW - timedelta(minutes=60)))
+    steps = by_need(readiness(client, reader, monitors, "FM-1"))["steps"]
+    assert (steps["present"], steps["count"]) == (False, 10)
+    assert "a verdict needs 30" in texts(steps)
+    # Every trace with the same derived decision: a constant, not a decision.
+    same = [
+        {"id": f"d-t{i:04d}", "type": "trace", "body": {
+            "trace_id": f"t{i:04d}", "attributes": {"decision": "|stop"}}}
+        for i in range(10)
+    ]  # fmt: skip
+    ingest(client, admin, same)
+    decision = by_need(readiness(client, reader, monitors, "FM-3"))["decision"]
+    assert (decision["present"], decision["count"], decision["detail"]) == (
+        False,
+        10,
+        {"distinct": 1},
+    )
+    assert "all 10 traces carry the same decision" in texts(decision)
+
+
+def test_ready_is_not_claimed_when_the_last_run_gave_no_verdict(client, make_key):
+    admin, reader, monitors = setup(client, make_key)
+    # 90 one-step traces: FM-1 has its steps (partial) but no step follows an error.
+    ingest(client, admin, plain_llm_traces(120, start=NOW - timedelta(minutes=150)))
+    assert readiness(client, reader, monitors, "FM-1")["status"] == "partial"
+    r = client.post(
+        f"/api/v1/monitors/{monitors['FM-1']}/run", headers=auth(admin),
+        json={"now": NOW.isoformat()},
+    )  # fmt: skip
+    assert r.status_code == 200 and r.json()["status"] == "insufficient_data", r.text
+    answer = readiness(client, reader, monitors, "FM-1")
+    assert answer["status"] == "insufficient"
+    assert answer["last_run"]["status"] == "insufficient_data"
+    assert "multi-step traces" in answer["last_run"]["reason"]
