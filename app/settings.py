@@ -20,7 +20,9 @@ _LIMITS = IngestLimits()
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="TELLTALE_", extra="ignore")
+    # An empty variable is an unset one (compose writes `${VAR:-}` as ""), so
+    # TELLTALE_SECRET_KEY= keeps the generated secret rather than being refused as short.
+    model_config = SettingsConfigDict(env_prefix="TELLTALE_", extra="ignore", env_ignore_empty=True)
 
     database_url: str = "sqlite:///./telltale.db"
     # Where scheduled monitor runs read their windows (a streaming replica of
