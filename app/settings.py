@@ -94,7 +94,7 @@ class Settings(BaseSettings):
     public_url: str = "http://127.0.0.1:8000"
     # Outbound: channels post only to public addresses, plus these CIDRs and host names
     # (``*.corp.example`` for subdomains). Env: comma-separated or a JSON list, e.g.
-    # TELLTALE_OUTBOUND_ALLOW=10.20.0.0/16,alerts.corp.example. See README: Outbound.
+    # TELLTALE_OUTBOUND_ALLOW=10.20.0.0/16,alerts.corp.example. docs: alert-routing.
     outbound_allow: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
     @field_validator("outbound_allow", mode="before")

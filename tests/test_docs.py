@@ -32,7 +32,10 @@ def test_the_docs_site_builds_strict(tmp_path):
     api = (site / "reference" / "http-api" / "index.html").read_text()
     assert "/api/v1/monitors/defaults" in api and (site / "openapi.json").is_file()
     assert "keys revoke" in (site / "reference" / "cli" / "index.html").read_text()
-    assert "telltale_ingest_events_total" in (site / "reference" / "metrics" / "index.html").read_text()
+    assert (
+        "telltale_ingest_events_total"
+        in (site / "reference" / "metrics" / "index.html").read_text()
+    )
 
 
 def test_every_docs_page_is_in_the_nav():

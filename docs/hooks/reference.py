@@ -46,7 +46,9 @@ def _http_api() -> str:
         for method, op in item.items():
             if method not in ("get", "post", "put", "patch", "delete"):
                 continue
-            tag = (op.get("tags") or [path.split("/")[3] if path.startswith("/api/") else "other"])[0]
+            tag = (op.get("tags") or [path.split("/")[3] if path.startswith("/api/") else "other"])[
+                0
+            ]
             body = op.get("requestBody", {}).get("content", {})
             schema = next(iter(body.values()), {}).get("schema", {}) if body else {}
             body_name = schema.get("$ref", "").rsplit("/", 1)[-1] or ("yes" if body else "")

@@ -59,7 +59,9 @@ def interpolate(text: str, env: dict[str, str]) -> str:
 
     out = _VAR.sub(one, text)
     leftover = _VAR.sub("", text).replace("$$", "")
-    assert "$" not in leftover, f"compose cannot read this: {leftover[leftover.index('$') - 20 :]!r}"
+    assert "$" not in leftover, (
+        f"compose cannot read this: {leftover[leftover.index('$') - 20 :]!r}"
+    )
     return out
 
 

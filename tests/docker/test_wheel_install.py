@@ -33,7 +33,9 @@ DOCKERFILE = (ROOT / "docker" / "Dockerfile").read_text()
 def _build_stage_sources() -> list[str]:
     """What the Dockerfile's build stage copies from the repository before `pip install .`."""
     build = DOCKERFILE.split(" AS runtime")[0]
-    return [p for line in re.findall(r"^COPY (?!--from)(.+) \S+$", build, re.M) for p in line.split()]
+    return [
+        p for line in re.findall(r"^COPY (?!--from)(.+) \S+$", build, re.M) for p in line.split()
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +128,9 @@ def _wait_ready(base: str, server: subprocess.Popen[str]) -> httpx.Response:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            raise AssertionError(f"serve exited {server.returncode}: {server.stderr.read()[-3000:]}")  # type: ignore[union-attr]
+            raise AssertionError(
+                f"serve exited {server.returncode}: {server.stderr.read()[-3000:]}"
+            )  # type: ignore[union-attr]
         try:
             r = httpx.get(f"{base}/readyz", timeout=2)
             if r.status_code == 200:
