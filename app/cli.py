@@ -1,14 +1,22 @@
-"""The ``telltale`` command: serve, migrate, create keys, and run the background roles."""
+"""telltale: reliability monitoring for LLM agents.
+
+Start with `telltale init --project NAME` (keys, default monitors, the OpenTelemetry
+environment block), then `telltale serve`. The database is TELLTALE_DATABASE_URL.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import logging
+import os
 import sys
 from typing import Protocol
 
+from app import project_cli
 from app.demo import cli as demo_cli
 from app.media import cli as media_cli
+from app.project_cli import database_label
 from app.scheduler import cli as scheduler_cli
 from app.settings import get_settings
 
@@ -67,33 +75,36 @@ def _db(args: argparse.Namespace) -> int:
     return 0
 
 
-def _keys_create(args: argparse.Namespace) -> int:
-    from app import migrate
-    from app.db import make_engine, make_sessionmaker
-    from app.keys import create_key
-
-    settings = get_settings()
-    if settings.is_sqlite:
-        migrate.upgrade(settings.database_url)
-    engine = make_engine(settings.database_url)
+def _version() -> str:
     try:
-        with make_sessionmaker(engine)() as session:
-            key = create_key(session, project_name=args.project, role=args.role, name=args.name)
-            session.commit()
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        engine.dispose()
-    print(key)
-    return 0
+        return importlib.metadata.version("telltale")
+    except importlib.metadata.PackageNotFoundError:  # a source tree that was never installed
+        return "(not installed)"
+
+
+def _database_url() -> str:
+    """The URL the settings give, or the variable's raw text when the settings refuse it."""
+    try:
+        return get_settings().database_url
+    except Exception:
+        return os.environ.get("TELLTALE_DATABASE_URL", "sqlite:///./telltale.db")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="telltale", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="telltale", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--version", action="version", version=f"telltale {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    serve = sub.add_parser("serve", help="run the API (and the scheduler) with uvicorn")
+    database = database_label(_database_url())
+    serve = sub.add_parser(
+        "serve",
+        help="run the API, the web UI and the scheduler with uvicorn",
+        description=f"Serve the API, the web UI and (unless TELLTALE_SCHEDULER_ENABLED=false) "
+        f"the scheduler. Opens the database TELLTALE_DATABASE_URL names, now {database}; "
+        "a SQLite file is created and migrated on start, PostgreSQL with --migrate.",
+    )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--log-level", default="info")
@@ -103,18 +114,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.set_defaults(func=_serve)
 
-    db = sub.add_parser("db", help="apply or roll back migrations")
+    db = sub.add_parser(
+        "db",
+        help="apply or roll back migrations",
+        description=f"Migrate the database TELLTALE_DATABASE_URL names, now {database}.",
+    )
     db.add_argument("action", choices=["upgrade", "downgrade"])
     db.add_argument("revision", nargs="?", help="target (default: head / one step down)")
     db.set_defaults(func=_db)
 
-    keys = sub.add_parser("keys", help="manage API keys")
-    keys_sub = keys.add_subparsers(dest="keys_command", required=True)
-    create = keys_sub.add_parser("create", help="create a key; prints only the key")
-    create.add_argument("--project", required=True)
-    create.add_argument("--role", required=True, choices=["ingest", "read", "annotate", "admin"])
-    create.add_argument("--name", default="")
-    create.set_defaults(func=_keys_create)
+    project_cli.add_commands(sub)
 
     for name, role in ROLES.items():
         p = sub.add_parser(name, help=role.HELP)
@@ -128,6 +137,11 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     args = build_parser().parse_args(argv)
+    # Alembic's INFO lines are news only to `db` (and to `serve`'s start-up log); `keys`,
+    # `init` and `monitors` print what a person reads, and its plugin lines are noise always.
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
+    if args.command not in ("db", "serve"):
+        logging.getLogger("alembic").setLevel(logging.WARNING)
     return int(args.func(args) or 0)
 
 

@@ -20,7 +20,9 @@ _LIMITS = IngestLimits()
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="TELLTALE_", extra="ignore")
+    # An empty variable is an unset one (compose writes `${VAR:-}` as ""), so
+    # TELLTALE_SECRET_KEY= keeps the generated secret rather than being refused as short.
+    model_config = SettingsConfigDict(env_prefix="TELLTALE_", extra="ignore", env_ignore_empty=True)
 
     database_url: str = "sqlite:///./telltale.db"
     # Where scheduled monitor runs read their windows (a streaming replica of
@@ -92,7 +94,7 @@ class Settings(BaseSettings):
     public_url: str = "http://127.0.0.1:8000"
     # Outbound: channels post only to public addresses, plus these CIDRs and host names
     # (``*.corp.example`` for subdomains). Env: comma-separated or a JSON list, e.g.
-    # TELLTALE_OUTBOUND_ALLOW=10.20.0.0/16,alerts.corp.example. See README: Outbound.
+    # TELLTALE_OUTBOUND_ALLOW=10.20.0.0/16,alerts.corp.example. docs: alert-routing.
     outbound_allow: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
     @field_validator("outbound_allow", mode="before")

@@ -343,7 +343,7 @@ def settings(db_url: str, tmp_path: Path) -> Settings:
         database_url=db_url,
         scheduler_enabled=False,
         media_dir=str(tmp_path / "media"),
-        # Test receivers listen on loopback, which production refuses (README: Outbound).
+        # Test receivers listen on loopback, which production refuses (docs: alert-routing).
         outbound_allow=["127.0.0.1/32"],
     )
 

@@ -266,6 +266,11 @@ class OutboxSender:
             if not busy:
                 self._stop.wait(self.poll_interval_s)
 
+    @property
+    def running(self) -> bool:
+        """Whether the sender's thread is alive (the scheduler's heartbeat asks)."""
+        return self._thread is not None and self._thread.is_alive()
+
     def start(self) -> None:
         self._stop.clear()
         self._thread = threading.Thread(target=self._loop, name=self.name, daemon=True)

@@ -36,7 +36,7 @@ from app.demo.summary import Outcome, banner, schedule_lines, summary_lines
 DEFAULT_DB = "sqlite:///./telltale-demo.db"
 
 
-HELP = "serve the app and replay a workload with every failure mode (see README: Demo)"
+HELP = "serve the app and replay a workload with every failure mode (docs/demo.md)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     _quiet_logs()  # again: the migration's logging config turns them back on
     base_url = f"http://127.0.0.1:{args.port}"
     receiver = WebhookReceiver(secrets.token_urlsafe(24)).start()
-    # Loopback is refused by default (README: Outbound); the demo opens exactly its own
+    # Loopback is refused by default (docs: alert-routing); the demo opens exactly its own
     # receiver's address, so `make run` needs no configuration.
     allow = [f"{RECEIVER_HOST}/32"]
     engine = make_engine(url)

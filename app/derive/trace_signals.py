@@ -1,6 +1,6 @@
 """The signals of one settled trace, from its spans and their GenAI events.
 
-Rules (README, "Derived signals"); a value the telemetry gave explicitly always wins:
+Rules (docs/guides/derived-signals.md); a value the telemetry gave explicitly always wins:
 
 - **input identity**: :mod:`app.derive.identity` on the user side of the first LLM call
   (step order, :func:`detectors.records.step_order_key`); the *input text* embedded is

@@ -24,7 +24,7 @@ class FieldError(ValueError):
 
 
 _MISSING = object()
-# How far into the future a client may date a row it sends (README, "Input limits"): clock
+# How far into the future a client may date a row it sends (docs: native-api): clock
 # skew, not later. Retention judges rows by this time, so a row dated years ahead would
 # outlive its event id and be stored again when re-sent.
 MAX_FUTURE = timedelta(days=1)

@@ -1,7 +1,8 @@
 """Per-event input limits, one frozen value passed from ``Settings`` down to the checkers.
 
-The defaults here are the defaults of the matching ``TELLTALE_*`` settings (README, "Input
-limits"); library callers (tests, benches) that pass nothing get the same limits.
+The defaults here are the defaults of the matching ``TELLTALE_*`` settings
+(docs/guides/native-api.md, "Input limits"); library callers (tests, benches) that pass
+nothing get the same limits.
 """
 
 from __future__ import annotations

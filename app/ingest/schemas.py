@@ -22,7 +22,7 @@ Id64 = Annotated[str, Field(max_length=64)]
 Name = Annotated[str, Field(max_length=128)]
 Attributes = Annotated[
     dict[str, Any],
-    Field(description="free-form JSON; size and nesting depth are limited (README: Limits)"),
+    Field(description="free-form JSON; size and nesting depth are limited (docs: Input limits)"),
 ]
 
 

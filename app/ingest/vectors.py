@@ -11,7 +11,7 @@ Two bodies carry the same fields:
 - Binary (``application/vnd.telltale.vectors``): one line of JSON with every field but the
   vectors (``dim`` required), a newline, then the ``n × dim`` values as little-endian
   ``dtype``, row-major. No base64 to decode and no 5 MB string to parse: a third less
-  server time per vector than the JSON body (README, "Benchmarks").
+  server time per vector than the JSON body (docs/benchmarks/index.md).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ import argparse
 import logging
 import signal
 import threading
+from pathlib import Path
 
 log = logging.getLogger("telltale.media")
 
@@ -42,6 +43,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lease", type=float, default=300.0, help="seconds a claimed batch is held")
     p.add_argument("--once", action="store_true", help="embed every due job, then exit")
     p.add_argument("--migrate", action="store_true", help="upgrade the database first")
+    p.add_argument(
+        "--heartbeat",
+        metavar="FILE",
+        help="touch FILE after every pass that reached the database (for a healthcheck)",
+    )
     p.add_argument(
         "--random-init", action="store_true", help="untrained weights (tests only, never prod)"
     )
@@ -88,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
         log.info("embed worker running: %s on %s", args.model, embedder.device)
-        worker.run(stop, poll_interval_s=args.poll_interval)
+        heartbeat = Path(args.heartbeat) if args.heartbeat else None
+        worker.run(stop, poll_interval_s=args.poll_interval, heartbeat=heartbeat)
     finally:
         embedder.close()
         engine.dispose()

@@ -126,11 +126,23 @@ class EmbedWorker:
             MEDIA_JOBS.labels(result=result).inc(getattr(report, result))
         return report
 
-    def run(self, stop: threading.Event, *, poll_interval_s: float = 1.0) -> None:
-        """Loop until ``stop`` is set; an error in one pass is logged and the loop goes on."""
+    def run(
+        self,
+        stop: threading.Event,
+        *,
+        poll_interval_s: float = 1.0,
+        heartbeat: Path | None = None,
+    ) -> None:
+        """Loop until ``stop`` is set; an error in one pass is logged and the loop goes on.
+
+        ``heartbeat`` is touched after every pass that reached the database (each claims
+        from it), so a container healthcheck can read the file's age.
+        """
         while not stop.is_set():
             try:
                 report = self.run_once()
+                if heartbeat is not None:
+                    heartbeat.touch()
             except Exception:
                 log.exception("embed worker pass failed; jobs keep their lease and come back")
                 report = BatchReport()

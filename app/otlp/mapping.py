@@ -10,7 +10,7 @@ Conventions read, first match wins:
 - tool: only a tool span names one (an LLM span's ``gen_ai.tool.name`` lists tools offered);
   the calls an LLM span requested are read from its messages (:mod:`app.otlp.tool_calls`);
 - models, tokens, cost and error types under one name each (:mod:`app.otlp.normalise`);
-- ``telltale.*`` extras (README, "OpenTelemetry (OTLP) ingestion") fill trace and span
+- ``telltale.*`` extras (docs/guides/otlp.md) fill trace and span
   columns and scores; trace-level ones may ride on the resource (``OTEL_RESOURCE_ATTRIBUTES``). A bad ``telltale.*`` value does not cost the span: the value is left
   in the attributes and a warning goes back in ``partial_success.error_message``.
 
@@ -65,7 +65,7 @@ _MODEL_KINDS = ("llm", "embedding")
 _SCORE_PREFIX = "telltale.score."
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MAX_MESSAGES = 10
-# Attribute keys are names, as native ones are (README, "Input limits": 128 characters).
+# Attribute keys are names, as native ones are (docs: native-api, 128 characters).
 # A longer key is refused with its span: the flat-message parsers read numbers out of keys,
 # and nothing an instrumentation names is that long.
 MAX_KEY_CHARS = 128

@@ -1,6 +1,6 @@
 """One name per fact: models, tokens and error types under the GenAI names, whoever sent them.
 
-Instrumentations disagree on names (README, "Mapping rules per library"); the span keeps
+Instrumentations disagree on names (docs/guides/instrumentations.md); the span keeps
 every attribute it was sent and gains the GenAI name when only a twin was given (a value
 sent under the GenAI name is never overwritten):
 

@@ -32,14 +32,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-monitors", action="store_true", help="run only the outbox sender")
     p.add_argument("--no-outbox", action="store_true", help="run only the monitors")
     p.add_argument("--migrate", action="store_true", help="upgrade the database first")
+    p.add_argument(
+        "--heartbeat",
+        metavar="FILE",
+        help="touch FILE every few seconds while the database answers and every service runs "
+        "(a container healthcheck reads its age)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from app import migrate
     from app.alerts.outbound import OutboundPolicy
     from app.alerts.outbox import DeliveryPolicy, OutboxSender
-    from app.background import Service
     from app.db import make_engine, make_sessionmaker
+    from app.scheduler.heartbeat import Heartbeat
     from app.scheduler.jobs import periodic_jobs
     from app.scheduler.service import SchedulerService
     from app.settings import get_settings
@@ -48,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     if settings.is_sqlite or args.migrate:
         migrate.upgrade(settings.database_url)
     engine = make_engine(settings.database_url, pool_size=settings.db_pool_size)
-    services: list[Service] = []
+    services: list[SchedulerService | OutboxSender] = []
     if not args.no_monitors:
         services.append(
             SchedulerService(
@@ -75,9 +81,11 @@ def run(args: argparse.Namespace) -> int:
     for service in services:
         service.start()
     log.info("telltale scheduler running: %s", ", ".join(s.name for s in services) or "nothing")
+    beat = Heartbeat(args.heartbeat, engine, services) if args.heartbeat else None
     try:
         while not stop.wait(1.0):
-            pass
+            if beat is not None:
+                beat.maybe_touch()
     finally:
         for service in reversed(services):
             service.stop()

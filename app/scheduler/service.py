@@ -135,6 +135,11 @@ class SchedulerService:
         except Exception:
             log.exception("could not count alerts for the metrics")
 
+    @property
+    def running(self) -> bool:
+        """Whether APScheduler's thread runs (the standalone scheduler's heartbeat asks)."""
+        return self._scheduler is not None and self._scheduler.running
+
     def start(self) -> None:
         sched = BackgroundScheduler(
             timezone=UTC,

@@ -1,4 +1,4 @@
-"""Labeling queues, under one role rule (README, "Labeling queues"): reading a queue -- its
+"""Labeling queues, under one role rule (docs/guides/labeling.md): reading a queue -- its
 definition, item counts, stats and exported labels -- needs ``read`` (annotate and admin
 imply it); creating, changing, deleting and filling one needs ``admin``; claiming,
 labeling, skipping and releasing its items needs ``annotate``."""

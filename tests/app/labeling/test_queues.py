@@ -148,7 +148,7 @@ def test_queue_crud_and_field_named_errors(client, make_key):
     assert r.status_code == 404 and "name" in r.json()["detail"]
 
 
-# One rule (README, "Labeling queues"): reading a queue -- its definition, counts, stats and
+# One rule (docs/guides/labeling.md): reading a queue -- its definition, counts, stats and
 # labels -- needs ``read`` (annotate and admin imply it); changing one needs ``admin``;
 # working its items needs ``annotate``. GET /queues/{name} was admin-only while the same
 # queue's stats and labels were readable with a read key.
