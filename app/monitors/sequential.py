@@ -48,7 +48,7 @@ budget, and charts observing every hour or every 30 minutes on overlapping windo
 limits widened for the overlap with :func:`variance_inflation`'s formula). Each moved
 single ramps by up to 2 h either way, and none brought an FM-1, FM-2 or FM-7 ramp under
 12 h: at that traffic the windows' p-values themselves are not small enough before then
-(the README's "The 24 h ramp: what limits it").
+(docs/benchmarks/alerting.md, "The 24 h ramp: what limits it").
 
 Why the chart charts p-values and not a detector's own standardised statistic (FM-6's
 mean cosine to the baseline centroid, :mod:`detectors.drift.centroid_score`, was tried):
