@@ -24,6 +24,9 @@ from detectors.step_profiles import (
 from detectors.window_permutation import window_permutation_test
 
 FAILURE_MODE = "FM-1"
+# The two families of units, each with its own ratio and sub-test: name -> the prefix of
+# its evidence keys (the decisions' keep the names they always had).
+FAMILIES: dict[str, str] = {"compounding": "", "tool_compounding": "tool_"}
 
 
 def log_mh_ratio(sums: np.ndarray) -> np.ndarray:
@@ -43,19 +46,24 @@ def log_mh_ratio(sums: np.ndarray) -> np.ndarray:
 class CompoundingErrorDetector:
     """FM-1: error hazard after an earlier error (decision or tool call), against independence.
 
-    For every step at depth ``d >= 1``, tool calls included, the detector records whether
-    it failed and whether an earlier step of the trace failed (:func:`step_error`): real
-    agents' early errors are failed tool calls, and their later failures are further
-    failed calls. What follows a failed tool call up to and including the next tool call
-    belongs to FM-2 (the cascade) and is left out; it still counts as an earlier error
-    for the steps beyond it.
-    Stratified by depth (depths ``>= max_depth`` pooled), the compounding ratio is the
-    Mantel-Haenszel risk ratio ``h(d | earlier error) / h(d | no earlier error)``;
+    Two families of steps at depth ``d >= 1``, each recording whether the step failed
+    (:func:`step_error`) and whether it is *exposed* (an earlier error in the trace):
+
+    * **decisions** (steps that are not tool calls), exposed once an earlier decision
+      failed; the steps right after a failure run that a failed tool call began are FM-2's
+      cascade and are left out, and such runs are no earlier decision error;
+    * **tool calls**, exposed once any earlier step failed: real agents' errors are failed
+      tool calls, and their later failures are further failed calls and retries. The call
+      right after a failed one is FM-2's (the cascade) and is left out.
+
+    Per family, stratified by depth (depths ``>= max_depth`` pooled), the compounding ratio
+    is the Mantel-Haenszel risk ratio ``h(d | earlier error) / h(d | no earlier error)``;
     under independent errors it is 1 whatever the per-depth base hazard.
 
     Sub-tests, Holm-adjusted at ``alpha``:
 
-    * **compounding**: with an adequate reference, a trace-permutation test that the log
+    * **compounding** (decisions) and **tool_compounding** (tool calls), each: with an
+      adequate reference, a trace-permutation test that the log
       ratio is larger in ``current`` than in ``reference`` (an agent that always had
       correlated errors does not keep firing); without one, the one-sided
       Cochran-Mantel-Haenszel test of ratio 1. Fires only if also
@@ -65,9 +73,10 @@ class CompoundingErrorDetector:
       score is the mean over traces. One-sided Welch t-test current > reference, fires
       only if the increase is ``>= min_confidence_increase``.
 
-    The result's ``statistic`` is the current compounding ratio, ``threshold`` the ratio it
-    must reach, ``p_value`` the smallest Holm-adjusted p; ``evidence`` holds the per-depth
-    hazards, ``compounding_begins_at_depth`` (first depth with >= 5 exposed steps whose
+    The result's ``statistic`` is the current compounding ratio of the family with the
+    smaller p, ``threshold`` the ratio it must reach, ``p_value`` the smallest
+    Holm-adjusted p; ``evidence`` holds per family (the tool calls' keys prefixed
+    ``tool_``) the ratios, the per-depth hazards, ``compounding_begins_at_depth`` (first depth with >= 5 exposed steps whose
     ratio clears the threshold), ``example_trace_ids``, the coherence-illusion score and its
     change, and each sub-test. Fewer than ``min_traces`` multi-step traces, or no sub-test
     with enough data, gives ``insufficient_data``.
@@ -159,32 +168,46 @@ class CompoundingErrorDetector:
         self.sources = frozenset(sources)
 
     def _profile_counts(self, profile: str) -> tuple[np.ndarray, int]:
-        """(max_depth x 4) counts (a, n1, c, n0) per depth of one trace's step profile
-        (:mod:`detectors.step_profiles`), and the errors after an error.
+        """Counts (a, n1, c, n0) per depth of one trace's step profile
+        (:mod:`detectors.step_profiles`) for the two families, decisions then tool calls
+        (``2 * max_depth * 4`` values), and the failures after an earlier error.
 
-        Every step from depth 1 is a unit, tool calls included: real agents' errors are
-        failed tool calls. What follows a failed tool call up to and including the next
-        tool call is FM-2's (:func:`~detectors.tool_cascades.tool_calls.cascades`) and is
-        left out; every failed step, tool calls included, is an earlier error for the rest.
+        *Decisions*: every step that is not a tool call, exposed once an earlier decision
+        failed; the steps right after a failure run that a failed tool call began are
+        FM-2's cascade and are left out, and such runs are no earlier error. *Tool calls*:
+        real agents' errors are failed tool calls, so every tool call is a unit, exposed
+        once any earlier step failed; the call right after a failed one is FM-2's and left
+        out.
 
         >>> d = CompoundingErrorDetector(max_depth=4)
-        >>> d._profile_counts("tTstT")[1]  # the last T follows an ok tool: a compounded error
+        >>> d._profile_counts("tTstT")[1]  # the last T follows an ok call: compounded
         1
-        >>> d._profile_counts("tTsT")[1]  # it is the call after the failed one: FM-2's
+        >>> d._profile_counts("tTsT")[1]  # it is the call right after the failed one: FM-2's
         0
+        >>> d._profile_counts("sSsS")[1]  # a decision failing after a failed decision
+        1
         """
-        counts = np.zeros((self.max_depth, 4))
-        exposed, after_failed_tool, compounded = False, False, 0
+        decisions = np.zeros((self.max_depth, 4))
+        tools = np.zeros((self.max_depth, 4))
+        exposed, prev_cascade, compounded = False, False, 0
+        tool_exposed, after_failed_tool = False, False
         for i, (tool, err) in enumerate(profile_steps(profile)):
-            if i >= 1 and not after_failed_tool:
-                row = counts[min(i, self.max_depth) - 1]
-                row[0 if exposed else 2] += err
-                row[1 if exposed else 3] += 1
+            row = min(max(i, 1), self.max_depth) - 1
+            cascade = err and (tool or prev_cascade)
+            if i >= 1 and not tool and not prev_cascade:
+                decisions[row, 0 if exposed else 2] += err
+                decisions[row, 1 if exposed else 3] += 1
                 compounded += int(exposed and err)
-            exposed = exposed or err
+            if i >= 1 and tool and not after_failed_tool:
+                tools[row, 0 if tool_exposed else 2] += err
+                tools[row, 1 if tool_exposed else 3] += 1
+                compounded += int(tool_exposed and err)
+            exposed = exposed or (err and not tool and not cascade)
+            prev_cascade = cascade
+            tool_exposed = tool_exposed or err
             if tool:
                 after_failed_tool = err
-        return counts.reshape(-1), compounded
+        return np.concatenate([decisions.reshape(-1), tools.reshape(-1)]), compounded
 
     def _coherence(self, trace: TraceRecord) -> float | None:
         steps = sorted(trace.steps, key=lambda s: s.index)
@@ -204,7 +227,7 @@ class CompoundingErrorDetector:
             ((r[1], t.trace_id) for r, t in zip(rows, multi, strict=True) if r[1] > 0),
             key=lambda x: (-x[0], x[1]),
         )
-        width = self.max_depth * 4
+        width = self.max_depth * 4 * len(FAMILIES)
         whole = whole_window_profiles(window, self.sources)
         if whole is None:  # the records are the window: one count row per trace
             counts = np.array([r[0] for r in rows]).reshape(len(rows), width)
@@ -213,17 +236,23 @@ class CompoundingErrorDetector:
             whole = [(p, n) for p, n in whole if len(p) >= 2]
             found = {p: self._profile_counts(p)[0] for p, _ in whole}
             counts, weights = weighted_rows(found, whole, width)
-        sums = counts.sum(axis=0) if weights is None else weights @ counts
-        return {
+        out: dict[str, Any] = {
             "n_traces": len(multi) if weights is None else int(weights.sum()),
-            "counts": counts,
             "weights": weights,
-            "sums": sums,
-            "exposed": int(sums.reshape(self.max_depth, 4)[:, 1].sum()),
-            "ratio": float(np.exp(log_mh_ratio(sums))),
             "coherence": np.array(scores),
             "examples": [tid for _, tid in compounded[:5]],
         }
+        step = self.max_depth * 4
+        for k, family in enumerate(FAMILIES):
+            part = counts[:, k * step : (k + 1) * step]
+            sums = part.sum(axis=0) if weights is None else weights @ part
+            out[family] = {
+                "counts": part,
+                "sums": sums,
+                "exposed": int(sums.reshape(self.max_depth, 4)[:, 1].sum()),
+                "ratio": float(np.exp(log_mh_ratio(sums))),
+            }
+        return out
 
     def _depth_table(self, sums: np.ndarray, baseline: float) -> tuple[list, int | None]:
         table, begins = [], None
@@ -261,30 +290,36 @@ class CompoundingErrorDetector:
                 FAILURE_MODE,
                 f"{cur['n_traces']} multi-step traces in current window (< {self.min_traces})",
             )
-        has_ref = ref["n_traces"] >= self.min_traces and ref["exposed"] >= self.min_exposed
-        baseline = max(ref["ratio"], 1.0) if has_ref else 1.0
         sub_tests: dict[str, dict[str, Any]] = {}
         evidence: dict[str, Any] = {
-            "compounding_ratio": cur["ratio"],
-            "reference_ratio": ref["ratio"] if has_ref else None,
-            "steps_after_error": cur["exposed"],
             "counted_traces": "whole window" if cur["weights"] is not None else "records",
             "example_trace_ids": cur["examples"],
         }
-        if cur["exposed"] >= self.min_exposed:
+        ratios: dict[str, tuple[float, float]] = {}  # family -> (ratio, threshold)
+        for family, key in FAMILIES.items():
+            c, r = cur[family], ref[family]
+            has_ref = ref["n_traces"] >= self.min_traces and r["exposed"] >= self.min_exposed
+            baseline = max(r["ratio"], 1.0) if has_ref else 1.0
+            evidence[f"{key}compounding_ratio"] = c["ratio"]
+            evidence[f"{key}reference_ratio"] = r["ratio"] if has_ref else None
+            evidence[f"{key}steps_after_error"] = c["exposed"]
+            table, begins = self._depth_table(c["sums"], baseline)
+            evidence[f"{key}by_depth"] = table
+            evidence[f"{key}compounding_begins_at_depth"] = begins
+            if c["exposed"] < self.min_exposed:
+                continue
             if has_ref:
                 _, p = window_permutation_test(
-                    cur["counts"], ref["counts"], log_mh_ratio,
+                    c["counts"], r["counts"], log_mh_ratio,
                     n_permutations=self.n_permutations, seed=self.seed,
                     stop_after=stop_after_for(self.alpha, self.n_permutations),
                     current_weights=cur["weights"], reference_weights=ref["weights"],
                 )  # fmt: skip
             else:
-                p = _cmh_greater(cur["sums"])
-            sub_tests["compounding"] = sub_test(p, cur["ratio"] >= self.min_ratio * baseline)
-        table, begins = self._depth_table(cur["sums"], baseline)
-        evidence["by_depth"] = table
-        evidence["compounding_begins_at_depth"] = begins
+                p = _cmh_greater(c["sums"])
+            ok = c["ratio"] >= self.min_ratio * baseline
+            sub_tests[family] = sub_test(p, ok, reference_used=has_ref)
+            ratios[family] = (c["ratio"], self.min_ratio * baseline)
 
         c_scores, r_scores = cur["coherence"], ref["coherence"]
         evidence["coherence_illusion"] = float(c_scores.mean()) if c_scores.size else None
@@ -297,17 +332,22 @@ class CompoundingErrorDetector:
         if not sub_tests:
             return DetectorResult.insufficient(
                 FAILURE_MODE,
-                f"{cur['exposed']} steps after an earlier error (< {self.min_exposed}) and "
-                "too few low-confidence traces to score the coherence illusion",
+                f"{cur['compounding']['exposed']} decision steps and "
+                f"{cur['tool_compounding']['exposed']} tool calls after an earlier error "
+                f"(< {self.min_exposed}) and too few low-confidence traces to score the "
+                "coherence illusion",
                 **evidence,
             )
         verdict = holm_verdict(list(sub_tests.values()), alpha=self.alpha)
         evidence["sub_tests"] = sub_tests
-        evidence["reference_used"] = has_ref
+        evidence["reference_used"] = any(t.get("reference_used") for t in sub_tests.values())
+        # The statistic is the ratio of the family with the smaller p (decisions on a tie).
+        ran = sorted(ratios, key=lambda f: (sub_tests[f]["p_value"], f != "compounding"))
+        statistic, threshold = ratios[ran[0]] if ran else (cur["compounding"]["ratio"], np.nan)
         return DetectorResult(
             failure_mode=FAILURE_MODE,
-            statistic=cur["ratio"],
-            threshold=self.min_ratio * baseline,
+            statistic=statistic,
+            threshold=threshold,
             p_value=verdict.p_value,
             fired=verdict.fired,
             evidence=evidence,

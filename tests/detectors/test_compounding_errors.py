@@ -116,7 +116,8 @@ def test_failed_tool_calls_are_early_errors_and_later_failures() -> None:
         fired += loud.fired
         quiet += detector.test(reference, tool_agent_window(rng, 400, boost=1.0)).fired
     assert fired >= 9 and quiet == 0
-    assert loud.evidence["steps_after_error"] > 100
+    assert loud.evidence["tool_steps_after_error"] > 100
+    assert loud.evidence["sub_tests"]["tool_compounding"]["fired"]
 
 
 def test_fires_on_coherence_illusion() -> None:
