@@ -71,6 +71,12 @@ class Telltale:
             assert r.status_code == 201, r.text
         self.monitors = {m["failure_mode"]: m["id"] for m in r.json()["monitors"]}
 
+    def patch_monitor(self, mode: str, body: dict[str, Any]) -> dict[str, Any]:
+        with self.api() as c:
+            r = c.patch(f"/api/v1/monitors/{self.monitors[mode]}", json=body)
+            assert r.status_code == 200, r.text
+            return dict(r.json())
+
     def put(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         with self.api() as c:
             r = c.put(path, json=body)
