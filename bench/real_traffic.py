@@ -335,6 +335,7 @@ def _replay(
     upcoming = next(queue, None)
     in_flight: list[tuple[datetime, str, Trace]] = []  # (end, trace id, trace), not yet due
     evaluations: dict[str, list[tuple[datetime, bool]]] = {m: [] for m in replay.monitors}
+    statuses: dict[str, list[str]] = {m: [] for m in replay.monitors}  # each run's status
     first_tick = START + timedelta(hours=args.first_tick_hours)
     tick = first_tick
     while tick <= end:
@@ -357,6 +358,7 @@ def _replay(
         open_now = replay.open_alerts()
         for mode in replay.monitors:
             evaluations[mode].append((tick, mode in open_now))
+            statuses[mode].append(runs[mode]["status"])
             if runs[mode]["status"] == "failed":
                 print(f"{tick:%H:%M} {mode} run failed: {runs[mode].get('evidence')}",
                       file=sys.stderr)  # fmt: skip
@@ -370,12 +372,12 @@ def _replay(
             line += f"  {said}" if said else ""
             print(f"{tick:%m-%d %H:%M} {line}", file=sys.stderr, flush=True)
         tick += TICK
-    return _report(replay, evaluations, onset, traces)
+    return _report(replay, evaluations, statuses, onset, traces)
 
 
 def _report(
-    replay: Replay, evaluations: dict[str, list[tuple[datetime, bool]]], onset: datetime,
-    traces: list[Trace],
+    replay: Replay, evaluations: dict[str, list[tuple[datetime, bool]]],
+    statuses: dict[str, list[str]], onset: datetime, traces: list[Trace],
 ) -> dict[str, Any]:  # fmt: skip
     alerts = replay.all_alerts()
     out: dict[str, Any] = {}
@@ -405,6 +407,8 @@ def _report(
                 round(sum(since_first) / len(since_first), 3) if since_first else None
             ),
             "alert_episodes_after_onset": len(after),
+            # Runs with a verdict (status ok) of all runs: insufficient_data is no verdict.
+            "runs_with_a_verdict": f"{statuses[mode].count('ok')}/{len(statuses[mode])}",
             "alert_summary": first["summary"] if first else None,
             "false_alert_summaries": [a["summary"] for a in before][:3],
         }
