@@ -166,7 +166,7 @@ def _open_alert(session: Session, project_id: int, fp: str) -> Alert | None:
     )
 
 
-def _summary(run: DetectorRun, *, scope: Mapping[str, Any] | None = None) -> str:
+def summary(run: DetectorRun, *, scope: Mapping[str, Any] | None = None) -> str:
     """The alert's sentence (:mod:`app.alerts.sentences`): pages and notifications show it."""
     return sentences.sentence(
         failure_mode=run.failure_mode,
@@ -251,7 +251,7 @@ def record_run(
                 severity=monitor.severity,
                 labels=dict(monitor.labels or {}),
                 state="firing",
-                summary=_summary(run, scope=monitor.selection),
+                summary=summary(run, scope=monitor.selection),
                 evidence=run.evidence,
                 count=1,
                 clean_runs=0,
@@ -275,7 +275,7 @@ def record_run(
             alert.count += 1
             alert.clean_runs = 0
             alert.last_fired_at = now
-            alert.summary = _summary(run, scope=monitor.selection)
+            alert.summary = summary(run, scope=monitor.selection)
             alert.evidence = run.evidence
             alert.severity = monitor.severity
             _event(

@@ -29,6 +29,9 @@ STATISTIC_NAMES = {
     "OUTCOME": "outcome test score",
 }
 
+# What a run's ``n_current`` counts, per mode (traces unless said).
+COUNTED = {"FM-6": "vectors"}
+
 # Our own words start with a capital; a name (agent, objective, stream) keeps its case.
 PROSE_STARTS = frozenset(
     "after tool the estimated label stream proxies true decisions failed median sustained "
@@ -40,6 +43,10 @@ def _n(x: Any, digits: int = 3) -> str:
     if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
         return "?"
     return f"{x:.{digits}g}"
+
+
+def _is_num(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def _pct(x: Any) -> str:
@@ -64,11 +71,13 @@ def _fired_subtest(ev: Mapping[str, Any], name: str) -> bool:
 def _fm1(ev: Mapping[str, Any]) -> str | None:
     ratio = ev.get("compounding_ratio")
     parts = []
-    if ratio is not None and (_fired_subtest(ev, "compounding") or "sub_tests" not in ev):
+    if _is_num(ratio) and (_fired_subtest(ev, "compounding") or "sub_tests" not in ev):
         text = (
             f"after a failed step, later steps of the same trace fail {_n(ratio, 2)}× as often "
-            f"as independent errors predict (reference {_n(ev.get('reference_ratio'), 2)}×)"
+            "as independent errors predict"
         )
+        if _is_num(ev.get("reference_ratio")):
+            text += f" (reference {_n(ev['reference_ratio'], 2)}×)"
         if ev.get("compounding_begins_at_depth") is not None:
             text += f", from step depth {ev['compounding_begins_at_depth']}"
         if ev.get("steps_after_error") is not None:
@@ -103,11 +112,10 @@ def _fm2(ev: Mapping[str, Any]) -> str | None:
             text += "; also " + ", ".join(others)
         parts.append(text)
     lift = ev.get("cascade_lift")
-    if lift is not None and (_fired_subtest(ev, "cascade_lift") or "sub_tests" not in ev):
-        text = (
-            f"after a failed tool call the next step fails {_n(lift, 3)}× as often as after a "
-            f"good one ({_n(ev.get('reference_lift'), 3)}× before)"
-        )
+    if _is_num(lift) and (_fired_subtest(ev, "cascade_lift") or "sub_tests" not in ev):
+        text = f"after a failed tool call the next step fails {_n(lift, 3)}× as often as after a good one"
+        if _is_num(ev.get("reference_lift")):
+            text += f" ({_n(ev['reference_lift'], 3)}× before)"
         tools = _rows(ev.get("cascade_tools"))
         if tools:
             t = max(tools, key=lambda r: r.get("cascades", 0))
@@ -127,7 +135,7 @@ def _fm2(ev: Mapping[str, Any]) -> str | None:
 
 def _fm3(ev: Mapping[str, Any]) -> str | None:
     d = ev.get("decision_disagreement")
-    if d is None:
+    if not _is_num(d):
         return None
     text = (
         f"the same input now gets a different decision {_pct(d)} of the time "
@@ -146,7 +154,7 @@ def _fm3(ev: Mapping[str, Any]) -> str | None:
 def _fm4(ev: Mapping[str, Any]) -> str | None:
     est, ref = ev.get("estimated_accuracy"), ev.get("reference_accuracy")
     cov = ev.get("label_coverage")
-    if est is not None and ref is not None:
+    if _is_num(est) and _is_num(ref):
         text = f"estimated accuracy fell {_n(ref, 2)} {ARROW} {_n(est, 2)}"
         interval = ev.get("estimated_accuracy_interval")
         if isinstance(interval, list) and len(interval) == 2:
@@ -157,7 +165,7 @@ def _fm4(ev: Mapping[str, Any]) -> str | None:
         if cov is not None:
             text += f"; label coverage {_pct(cov)}"
         return text
-    if cov is not None:
+    if _is_num(cov):
         cohorts = _rows(ev.get("cohorts_needing_labels"))
         text = f"label coverage is {_pct(cov)}"
         if cohorts:
@@ -374,7 +382,7 @@ def sentence(
     if when:
         tail.append(f"Since {when}")
     if n_current:
-        tail.append(f"on {n_current} traces")
+        tail.append(f"on {n_current} {COUNTED.get(failure_mode, 'traces')}")
     first = said.split(" ", 1)[0]
     text = (said[:1].upper() + said[1:] if first in PROSE_STARTS else said) + "."
     return f"{text} {', '.join(tail)}." if tail else text
@@ -396,10 +404,18 @@ def examples(evidence: Any) -> list[str]:
     return list(dict.fromkeys(ids))[:10]
 
 
-def tables(evidence: Any) -> list[tuple[str, list[str], list[list[Any]]]]:
-    """The evidence's lists of records as (title, columns, rows) for the alert page."""
+FIRST_COLUMNS = (
+    "name", "tool", "agent", "agent_version", "task_type", "stream", "signal", "test", "scope",
+    "before", "after", "reference_rate", "rate", "reference_mean", "current_mean", "calls",
+    "n_reference", "n_current", "fired",
+)  # fmt: skip
+
+
+def tables(evidence: Any) -> list[tuple[str, str, list[str], list[list[Any]]]]:
+    """The evidence's lists of records as (title, shared, columns, rows) for the alert page;
+    ``shared`` names the values every row has in common, said once above the table."""
     ev = _map(evidence)
-    out: list[tuple[str, list[str], list[list[Any]]]] = []
+    out: list[tuple[str, str, list[str], list[list[Any]]]] = []
     for key, value in ev.items():
         rows: Sequence[Mapping[str, Any]] = []
         if isinstance(value, list):
@@ -410,14 +426,22 @@ def tables(evidence: Any) -> list[tuple[str, list[str], list[list[Any]]]]:
             and all(isinstance(v, Mapping) for v in value.values())
         ):
             rows = [{"name": k, **v} for k, v in value.items()]
-        if not rows or key in ("baseline",):
+        if not rows or key == "baseline":
             continue
         columns: list[str] = []
         for r in rows:
             columns += [c for c, v in r.items() if c not in columns and _scalar(v)]
-        out.append(
-            (key.replace("_", " "), columns, [[_cell(r.get(c)) for c in columns] for r in rows])
-        )
+        # Who or what first, then before/after: stored JSON (jsonb) may sort keys by name.
+        columns.sort(key=lambda c: FIRST_COLUMNS.index(c) if c in FIRST_COLUMNS else 99)
+        same = [
+            c
+            for c in columns
+            if len(rows) > 1 and c != "name" and len({repr(r.get(c)) for r in rows}) == 1
+        ]
+        shared = "; ".join(f"{c.replace('_', ' ')}: {_cell(rows[0].get(c))}" for c in same)
+        columns = [c for c in columns if c not in same]
+        body = [[_cell(r.get(c)) for c in columns] for r in rows]
+        out.append((key.replace("_", " "), shared, columns, body))
     return out
 
 

@@ -17,12 +17,12 @@ from app.alerts import store as alerts
 from app.deps import Int4Id, Int8Id, SessionDep
 from app.labeling import queues
 from app.labeling.errors import NotFound
-from app.models.base import UTCTime
+from app.models.base import UTCTime, utcnow
 from app.monitors import readiness
 from app.monitors import store as monitors
 from app.traces import store as traces
 from app.traces.schemas import TraceOut, TracePage
-from app.web import queries
+from app.web import alert_view, queries
 from app.web.deps import WebDep
 
 router = APIRouter(include_in_schema=False)
@@ -96,7 +96,8 @@ def alert_page(alert_id: Int8Id, web: WebDep, session: SessionDep) -> Any:
         if alert.monitor_id
         else None
     )
-    return web.render("alert.html", alert=alert, events=events, monitor=monitor)
+    view = alert_view.alert_view(session, alert=alert, monitor=monitor, events=events, now=utcnow())
+    return web.render("alert.html", alert=alert, monitor=monitor, **view)
 
 
 @router.get("/traces")

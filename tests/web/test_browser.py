@@ -138,6 +138,44 @@ def test_on_call_acknowledges_alert_and_sees_chart(world, browser):
     assert page.locator("#chart svg polyline.threshold").count() == 1
     page.screenshot(path=str(SHOTS / "monitor.png"), full_page=True)
 
+    # The alert page says what happened in one sentence and charts it around the alert.
+    page.goto(f"{world['url']}/alerts?state=acknowledged")
+    page.locator("tr[data-state=acknowledged]").filter(has_text="FM-2").locator("a").first.click()
+    sentence = page.locator("#sentence").inner_text()
+    assert "Since 2026-11-01" in sentence and "traces." in sentence, sentence
+    assert "statistic" not in sentence.lower().split(".")[0], sentence
+    assert page.locator("#open-for").inner_text().startswith("acknowledged for")
+    chart = page.locator("#chart-card svg.run-chart")
+    assert chart.locator("circle.point").count() == 4
+    assert chart.locator("circle.point.fired").count() >= 1
+    assert chart.locator("polyline.threshold").count() == 1
+    assert chart.locator("rect.reference").count() == 1 and chart.locator("line.onset").count() == 1
+    assert not page.locator("pre.evidence").is_visible()  # raw JSON waits behind its toggle
+    page.locator("details.raw > summary").focus()
+    page.keyboard.press("Enter")
+    assert page.locator("pre.evidence").is_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    page.screenshot(path=str(SHOTS / "alert.png"), full_page=True)
+    example = page.locator("#examples a[href^='/traces/']").first
+    trace_id = example.inner_text()
+    example.click()
+    page.wait_for_url(f"**/traces/{trace_id}")
+    assert trace_id in page.locator("main").inner_text()
+
+
+def test_the_alert_page_reads_with_javascript_off(world, browser):
+    context = browser.new_context(
+        java_script_enabled=False, viewport={"width": 1024, "height": 800}
+    )
+    page = context.new_page()
+    login(page, world["url"], world["admin"], "/alerts")
+    page.locator("tr").filter(has_text="FM-2").locator("a").first.click()
+    assert page.locator("#sentence").inner_text().strip()
+    assert page.locator("#chart-card svg circle.point").count() == 4  # drawn by the server
+    assert page.locator("#history tr.event").count() >= 2
+    page.screenshot(path=str(SHOTS / "alert-no-js.png"), full_page=True)
+    context.close()
+
 
 def test_annotator_labels_three_items_with_the_keyboard(world, browser):
     page = browser.new_page(viewport={"width": 1280, "height": 900})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from types import SimpleNamespace
 
-from app.alerts.lifecycle import _summary
+from app.alerts.lifecycle import summary as _summary
 
 
 def run(failure_mode: str = "OUTCOME", **evidence: object) -> SimpleNamespace:
