@@ -22,7 +22,7 @@ from app.monitors import readiness
 from app.monitors import store as monitors
 from app.traces import store as traces
 from app.traces.schemas import TraceOut, TracePage
-from app.web import alert_view, queries
+from app.web import alert_view, queries, trace_view
 from app.web.deps import WebDep
 
 router = APIRouter(include_in_schema=False)
@@ -133,7 +133,11 @@ def trace_page(trace_id: str, web: WebDep, session: SessionDep) -> Any:
     if found is None:
         raise HTTPException(404, f"trace {trace_id!r} not found in this project")
     trace = found.model_dump()
-    return web.render("trace.html", trace=trace, tree=_tree(trace["spans"]))
+    depth = {s["span_id"]: d for d, s in _tree(trace["spans"])}
+    view = trace_view.trace_view(
+        session, project_id=web.principal.project_id, trace=trace, depth=depth
+    )
+    return web.render("trace.html", trace=trace, **view)
 
 
 def _tree(spans: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:

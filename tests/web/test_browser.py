@@ -242,6 +242,6 @@ def test_every_page_runs_under_the_content_security_policy(world, browser):
     assert r.status_code == 200 and r.json()["accepted"] == 3, r.text
     page.goto(f"{world['url']}/traces/nested")
     margins = page.eval_on_selector_all(
-        "li.step", "els => els.map(e => parseFloat(getComputedStyle(e).marginLeft))"
+        "li.step .wf-name", "els => els.map(e => parseFloat(getComputedStyle(e).paddingLeft))"
     )
     assert margins[0] == 0 and 0 < margins[1] < margins[2], margins
