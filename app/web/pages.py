@@ -11,18 +11,21 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, Form, HTTPException, Query
+from fastapi.responses import RedirectResponse
 
 from app.alerts import store as alerts
-from app.deps import Int4Id, Int8Id, SessionDep
+from app.db import write_session
+from app.deps import EngineDep, Int4Id, Int8Id, SessionDep
 from app.labeling import queues
 from app.labeling.errors import NotFound
 from app.models.base import UTCTime, utcnow
-from app.monitors import readiness
+from app.monitors import defaults
 from app.monitors import store as monitors
+from app.onboarding import OtelEnv
 from app.traces import store as traces
 from app.traces.schemas import TraceOut, TracePage
-from app.web import alert_view, queries, trace_view
+from app.web import alert_view, health, queries, trace_view
 from app.web.deps import WebDep
 
 router = APIRouter(include_in_schema=False)
@@ -33,9 +36,25 @@ def _num(x: float | None) -> float | None:
 
 
 @router.get("/")
-def overview(web: WebDep, session: SessionDep) -> Any:
+def overview(web: WebDep, session: SessionDep, created: int | None = None) -> Any:
     data = queries.overview(session, project_id=web.principal.project_id)
-    return web.render("overview.html", **data)
+    settings = web.request.app.state.settings
+    return web.render(
+        "overview.html",
+        **data,
+        otel_env=OtelEnv(endpoint=settings.public_url).shell(),
+        first_verdicts=health.defaults_first_verdicts(),
+        flash=f"Created the default monitors ({created})." if created else None,
+    )
+
+
+@router.post("/monitors/defaults")
+def create_default_monitors(web: WebDep, engine: EngineDep, csrf: str = Form("")) -> Any:
+    """The overview's button: the API's default monitors (same service function)."""
+    web.check_form(csrf, role="admin")
+    with write_session(engine) as session:
+        made = defaults.create_defaults(session, project_id=web.principal.project_id)
+    return RedirectResponse(f"/?created={len(made)}", status_code=303)
 
 
 @router.get("/monitors/{monitor_id}")
@@ -56,12 +75,23 @@ def monitor_page(monitor_id: Int4Id, web: WebDep, session: SessionDep) -> Any:
         for r in runs
     ]
     latest = runs[-1] if runs else None
+    mine = [
+        a
+        for state in ("firing", "acknowledged")
+        for a in alerts.list_alerts(session, project_id=pid, state=state, monitor_id=monitor.id)
+    ]
+    row = queries.monitor_row(
+        session, monitor, now=utcnow(), open_alerts=len(mine),
+        first_data=queries.first_trace_at(session, project_id=pid),
+    )  # fmt: skip
     return web.render(
         "monitor.html",
         monitor=monitor,
         points=points,
         latest=latest,
-        readiness=readiness.monitor_readiness(session, monitor=monitor),
+        row=row,
+        open_alerts=mine,
+        readiness=row["readiness"],
         title=queries.FAILURE_MODES.get(monitor.failure_mode, ""),
     )
 
