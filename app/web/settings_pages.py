@@ -1,0 +1,341 @@
+"""Settings pages (admin only): API keys, monitors, silences, score roles, retention.
+
+Each form posts to its page with the login's CSRF token; the values go through the API's
+own request models and service functions (never an HTTP call), so a bad value is refused
+with the message the API gives, naming the field, in a 422 page that keeps what was typed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import APIRouter, Form, HTTPException, Request
+from fastapi.responses import RedirectResponse
+from pydantic import BaseModel, ValidationError
+
+from app import keys
+from app.alerts import store as alert_store
+from app.alerts.schemas import SilenceCreate
+from app.api.routes.alerts import actor
+from app.db import project_row, write_session
+from app.deps import EngineDep, Int4Id, SessionDep
+from app.keys import KeyCreate
+from app.models import Project, Silence
+from app.models.base import utcnow
+from app.monitors import defaults
+from app.monitors import store as monitor_store
+from app.monitors.runner import DetectorsBusy, run_monitor
+from app.monitors.schemas import MonitorPatch
+from app.retention.policy import RetentionUpdate, retention_view, set_retention
+from app.scores import roles as score_roles
+from app.scores.schemas import ScoreRolesBody
+from app.web.deps import WebContext, WebDep
+
+router = APIRouter(prefix="/settings", include_in_schema=False)
+ADMIN = "admin"
+TUNABLE = ("severity", "interval_seconds", "expected_days_between_false_alerts", "for_seconds")
+
+
+class FormError(ValueError):
+    """A form value the API's model or service refused; the message names the field."""
+
+
+def _admin(web: WebContext) -> None:
+    if not web.principal.can(ADMIN):
+        raise HTTPException(
+            403, f"Settings need a key with the admin role; yours is {web.principal.role}."
+        )
+
+
+def _errors(exc: ValidationError) -> str:
+    """The API's 422 wording: ``field: message`` joined by ``; ``."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e.get('loc', ())) or 'body'}: {e.get('msg', '')}"
+        for e in exc.errors()
+    )
+
+
+def _parse(model: type[BaseModel], data: dict[str, Any]) -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise FormError(_errors(exc)) from None
+
+
+def _page(web: WebContext, session: Any, tab: str, *, status: int = 200, **extra: Any) -> Any:
+    pid = web.principal.project_id
+    data: dict[str, Any] = {"tab": tab, **extra}
+    if tab == "keys":
+        data["keys"] = keys.list_keys(session, project_id=pid)
+    elif tab == "monitors":
+        data["monitors"] = monitor_store.list_monitors(session, project_id=pid)
+    elif tab == "silences":
+        now = utcnow()
+        data["silences"] = [
+            alert_store.silence_view(s, now=now)
+            for s in alert_store.list_silences(session, project_id=pid, active_after=now)
+        ]
+    elif tab == "scores":
+        data["roles"] = score_roles.get_roles(session, project_id=pid)
+    elif tab == "retention":
+        project = session.get(Project, pid)
+        settings = web.request.app.state.settings
+        data["retention"] = retention_view(project, default_days=settings.retention_days)
+    return web.render("settings.html", status_code=status, **data)
+
+
+def _act(
+    web: WebContext,
+    session: Any,
+    tab: str,
+    csrf: str,
+    action: Callable[[], str],
+    form: dict[str, Any],
+    shown: dict[str, Any] | None = None,
+) -> Any:
+    """Check the form, run ``action``; on success back to the tab with what happened (and
+    ``shown``, filled by the action), on a refused value the tab again, 422, the message
+    and the values typed."""
+    web.check_form(csrf, role=ADMIN)
+    try:
+        done = action()
+    except FormError as exc:
+        return _page(web, session, tab, status=422, error=str(exc), form=form)
+    return _page(web, session, tab, flash=done, **(shown or {}))
+
+
+@router.get("")
+def settings_home(web: WebDep) -> Any:
+    _admin(web)
+    return RedirectResponse("/settings/keys", status_code=303)
+
+
+@router.get("/{tab}")
+def settings_tab(tab: str, web: WebDep, session: SessionDep) -> Any:
+    _admin(web)
+    if tab not in ("keys", "monitors", "silences", "scores", "retention"):
+        raise HTTPException(404, f"no settings page {tab!r}")
+    return _page(web, session, tab)
+
+
+@router.post("/keys")
+def create_key(
+    web: WebDep,
+    session: SessionDep,
+    csrf: str = Form(""),
+    role: str = Form(""),
+    name: str = Form(""),
+) -> Any:
+    shown: dict[str, str] = {}
+
+    def action() -> str:
+        body = _parse(KeyCreate, {"role": role, "name": name})
+        shown["new_key"] = keys.create_key(
+            session, project_name=web.principal.project_name, role=body.role, name=body.name
+        )
+        session.commit()
+        return f"Created a {body.role} key. Copy it now: it is shown only this once."
+
+    return _act(web, session, "keys", csrf, action, {"role": role, "name": name}, shown)
+
+
+@router.post("/keys/{key_id}/revoke")
+def revoke_key(key_id: Int4Id, web: WebDep, session: SessionDep, csrf: str = Form("")) -> Any:
+    def action() -> str:
+        if key_id == web.principal.key_id:
+            raise FormError(
+                "key: this is the key you are logged in with; log in with another admin key to revoke it"
+            )
+        if (
+            keys.revoke_key(
+                session, project_id=web.principal.project_id, key_id=key_id, now=utcnow()
+            )
+            is None
+        ):
+            raise HTTPException(404, f"key {key_id} not found in this project")
+        session.commit()
+        return f"Revoked key {key_id}."
+
+    return _act(web, session, "keys", csrf, action, {})
+
+
+@router.post("/monitors/defaults")
+def monitor_defaults(
+    web: WebDep, session: SessionDep, engine: EngineDep, csrf: str = Form("")
+) -> Any:
+    def action() -> str:
+        with write_session(engine) as s:
+            made = defaults.create_defaults(s, project_id=web.principal.project_id)
+        return f"The {len(made)} default monitors are in place."
+
+    return _act(web, session, "monitors", csrf, action, {})
+
+
+def _monitor(session: Any, web: WebContext, monitor_id: int) -> Any:
+    found = monitor_store.get_monitor(
+        session, project_id=web.principal.project_id, monitor_id=monitor_id
+    )
+    if found is None:
+        raise HTTPException(404, f"monitor {monitor_id} not found in this project")
+    return found
+
+
+def _patch(engine: Any, web: WebContext, monitor_id: int, patch: MonitorPatch) -> None:
+    with write_session(engine) as s:
+        monitor = _monitor(s, web, monitor_id)
+        try:
+            monitor_store.update_monitor(s, monitor=monitor, patch=patch)
+        except ValueError as exc:  # DetectorConfigError: names the parameter
+            raise FormError(str(exc)) from None
+
+
+@router.post("/monitors/{monitor_id}/pause")
+def pause_monitor(
+    monitor_id: Int4Id, web: WebDep, session: SessionDep, engine: EngineDep,
+    csrf: str = Form(""), enabled: str = Form("false"),
+) -> Any:  # fmt: skip
+    def action() -> str:
+        on = enabled == "true"
+        _patch(engine, web, monitor_id, MonitorPatch.model_validate({"enabled": on}))
+        return f"Monitor {monitor_id} {'resumed' if on else 'paused'}."
+
+    return _act(web, session, "monitors", csrf, action, {})
+
+
+@router.post("/monitors/{monitor_id}/edit")
+async def edit_monitor(
+    monitor_id: Int4Id, request: Request, web: WebDep, session: SessionDep, engine: EngineDep
+) -> Any:
+    form = dict((await request.form()).items())
+    data: dict[str, Any] = {k: form[k] for k in TUNABLE if str(form.get(k, "")).strip()}
+
+    def action() -> str:
+        raw = str(form.get("detector_params", "")).strip()
+        if raw:
+            try:
+                data["detector_params"] = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise FormError(
+                    f"detector_params: not valid JSON ({exc.msg} at character {exc.pos})"
+                ) from None
+        _patch(engine, web, monitor_id, _parse(MonitorPatch, data))
+        return f"Saved monitor {monitor_id}."
+
+    typed = {"monitor_id": monitor_id, **form}
+    return _act(web, session, "monitors", str(form.get("csrf", "")), action, typed)
+
+
+@router.post("/monitors/{monitor_id}/run")
+def run_now(
+    monitor_id: Int4Id, web: WebDep, session: SessionDep, engine: EngineDep, csrf: str = Form("")
+) -> Any:
+    def action() -> str:
+        _monitor(session, web, monitor_id)
+        try:
+            run = run_monitor(
+                engine, monitor_id=monitor_id, now=None,
+                public_url=web.request.app.state.settings.public_url, refuse_when_busy=True,
+            )  # fmt: skip
+        except DetectorsBusy as exc:
+            raise HTTPException(429, str(exc), headers={"Retry-After": "5"}) from None
+        if run is None:
+            raise HTTPException(404, f"monitor {monitor_id} not found in this project")
+        reason = (run.evidence or {}).get("reason")
+        said = f" ({reason})" if isinstance(reason, str) else ""
+        return f"Ran monitor {monitor_id}: {run.status.replace('_', ' ')}{said}{', fired' if run.fired else ''}."
+
+    return _act(web, session, "monitors", csrf, action, {})
+
+
+@router.post("/silences")
+def create_silence(
+    web: WebDep, session: SessionDep, engine: EngineDep, csrf: str = Form(""),
+    failure_mode: str = Form(""), monitor: str = Form(""), hours: str = Form(""),
+    comment: str = Form(""),
+) -> Any:  # fmt: skip
+    typed = {"failure_mode": failure_mode, "monitor": monitor, "hours": hours, "comment": comment}
+
+    def action() -> str:
+        matchers = [
+            {"name": name, "op": "=", "value": value.strip()}
+            for name, value in (("failure_mode", failure_mode), ("monitor", monitor))
+            if value.strip()
+        ]
+        try:
+            seconds: Any = round(float(hours) * 3600) if hours.strip() else None
+        except ValueError:
+            raise FormError("duration_seconds: the hours must be a number") from None
+        body = _parse(
+            SilenceCreate, {"matchers": matchers, "duration_seconds": seconds, "comment": comment}
+        )
+        try:
+            with write_session(engine) as s:
+                alert_store.create_silence(
+                    s,
+                    project_id=web.principal.project_id,
+                    body=body,
+                    actor=actor(web.principal),
+                    now=utcnow(),
+                )
+        except ValueError as exc:
+            raise FormError(str(exc)) from None
+        return "Silence created."
+
+    return _act(web, session, "silences", csrf, action, typed)
+
+
+@router.post("/silences/{silence_id}/expire")
+def expire_silence(
+    silence_id: Int4Id, web: WebDep, session: SessionDep, engine: EngineDep, csrf: str = Form("")
+) -> Any:
+    def action() -> str:
+        with write_session(engine) as s:
+            silence = project_row(s, Silence, silence_id, project_id=web.principal.project_id)
+            if silence is None:
+                raise HTTPException(404, f"silence {silence_id} not found in this project")
+            now = utcnow()
+            if silence.ends_at > now:
+                silence.ends_at = max(now, silence.starts_at)
+        return f"Silence {silence_id} expired."
+
+    return _act(web, session, "silences", csrf, action, {})
+
+
+@router.post("/scores")
+async def put_roles(request: Request, web: WebDep, session: SessionDep, engine: EngineDep) -> Any:
+    form = await request.form()
+    names, kinds = form.getlist("name"), form.getlist("role")
+    sources = [str(s) for s in form.getlist("label_source")]
+    typed = {"rows": list(zip(names, kinds, strict=False)), "label_sources": sources}
+
+    def action() -> str:
+        roles = {
+            str(n).strip(): str(k)
+            for n, k in zip(names, kinds, strict=False)
+            if str(n).strip() and k
+        }
+        body = _parse(ScoreRolesBody, {"roles": roles, "label_sources": sources})
+        wanted = score_roles.ScoreRoles.from_mapping(body.roles, body.label_sources)
+        with write_session(engine) as s:
+            score_roles.put_roles(s, project_id=web.principal.project_id, roles=wanted)
+        return "Score roles saved; the next monitor runs read every stored score with them."
+
+    return _act(web, session, "scores", str(form.get("csrf", "")), action, typed)
+
+
+@router.post("/retention")
+def put_retention(
+    web: WebDep, session: SessionDep, csrf: str = Form(""), retention_days: str = Form("")
+) -> Any:
+    def action() -> str:
+        days: Any = retention_days.strip() or None
+        body = _parse(RetentionUpdate, {"retention_days": days})
+        set_retention(session, project_id=web.principal.project_id, days=body.retention_days)
+        session.commit()
+        return (
+            "Retention saved." if body.retention_days else "Retention follows the server's default."
+        )
+
+    return _act(web, session, "retention", csrf, action, {"retention_days": retention_days})
