@@ -199,4 +199,5 @@ def label_page(queue_name: str, web: WebDep, session: SessionDep) -> Any:
         queue = queues.get_queue(session, project_id=web.principal.project_id, name=queue_name)
     except NotFound:
         raise HTTPException(404, f"queue {queue_name!r} not found in this project") from None
-    return web.render("label.html", queue=queue)
+    counts = queues.item_counts(session, queue_ids=[queue.id])[queue.id]
+    return web.render("label.html", queue=queue, counts=counts)

@@ -28,6 +28,7 @@ from app.monitors import defaults
 from app.monitors import store as monitor_store
 from app.monitors.runner import DetectorsBusy, run_monitor
 from app.monitors.schemas import MonitorPatch
+from app.onboarding import OtelEnv
 from app.retention.policy import RetentionUpdate, retention_view, set_retention
 from app.scores import roles as score_roles
 from app.scores.schemas import ScoreRolesBody
@@ -136,7 +137,11 @@ def create_key(
             session, project_name=web.principal.project_name, role=body.role, name=body.name
         )
         session.commit()
-        return f"Created a {body.role} key. Copy it now: it is shown only this once."
+        if body.role == "ingest":
+            public = web.request.app.state.settings.public_url
+            shown["otel_env"] = OtelEnv(endpoint=public, key=shown["new_key"]).shell()
+        article = "an" if body.role[0] in "aeiou" else "a"
+        return f"Created {article} {body.role} key. Copy it now: it is shown only this once."
 
     return _act(web, session, "keys", csrf, action, {"role": role, "name": name}, shown)
 
