@@ -170,6 +170,19 @@ def trace_page(trace_id: str, web: WebDep, session: SessionDep) -> Any:
     return web.render("trace.html", trace=trace, **view)
 
 
+@router.get("/traces/{trace_id}/conversation")
+def trace_conversation(trace_id: str, web: WebDep, session: SessionDep) -> Any:
+    """The conversation alone, as an HTML fragment (the labeling page shows it inline)."""
+    found = traces.get_trace(session, project_id=web.principal.project_id, trace_id=trace_id)
+    if found is None:
+        raise HTTPException(404, f"trace {trace_id!r} not found in this project")
+    trace = found.model_dump()
+    chat = trace_view.conversation(
+        trace["spans"], trace_view.events_of(session, web.principal.project_id, trace_id)
+    )
+    return web.render("_chat.html", chat=chat)
+
+
 def _tree(spans: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
     """Spans in step order, each with its depth under its parent (for indentation)."""
     by_id = {s["span_id"]: s for s in spans}

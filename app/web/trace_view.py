@@ -60,7 +60,7 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-def _events(session: Session, project_id: int, trace_id: str) -> dict[str, list[dict[str, Any]]]:
+def events_of(session: Session, project_id: int, trace_id: str) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
     rows = session.execute(
         select(SpanEvent.span_id, SpanEvent.name, SpanEvent.attributes, SpanEvent.body)
@@ -248,7 +248,7 @@ def trace_view(
     session: Session, *, project_id: int, trace: dict[str, Any], depth: dict[str, int]
 ) -> dict[str, Any]:
     spans = trace["spans"]
-    events = _events(session, project_id, trace["trace_id"])
+    events = events_of(session, project_id, trace["trace_id"])
     has_row = "agent" in trace
     return {
         "chat": conversation(spans, events),

@@ -207,6 +207,7 @@ def test_annotator_labels_three_items_with_the_keyboard(world, browser):
         assert page.locator("#item").get_attribute("data-content") == "yes"
         assert page.locator("#item .reason").inner_text().startswith("Picked because it is unlike")
         assert page.locator("#item a[href^='/traces/']").count() == 1
+        page.locator("#item .conversation :is(ol.chat, p.muted:not(.small))").wait_for()
         page.keyboard.press("1")
         page.locator(f"#item[data-item-id]:not([data-item-id='{item}'])").wait_for()
     expect(page.locator("#done")).to_have_text("3")

@@ -134,3 +134,16 @@ def test_trace_page_roles_and_bad_ids(client, make_key):
     client.cookies.clear()
     login(client, make_key("read", project="other"))
     assert client.get("/traces/r-1").status_code == 404
+
+
+def test_the_conversation_alone_for_the_labeling_page(client, make_key):
+    key = make_key("admin")
+    run = agent_run("Where is my order 42?", answer="It ships today.")
+    send(client, key, [run])
+    login(client, make_key("annotate"))
+    fragment = client.get(f"/traces/{run.trace_id}/conversation").text
+    assert not fragment.lstrip().startswith("<!doctype") and '<ol class="chat">' in fragment
+    assert [r for r, _ in chat(fragment)] == ["system", "user", "assistant"]
+    assert (
+        client.get("/traces/nope/conversation", headers={"accept": "text/html"}).status_code == 404
+    )

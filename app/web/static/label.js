@@ -84,7 +84,16 @@
     if (s.text) { itemEl.appendChild(el("h3", "Input")); itemEl.appendChild(el("pre", s.text, "content")); }
     if (s.trace && s.trace.output) { itemEl.appendChild(el("h3", "Output")); itemEl.appendChild(el("pre", s.trace.output, "content")); }
     if (s.trace) {
-      const a = el("a", "Read the whole conversation (opens in a new tab)");
+      const box = el("div", undefined, "conversation");
+      box.appendChild(el("p", "Loading the conversation…", "muted small"));
+      itemEl.appendChild(box);
+      const shown = current.id;
+      // Server-rendered and escaped: the trace page's own chat markup, same origin.
+      fetch(`/traces/${encodeURIComponent(s.trace.trace_id)}/conversation`, { credentials: "same-origin" })
+        .then((r) => (r.ok ? r.text() : Promise.reject(r.status)))
+        .then((html) => { if (current && current.id === shown) box.innerHTML = html; })
+        .catch(() => { box.innerHTML = ""; box.appendChild(el("p", "The conversation could not be loaded.", "muted small")); });
+      const a = el("a", "Open the trace (new tab)");
       a.href = `/traces/${encodeURIComponent(s.trace.trace_id)}`;
       a.target = "_blank";
       a.rel = "noopener";
