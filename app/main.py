@@ -173,12 +173,20 @@ def _install_error_handlers(app: FastAPI) -> None:
         return JSONResponse({"detail": f"the database refused a value: {reason}"}, status)
 
     @app.exception_handler(RequestValidationError)
-    async def invalid(_req: Request, exc: RequestValidationError) -> JSONResponse:
+    async def invalid(_req: Request, exc: RequestValidationError) -> Any:
         errors = [
             {"field": ".".join(str(p) for p in e.get("loc", ())), "error": e.get("msg", "")}
             for e in exc.errors()
         ]
         message = "; ".join(f"{e['field']}: {e['error']}" for e in errors) or "invalid request"
+        if _wants_html(_req):
+            from app.web.deps import templates
+
+            # A page's bad query or form value: the same message, as a page.
+            return templates.TemplateResponse(
+                _req, "error.html", {"status_code": 422, "message": message, "user": None, "csrf": ""},
+                status_code=422,
+            )  # fmt: skip
         return JSONResponse({"detail": message, "errors": errors}, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)

@@ -9,6 +9,7 @@ not let the same key do.
 from __future__ import annotations
 
 import math
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fastapi import APIRouter, Form, HTTPException, Query
@@ -19,7 +20,7 @@ from app.db import write_session
 from app.deps import EngineDep, Int4Id, Int8Id, SessionDep
 from app.labeling import queues
 from app.labeling.errors import NotFound
-from app.models.base import UTCTime, utcnow
+from app.models.base import utcnow
 from app.monitors import defaults
 from app.monitors import store as monitors
 from app.onboarding import OtelEnv
@@ -29,6 +30,7 @@ from app.web import alert_view, health, queries, trace_view
 from app.web.deps import WebDep
 
 router = APIRouter(include_in_schema=False)
+TEXT_SEARCH_DEFAULT = timedelta(hours=24)
 
 
 def _num(x: float | None) -> float | None:
@@ -134,27 +136,55 @@ def alert_page(alert_id: Int8Id, web: WebDep, session: SessionDep) -> Any:
 def traces_page(
     web: WebDep,
     session: SessionDep,
-    agent: str | None = None,
+    agent: str | None = Query(None, max_length=128),
+    version: str | None = Query(None, max_length=64),
     status: str | None = Query(None, pattern="^(ok|error)?$"),
     source: str | None = Query(None, pattern="^(production|eval|shadow)?$"),
-    since: UTCTime | None = None,
+    since: str | None = Query(None, max_length=40),
+    until: str | None = Query(None, max_length=40),
+    q: str | None = Query(None, max_length=200),
+    trace_id: str | None = Query(None, max_length=64),
     cursor: Int8Id | None = None,
 ) -> Any:
+    """Newest first, keyset pages; a text search is bounded to a time range (default: the
+    last 24 hours) since it scans the traces in it."""
+    start, end = _when(since, "since"), _when(until, "until")
+    text = (q or "").strip() or None
+    if text and start is None:
+        start = utcnow() - TEXT_SEARCH_DEFAULT
     found = traces.list_traces(
         session,
         project_id=web.principal.project_id,
         agent=agent or None,
+        agent_version=version or None,
+        trace_id=(trace_id or "").strip() or None,
         status=status or None,
         source=source or None,
-        since=since,
+        since=start,
+        until=end,
+        text=text,
         limit=50,
         cursor=cursor,
     )
     page = TracePage(
         traces=[TraceOut.model_validate(t) for t in found.rows], next_cursor=found.next_cursor
     )
-    filters = {"agent": agent or "", "status": status or "", "source": source or ""}
-    return web.render("traces.html", page=page, filters=filters)
+    filters = {"agent": agent or "", "version": version or "", "status": status or "",
+               "source": source or "", "since": since or "", "until": until or "",
+               "q": q or "", "trace_id": trace_id or ""}  # fmt: skip
+    searched_from = start if text and not since else None
+    return web.render("traces.html", page=page, filters=filters, searched_from=searched_from)
+
+
+def _when(value: str | None, field: str) -> datetime | None:
+    """A filter's time: ISO 8601 or the browser's ``datetime-local`` (read as UTC)."""
+    if not value or not value.strip():
+        return None
+    try:
+        t = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise HTTPException(422, f"{field}: not a date and time (use 2026-12-04T09:30)") from None
+    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
 
 
 @router.get("/traces/{trace_id}")
