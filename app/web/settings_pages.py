@@ -18,7 +18,6 @@ from pydantic import BaseModel, ValidationError
 from app import keys
 from app.alerts import store as alert_store
 from app.alerts.schemas import SilenceCreate
-from app.api.routes.alerts import actor
 from app.db import project_row, write_session
 from app.deps import EngineDep, Int4Id, SessionDep
 from app.keys import KeyCreate
@@ -281,7 +280,7 @@ def create_silence(
                     s,
                     project_id=web.principal.project_id,
                     body=body,
-                    actor=actor(web.principal),
+                    actor=web.principal.actor,
                     now=utcnow(),
                 )
         except ValueError as exc:
