@@ -1,4 +1,5 @@
-"""Settings pages (admin only): API keys, monitors, silences, score roles, retention.
+"""Settings pages (admin only): API keys, monitors, silences, score roles, retention
+(channels: :mod:`app.web.channel_pages`).
 
 Each form posts to its page with the login's CSRF token; the values go through the API's
 own request models and service functions (never an HTTP call), so a bad value is refused
@@ -42,7 +43,7 @@ class FormError(ValueError):
     """A form value the API's model or service refused; the message names the field."""
 
 
-def _admin(web: WebContext) -> None:
+def require_admin(web: WebContext) -> None:
     if not web.principal.can(ADMIN):
         raise HTTPException(
             403, f"Settings need a key with the admin role; yours is {web.principal.role}."
@@ -57,14 +58,16 @@ def _errors(exc: ValidationError) -> str:
     )
 
 
-def _parse(model: type[BaseModel], data: dict[str, Any]) -> Any:
+def parse_form(model: type[BaseModel], data: dict[str, Any]) -> Any:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         raise FormError(_errors(exc)) from None
 
 
-def _page(web: WebContext, session: Any, tab: str, *, status: int = 200, **extra: Any) -> Any:
+def settings_page(
+    web: WebContext, session: Any, tab: str, *, status: int = 200, **extra: Any
+) -> Any:
     pid = web.principal.project_id
     data: dict[str, Any] = {"tab": tab, **extra}
     if tab == "keys":
@@ -86,7 +89,7 @@ def _page(web: WebContext, session: Any, tab: str, *, status: int = 200, **extra
     return web.render("settings.html", status_code=status, **data)
 
 
-def _act(
+def act(
     web: WebContext,
     session: Any,
     tab: str,
@@ -94,30 +97,37 @@ def _act(
     action: Callable[[], str],
     form: dict[str, Any],
     shown: dict[str, Any] | None = None,
+    renderer: Callable[..., Any] | None = None,
 ) -> Any:
     """Check the form, run ``action``; on success back to the tab with what happened (and
     ``shown``, filled by the action), on a refused value the tab again, 422, the message
     and the values typed."""
     web.check_form(csrf, role=ADMIN)
+
+    def render(**kw: Any) -> Any:
+        if renderer is not None:
+            return renderer(web, session, **kw)
+        return settings_page(web, session, tab, **kw)
+
     try:
         done = action()
     except FormError as exc:
-        return _page(web, session, tab, status=422, error=str(exc), form=form)
-    return _page(web, session, tab, flash=done, **(shown or {}))
+        return render(status=422, error=str(exc), form=form)
+    return render(flash=done, **(shown or {}))
 
 
 @router.get("")
 def settings_home(web: WebDep) -> Any:
-    _admin(web)
+    require_admin(web)
     return RedirectResponse("/settings/keys", status_code=303)
 
 
 @router.get("/{tab}")
 def settings_tab(tab: str, web: WebDep, session: SessionDep) -> Any:
-    _admin(web)
-    if tab not in ("keys", "monitors", "silences", "scores", "retention"):
+    require_admin(web)
+    if tab not in ("keys", "monitors", "silences", "scores", "retention"):  # channels: own module
         raise HTTPException(404, f"no settings page {tab!r}")
-    return _page(web, session, tab)
+    return settings_page(web, session, tab)
 
 
 @router.post("/keys")
@@ -131,7 +141,7 @@ def create_key(
     shown: dict[str, str] = {}
 
     def action() -> str:
-        body = _parse(KeyCreate, {"role": role, "name": name})
+        body = parse_form(KeyCreate, {"role": role, "name": name})
         shown["new_key"] = keys.create_key(
             session, project_name=web.principal.project_name, role=body.role, name=body.name
         )
@@ -142,7 +152,7 @@ def create_key(
         article = "an" if body.role[0] in "aeiou" else "a"
         return f"Created {article} {body.role} key. Copy it now: it is shown only this once."
 
-    return _act(web, session, "keys", csrf, action, {"role": role, "name": name}, shown)
+    return act(web, session, "keys", csrf, action, {"role": role, "name": name}, shown)
 
 
 @router.post("/keys/{key_id}/revoke")
@@ -162,7 +172,7 @@ def revoke_key(key_id: Int4Id, web: WebDep, session: SessionDep, csrf: str = For
         session.commit()
         return f"Revoked key {key_id}."
 
-    return _act(web, session, "keys", csrf, action, {})
+    return act(web, session, "keys", csrf, action, {})
 
 
 @router.post("/monitors/defaults")
@@ -174,7 +184,7 @@ def monitor_defaults(
             made = defaults.create_defaults(s, project_id=web.principal.project_id)
         return f"The {len(made)} default monitors are in place."
 
-    return _act(web, session, "monitors", csrf, action, {})
+    return act(web, session, "monitors", csrf, action, {})
 
 
 def _monitor(session: Any, web: WebContext, monitor_id: int) -> Any:
@@ -205,7 +215,7 @@ def pause_monitor(
         _patch(engine, web, monitor_id, MonitorPatch.model_validate({"enabled": on}))
         return f"Monitor {monitor_id} {'resumed' if on else 'paused'}."
 
-    return _act(web, session, "monitors", csrf, action, {})
+    return act(web, session, "monitors", csrf, action, {})
 
 
 @router.post("/monitors/{monitor_id}/edit")
@@ -224,11 +234,11 @@ async def edit_monitor(
                 raise FormError(
                     f"detector_params: not valid JSON ({exc.msg} at character {exc.pos})"
                 ) from None
-        _patch(engine, web, monitor_id, _parse(MonitorPatch, data))
+        _patch(engine, web, monitor_id, parse_form(MonitorPatch, data))
         return f"Saved monitor {monitor_id}."
 
     typed = {"monitor_id": monitor_id, **form}
-    return _act(web, session, "monitors", str(form.get("csrf", "")), action, typed)
+    return act(web, session, "monitors", str(form.get("csrf", "")), action, typed)
 
 
 @router.post("/monitors/{monitor_id}/run")
@@ -250,7 +260,7 @@ def run_now(
         said = f" ({reason})" if isinstance(reason, str) else ""
         return f"Ran monitor {monitor_id}: {run.status.replace('_', ' ')}{said}{', fired' if run.fired else ''}."
 
-    return _act(web, session, "monitors", csrf, action, {})
+    return act(web, session, "monitors", csrf, action, {})
 
 
 @router.post("/silences")
@@ -271,7 +281,7 @@ def create_silence(
             seconds: Any = round(float(hours) * 3600) if hours.strip() else None
         except ValueError:
             raise FormError("duration_seconds: the hours must be a number") from None
-        body = _parse(
+        body = parse_form(
             SilenceCreate, {"matchers": matchers, "duration_seconds": seconds, "comment": comment}
         )
         try:
@@ -287,7 +297,7 @@ def create_silence(
             raise FormError(str(exc)) from None
         return "Silence created."
 
-    return _act(web, session, "silences", csrf, action, typed)
+    return act(web, session, "silences", csrf, action, typed)
 
 
 @router.post("/silences/{silence_id}/expire")
@@ -304,7 +314,7 @@ def expire_silence(
                 silence.ends_at = max(now, silence.starts_at)
         return f"Silence {silence_id} expired."
 
-    return _act(web, session, "silences", csrf, action, {})
+    return act(web, session, "silences", csrf, action, {})
 
 
 @router.post("/scores")
@@ -320,13 +330,13 @@ async def put_roles(request: Request, web: WebDep, session: SessionDep, engine: 
             for n, k in zip(names, kinds, strict=False)
             if str(n).strip() and k
         }
-        body = _parse(ScoreRolesBody, {"roles": roles, "label_sources": sources})
+        body = parse_form(ScoreRolesBody, {"roles": roles, "label_sources": sources})
         wanted = score_roles.ScoreRoles.from_mapping(body.roles, body.label_sources)
         with write_session(engine) as s:
             score_roles.put_roles(s, project_id=web.principal.project_id, roles=wanted)
         return "Score roles saved; the next monitor runs read every stored score with them."
 
-    return _act(web, session, "scores", str(form.get("csrf", "")), action, typed)
+    return act(web, session, "scores", str(form.get("csrf", "")), action, typed)
 
 
 @router.post("/retention")
@@ -335,11 +345,11 @@ def put_retention(
 ) -> Any:
     def action() -> str:
         days: Any = retention_days.strip() or None
-        body = _parse(RetentionUpdate, {"retention_days": days})
+        body = parse_form(RetentionUpdate, {"retention_days": days})
         set_retention(session, project_id=web.principal.project_id, days=body.retention_days)
         session.commit()
         return (
             "Retention saved." if body.retention_days else "Retention follows the server's default."
         )
 
-    return _act(web, session, "retention", csrf, action, {"retention_days": retention_days})
+    return act(web, session, "retention", csrf, action, {"retention_days": retention_days})
