@@ -12,9 +12,9 @@ from typing import Any
 from fastapi import APIRouter, Form, HTTPException
 
 from app.alerts import store as alert_store
+from app.alerts.channel_check import queue_test
 from app.alerts.outbound import OutboundPolicy, OutboundRefused
 from app.alerts.schemas import ChannelCreate
-from app.alerts.channel_check import queue_test
 from app.db import project_row, write_session
 from app.deps import EngineDep, Int4Id, SessionDep
 from app.models import Channel

@@ -12,7 +12,9 @@ from app.models import Alert, IngestMinute, Monitor, Trace
 from app.models.base import utcnow
 from app.monitors import readiness
 from app.monitors import store as monitors
-from app.web import health
+from app.web import health, run_chart
+
+SPARK_RUNS = 48  # verdicts a card's sparkline shows
 
 FAILURE_MODES = {
     "FM-1": "Compounding decision errors",
@@ -115,11 +117,17 @@ def monitor_row(
 ) -> dict[str, Any]:
     """One monitor as a card shows it: health in words, last verdict, last run, readiness."""
     last_run = monitors.latest_run(session, monitor_id=monitor.id)
-    verdicts = monitors.list_runs(session, monitor_id=monitor.id, status="ok", limit=1)
+    verdicts = monitors.list_runs(session, monitor_id=monitor.id, status="ok", limit=SPARK_RUNS)
     verdict = verdicts[-1] if verdicts else None
+    name = health.STATISTIC_NAMES.get(monitor.failure_mode, "statistic")
+    spark = run_chart.sparkline(
+        [run_chart.RunPoint(r.at, r.statistic, r.threshold, r.fired, r.status) for r in verdicts],
+        label=f"{name} of the last {len(verdicts)} verdicts",
+    )
     return {
         "monitor": monitor,
         "run": last_run,
+        "sparkline": spark,
         "health": health.health(
             monitor,
             open_alerts=open_alerts,

@@ -137,3 +137,42 @@ def svg(points: Sequence[RunPoint], *, marks: Marks, label: str) -> Markup:
         )
     parts.append("</svg>")
     return Markup("".join(parts))
+
+
+def sparkline(points: Sequence[RunPoint], *, label: str) -> Markup:
+    """A card's small chart: the statistic of the last runs, fired ones red, no axes."""
+    drawn = [p for p in points if p.statistic is not None and _finite(p.statistic)]
+    if len(drawn) < 2:
+        return Markup("")
+    w, h, pad = 160, 28, 3
+    values = [v for p in drawn for v in (p.statistic, p.threshold) if v is not None and _finite(v)]
+    lo, hi = min(values), max(values)
+    hi = hi if hi > lo else lo + 1
+
+    def xy(i: int, v: float) -> str:
+        x = pad + i * (w - 2 * pad) / (len(drawn) - 1)
+        return f"{x:.1f},{pad + (1 - (v - lo) / (hi - lo)) * (h - 2 * pad):.1f}"
+
+    line = " ".join(xy(i, p.statistic) for i, p in enumerate(drawn))  # type: ignore[arg-type]
+    parts = [
+        f'<svg class="sparkline" viewBox="0 0 {w} {h}" role="img" aria-label="{escape(label)}" '
+        'xmlns="http://www.w3.org/2000/svg">',
+        f'<polyline points="{line}" fill="none" stroke="#2b59c3" stroke-width="1.5"/>',
+    ]
+    thr = [
+        (i, p.threshold)
+        for i, p in enumerate(drawn)
+        if p.threshold is not None and _finite(p.threshold)
+    ]
+    if thr:
+        t_line = " ".join(xy(i, v) for i, v in thr)  # type: ignore[arg-type]
+        parts.append(
+            f'<polyline class="threshold" points="{t_line}" fill="none" stroke="#c62f2f" '
+            'stroke-dasharray="3 2" stroke-width="1"/>'
+        )
+    for i, p in enumerate(drawn):
+        if p.fired:
+            cx, cy = xy(i, p.statistic).split(",")  # type: ignore[arg-type]
+            parts.append(f'<circle class="fired" cx="{cx}" cy="{cy}" r="2" fill="#c62f2f"/>')
+    parts.append("</svg>")
+    return Markup("".join(parts))
