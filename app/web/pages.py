@@ -182,9 +182,11 @@ def _when(value: str | None, field: str) -> datetime | None:
         return None
     try:
         t = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
     except ValueError:
         raise HTTPException(422, f"{field}: not a date and time (use 2026-12-04T09:30)") from None
-    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00+01:00 is year 0 in UTC
+        raise HTTPException(422, f"{field}: out of range once read as UTC") from None
 
 
 @router.get("/traces/{trace_id}")

@@ -9,6 +9,7 @@ import pytest
 
 from app.main import create_app
 from app.settings import Settings
+from app.web.health import defaults_first_verdicts
 from tests.conftest import LiveServer, fresh_database, key_for
 from tests.web.test_browser import SHOTS, browser, login  # noqa: F401 (fixture)
 
@@ -41,7 +42,8 @@ def test_a_new_project_is_told_how_to_start_and_gets_its_monitors(empty_project,
     assert page.locator("#flash").inner_text() == "Created the default monitors (8)."
     assert page.locator("section.mode[data-health=waiting]").count() == 8
     first = page.locator("section.mode[data-mode=FM-2] .health").inner_text()
-    assert first == "No verdict yet: the first needs 8 h of traffic, and none has arrived."
+    hours = defaults_first_verdicts()["FM-2"]
+    assert first == f"No verdict yet: the first needs {hours:g} h of traffic, and none has arrived."
     assert page.get_by_role("button", name="Create the default monitors").count() == 0
     page.screenshot(path=str(SHOTS / "overview-defaults.png"), full_page=True)
 

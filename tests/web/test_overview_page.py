@@ -11,6 +11,7 @@ from sqlalchemy import func, select
 
 from app.db import write_session
 from app.models import Monitor
+from app.web.health import defaults_first_verdicts
 from tests.app.derive.otlp_agent import agent_run, send
 from tests.web.test_pages import login
 
@@ -44,7 +45,9 @@ def test_an_empty_project_shows_the_env_block_and_creates_the_defaults(client, m
     page = client.get("/?created=8").text
     assert "Created the default monitors (8)." in page and count_monitors(engine) == 8
     assert page.count("No verdict yet: the first needs ") == 8
-    assert page.count("No verdict yet: the first needs 8 h of traffic, and none has arrived.") >= 6
+    for mode, hours in defaults_first_verdicts().items():
+        card = re.search(rf'data-mode="{mode}".*?</section>', page, re.S).group(0)
+        assert f"the first needs {hours:g} h of traffic, and none has arrived." in card, mode
     # Again: the existing ones are kept, none added.
     client.post("/monitors/defaults", data={"csrf": csrf(page)})
     assert count_monitors(engine) == 8
@@ -84,7 +87,8 @@ def test_otlp_traces_count_and_the_first_verdict_is_announced(client, make_key, 
         r"No verdict yet: the first is expected at [\d-]+ [\d:]+ UTC \((\d+) h after the first",
         page,
     )
-    # 8 h for the defaults' windows; OUTCOME's reference is a day.
-    assert sorted(expected) == ["24"] + ["8"] * 7, expected
+    # As long as each default's windows need (reference + lag + current).
+    wanted = sorted(f"{h:g}" for h in defaults_first_verdicts().values())
+    assert sorted(expected) == wanted, expected
     r = client.get("/monitors/1")
     assert "No verdict yet" in r.text and "Not run yet." in r.text

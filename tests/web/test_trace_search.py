@@ -60,7 +60,7 @@ def test_bad_filters_get_a_page_naming_the_field(client, make_key):
     html = {"accept": "text/html"}
     for query, field in [("since=yesterday", "since"), ("until=2026-13-01T00:00", "until"),
                          ("status=broken", "status"), ("q=" + "x" * 201, "q"),
-                         ("cursor=abc", "cursor")]:  # fmt: skip
+                         ("cursor=abc", "cursor"), ("since=0001-01-01T00:00:00%2B01:00", "since")]:  # fmt: skip
         r = client.get(f"/traces?{query}", headers=html)
         assert 400 <= r.status_code < 500 and field in r.text, (query, r.status_code, r.text[:300])
         assert "<h1>" in r.text  # a page, not JSON
