@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from app.alerts import lifecycle, sentences
 from app.models import Alert, AlertEvent, DetectorRun, Monitor, Trace
 from app.monitors import store as monitors
-from app.web import run_chart
+from app.web import evidence_view, run_chart
 
 EXAMPLES = 5
 
@@ -209,12 +209,12 @@ def alert_view(
         "runs": runs,
         "onset": onset,
         "reference": reference,
-        "current_examples": _traces(session, alert.project_id, sentences.examples(evidence)),
+        "current_examples": _traces(session, alert.project_id, evidence_view.examples(evidence)),
         "reference_examples": (
             _reference_traces(session, alert.project_id, reference, agent) if reference else []
         ),
-        "tables": sentences.tables(evidence),
-        "scalars": sentences.scalars(evidence),
+        "tables": evidence_view.tables(evidence),
+        "scalars": evidence_view.scalars(evidence),
         "history": folded_history(events),
         "sentence": _sentence(session, alert, monitor, events),
         "heading": _heading(alert.failure_mode, monitor.name if monitor else ""),

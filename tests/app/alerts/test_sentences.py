@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from app.alerts import channels, group_payloads, sentences
+from app.web import evidence_view
 
 BASELINE = {"baseline": {"degradation_started_at": "2026-12-03T20:30:00Z"}}
 FIRED = {"p_value": 1e-5, "effect_ok": True, "fired": True}
@@ -116,10 +117,10 @@ def test_odd_evidence_falls_back_to_words_then_numbers_never_raises() -> None:
 
 
 def test_examples_and_tables_come_from_the_evidence() -> None:
-    assert sentences.examples(EVIDENCE["FM-3"]) == ["t1", "t2"]
-    assert sentences.examples(EVIDENCE["OUTCOME"]) == ["o1", "o2"]
+    assert evidence_view.examples(EVIDENCE["FM-3"]) == ["t1", "t2"]
+    assert evidence_view.examples(EVIDENCE["OUTCOME"]) == ["o1", "o2"]
     [(title, shared, columns, rows)] = [
-        t for t in sentences.tables(EVIDENCE["OUTCOME"]) if t[0] == "objectives"
+        t for t in evidence_view.tables(EVIDENCE["OUTCOME"]) if t[0] == "objectives"
     ]
     assert shared == "signal: objective; n reference: 151; n current: 301"
     assert columns[:3] == ["name", "before", "after"] and rows[0][:2] == ["factuality", "0.84"]
