@@ -116,13 +116,14 @@ def _install_web(app: FastAPI) -> None:
     from fastapi.responses import RedirectResponse
     from fastapi.staticfiles import StaticFiles
 
-    from app.web import auth_routes, channel_pages, pages, settings_pages
+    from app.web import auth_routes, channel_pages, monitor_settings, pages, settings_pages
     from app.web.deps import STATIC_DIR, LoginRequired
 
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     app.include_router(auth_routes.router)
     app.include_router(pages.router)
     app.include_router(channel_pages.router)
+    app.include_router(monitor_settings.router)
     app.include_router(settings_pages.router)
 
     @app.exception_handler(LoginRequired)

@@ -1,9 +1,11 @@
 """The pages: overview, monitor, alerts, trace explorer, labeling.
 
 Pages read through the features' store functions with the request's session, as the API
-does; every action (ack, resolve, silence, label) is a call from the page's script to the
-JSON API with the session cookie and its CSRF token, so the UI can do nothing the API would
-not let the same key do.
+does. Quick actions (ack, resolve, silence, label) are calls from the page's script to the
+JSON API with the session cookie and its CSRF token; forms (the overview's default
+monitors, :mod:`app.web.settings_pages`) post to the page with the token and call the
+API's service functions with the API's role checks, so the UI can do nothing the API
+would not let the same key do.
 """
 
 from __future__ import annotations

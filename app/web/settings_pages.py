@@ -1,5 +1,5 @@
-"""Settings pages (admin only): API keys, monitors, silences, score roles, retention
-(channels: :mod:`app.web.channel_pages`).
+"""Settings pages (admin only): API keys, silences, score roles, retention; monitors'
+forms in :mod:`app.web.monitor_settings`, channels in :mod:`app.web.channel_pages`.
 
 Each form posts to its page with the login's CSRF token; the values go through the API's
 own request models and service functions (never an HTTP call), so a bad value is refused
@@ -8,7 +8,6 @@ with the message the API gives, naming the field, in a 422 page that keeps what 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -24,10 +23,7 @@ from app.deps import EngineDep, Int4Id, SessionDep
 from app.keys import KeyCreate
 from app.models import Project, Silence
 from app.models.base import utcnow
-from app.monitors import defaults
 from app.monitors import store as monitor_store
-from app.monitors.runner import DetectorsBusy, run_monitor
-from app.monitors.schemas import MonitorPatch
 from app.onboarding import OtelEnv
 from app.retention.policy import RetentionUpdate, retention_view, set_retention
 from app.scores import roles as score_roles
@@ -36,7 +32,6 @@ from app.web.deps import WebContext, WebDep
 
 router = APIRouter(prefix="/settings", include_in_schema=False)
 ADMIN = "admin"
-TUNABLE = ("severity", "interval_seconds", "expected_days_between_false_alerts", "for_seconds")
 
 
 class FormError(ValueError):
@@ -173,94 +168,6 @@ def revoke_key(key_id: Int4Id, web: WebDep, session: SessionDep, csrf: str = For
         return f"Revoked key {key_id}."
 
     return act(web, session, "keys", csrf, action, {})
-
-
-@router.post("/monitors/defaults")
-def monitor_defaults(
-    web: WebDep, session: SessionDep, engine: EngineDep, csrf: str = Form("")
-) -> Any:
-    def action() -> str:
-        with write_session(engine) as s:
-            made = defaults.create_defaults(s, project_id=web.principal.project_id)
-        return f"The {len(made)} default monitors are in place."
-
-    return act(web, session, "monitors", csrf, action, {})
-
-
-def _monitor(session: Any, web: WebContext, monitor_id: int) -> Any:
-    found = monitor_store.get_monitor(
-        session, project_id=web.principal.project_id, monitor_id=monitor_id
-    )
-    if found is None:
-        raise HTTPException(404, f"monitor {monitor_id} not found in this project")
-    return found
-
-
-def _patch(engine: Any, web: WebContext, monitor_id: int, patch: MonitorPatch) -> None:
-    with write_session(engine) as s:
-        monitor = _monitor(s, web, monitor_id)
-        try:
-            monitor_store.update_monitor(s, monitor=monitor, patch=patch)
-        except ValueError as exc:  # DetectorConfigError: names the parameter
-            raise FormError(str(exc)) from None
-
-
-@router.post("/monitors/{monitor_id}/pause")
-def pause_monitor(
-    monitor_id: Int4Id, web: WebDep, session: SessionDep, engine: EngineDep,
-    csrf: str = Form(""), enabled: str = Form("false"),
-) -> Any:  # fmt: skip
-    def action() -> str:
-        on = enabled == "true"
-        _patch(engine, web, monitor_id, MonitorPatch.model_validate({"enabled": on}))
-        return f"Monitor {monitor_id} {'resumed' if on else 'paused'}."
-
-    return act(web, session, "monitors", csrf, action, {})
-
-
-@router.post("/monitors/{monitor_id}/edit")
-async def edit_monitor(
-    monitor_id: Int4Id, request: Request, web: WebDep, session: SessionDep, engine: EngineDep
-) -> Any:
-    form = dict((await request.form()).items())
-    data: dict[str, Any] = {k: form[k] for k in TUNABLE if str(form.get(k, "")).strip()}
-
-    def action() -> str:
-        raw = str(form.get("detector_params", "")).strip()
-        if raw:
-            try:
-                data["detector_params"] = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise FormError(
-                    f"detector_params: not valid JSON ({exc.msg} at character {exc.pos})"
-                ) from None
-        _patch(engine, web, monitor_id, parse_form(MonitorPatch, data))
-        return f"Saved monitor {monitor_id}."
-
-    typed = {"monitor_id": monitor_id, **form}
-    return act(web, session, "monitors", str(form.get("csrf", "")), action, typed)
-
-
-@router.post("/monitors/{monitor_id}/run")
-def run_now(
-    monitor_id: Int4Id, web: WebDep, session: SessionDep, engine: EngineDep, csrf: str = Form("")
-) -> Any:
-    def action() -> str:
-        _monitor(session, web, monitor_id)
-        try:
-            run = run_monitor(
-                engine, monitor_id=monitor_id, now=None,
-                public_url=web.request.app.state.settings.public_url, refuse_when_busy=True,
-            )  # fmt: skip
-        except DetectorsBusy as exc:
-            raise HTTPException(429, str(exc), headers={"Retry-After": "5"}) from None
-        if run is None:
-            raise HTTPException(404, f"monitor {monitor_id} not found in this project")
-        reason = (run.evidence or {}).get("reason")
-        said = f" ({reason})" if isinstance(reason, str) else ""
-        return f"Ran monitor {monitor_id}: {run.status.replace('_', ' ')}{said}{', fired' if run.fired else ''}."
-
-    return act(web, session, "monitors", csrf, action, {})
 
 
 @router.post("/silences")
