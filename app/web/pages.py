@@ -17,6 +17,7 @@ from typing import Any
 from fastapi import APIRouter, Form, HTTPException, Query
 from fastapi.responses import RedirectResponse
 
+from app.alerts import lifecycle
 from app.alerts import store as alerts
 from app.db import write_session
 from app.deps import EngineDep, Int4Id, Int8Id, SessionDep
@@ -132,6 +133,34 @@ def alert_page(alert_id: Int8Id, web: WebDep, session: SessionDep) -> Any:
     )
     view = alert_view.alert_view(session, alert=alert, monitor=monitor, events=events, now=utcnow())
     return web.render("alert.html", alert=alert, monitor=monitor, **view)
+
+
+@router.post("/alerts/{alert_id}/{action}")
+def alert_action(
+    alert_id: Int8Id,
+    action: str,
+    web: WebDep,
+    engine: EngineDep,
+    csrf: str = Form(""),
+) -> Any:
+    """Acknowledge or resolve from the alert page without JavaScript (the page's script
+    calls the JSON API instead); the annotate role, as the API asks."""
+    if action not in ("ack", "resolve"):
+        raise HTTPException(404, f"no alert action {action!r}")
+    web.check_form(csrf, role="annotate")
+    public_url = web.request.app.state.settings.public_url
+    try:
+        with write_session(engine) as session:
+            alert = alerts.get_alert(
+                session, project_id=web.principal.project_id, alert_id=alert_id
+            )
+            if alert is None:
+                raise HTTPException(404, f"alert {alert_id} not found in this project")
+            step = lifecycle.acknowledge if action == "ack" else lifecycle.resolve
+            step(session, alert, actor=web.principal.actor, now=utcnow(), public_url=public_url)
+    except lifecycle.TransitionError as exc:
+        raise HTTPException(409, str(exc)) from None
+    return RedirectResponse(f"/alerts/{alert_id}", status_code=303)
 
 
 @router.get("/traces")

@@ -120,3 +120,32 @@ def test_the_alert_page_is_for_readers_only_and_bad_ids_get_4xx(client, make_key
     client.cookies.clear()
     r = client.get(f"/alerts/{alert_id}", follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"].startswith("/login")
+
+
+def test_ack_and_resolve_work_as_forms_for_annotators(client, make_key, engine):
+    annotator, reader = make_key("annotate"), make_key("read")
+    alert_id = _alert(engine)
+    login(client, reader)
+    page = client.get(f"/alerts/{alert_id}").text
+    assert "Acknowledge" not in page  # a reader sees no actions
+    token = re.search(r'name="csrf-token" content="([^"]+)"', page).group(1)
+    r = client.post(f"/alerts/{alert_id}/ack", data={"csrf": token}, follow_redirects=False)
+    assert r.status_code == 403 and "annotate role" in r.text
+    client.cookies.clear()
+    login(client, annotator)
+    page = client.get(f"/alerts/{alert_id}").text
+    token = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+    assert client.post(f"/alerts/{alert_id}/ack", data={"csrf": "x"}).status_code == 403
+    r = client.post(f"/alerts/{alert_id}/ack", data={"csrf": token}, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == f"/alerts/{alert_id}"
+    page = client.get(f"/alerts/{alert_id}").text
+    assert 'data-state="acknowledged"' in page and "acknowledged for" in page
+    r = client.post(
+        f"/alerts/{alert_id}/ack", data={"csrf": token}, headers={"accept": "text/html"}
+    )
+    assert r.status_code == 409 and "only firing alerts can be acknowledged" in r.text
+    r = client.post(f"/alerts/{alert_id}/resolve", data={"csrf": token}, follow_redirects=False)
+    assert r.status_code == 303
+    assert 'data-state="resolved"' in client.get(f"/alerts/{alert_id}").text
+    assert client.post(f"/alerts/{alert_id}/delete", data={"csrf": token}).status_code == 404
+    assert client.post("/alerts/999999/resolve", data={"csrf": token}).status_code == 404
