@@ -39,6 +39,11 @@ class Principal:
     project_name: str
     role: str
 
+    @property
+    def actor(self) -> str:
+        """Who did it, as alert history and silences record it: ``key:<id>``."""
+        return f"key:{self.key_id}"
+
     def can(self, role: str) -> bool:
         """Admin can do everything; ``read`` is implied by ``annotate``; the rest is exact."""
         if self.role == "admin" or self.role == role:

@@ -116,12 +116,15 @@ def _install_web(app: FastAPI) -> None:
     from fastapi.responses import RedirectResponse
     from fastapi.staticfiles import StaticFiles
 
-    from app.web import auth_routes, pages
+    from app.web import auth_routes, channel_pages, monitor_settings, pages, settings_pages
     from app.web.deps import STATIC_DIR, LoginRequired
 
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     app.include_router(auth_routes.router)
     app.include_router(pages.router)
+    app.include_router(channel_pages.router)
+    app.include_router(monitor_settings.router)
+    app.include_router(settings_pages.router)
 
     @app.exception_handler(LoginRequired)
     async def to_login(_req: Request, exc: LoginRequired) -> RedirectResponse:
@@ -172,12 +175,20 @@ def _install_error_handlers(app: FastAPI) -> None:
         return JSONResponse({"detail": f"the database refused a value: {reason}"}, status)
 
     @app.exception_handler(RequestValidationError)
-    async def invalid(_req: Request, exc: RequestValidationError) -> JSONResponse:
+    async def invalid(_req: Request, exc: RequestValidationError) -> Any:
         errors = [
             {"field": ".".join(str(p) for p in e.get("loc", ())), "error": e.get("msg", "")}
             for e in exc.errors()
         ]
         message = "; ".join(f"{e['field']}: {e['error']}" for e in errors) or "invalid request"
+        if _wants_html(_req):
+            from app.web.deps import templates
+
+            # A page's bad query or form value: the same message, as a page.
+            return templates.TemplateResponse(
+                _req, "error.html", {"status_code": 422, "message": message, "user": None, "csrf": ""},
+                status_code=422,
+            )  # fmt: skip
         return JSONResponse({"detail": message, "errors": errors}, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from app.alerts import sentences
 from app.models import Alert, Channel
 
 CHANNEL_TYPES = ("webhook", "slack", "pagerduty", "alertmanager")
@@ -38,6 +39,10 @@ class AlertContext:
     @property
     def link(self) -> str:
         return f"{self.public_url.rstrip('/')}/alerts/{self.alert.id}"
+
+    @property
+    def title(self) -> str:
+        return sentences.title(self.alert.failure_mode, self.monitor_name)
 
     @property
     def labels(self) -> dict[str, str]:
@@ -68,8 +73,9 @@ def _iso(dt: datetime | None) -> str | None:
 
 
 def _summary(ctx: AlertContext) -> str:
+    """``[CRITICAL] FM-2 tool failure cascades: <the alert's sentence>``."""
     a = ctx.alert
-    return f"[{a.severity.upper()}] {a.failure_mode} {ctx.monitor_name}: {a.summary}"
+    return f"[{a.severity.upper()}] {ctx.title}: {a.summary}"
 
 
 def webhook_payload(ctx: AlertContext, event: str) -> dict[str, Any]:
@@ -86,6 +92,7 @@ def webhook_payload(ctx: AlertContext, event: str) -> dict[str, Any]:
             "monitor": ctx.monitor_name,
             "project": ctx.project_name,
             "labels": ctx.labels,
+            "title": ctx.title,
             "summary": a.summary,
             "evidence": a.evidence,
             "count": a.count,
@@ -109,9 +116,9 @@ def _evidence_lines(evidence: Mapping[str, Any], limit: int = 8) -> str:
 def slack_payload(ctx: AlertContext, event: str) -> dict[str, Any]:
     a = ctx.alert
     verb = {"trigger": "Firing", "acknowledge": "Acknowledged", "resolve": "Resolved"}[event]
-    title = f"{verb}: {a.failure_mode} {ctx.monitor_name}"
+    title = f"{verb}: {ctx.title}"
     return {
-        "text": f"{verb}: {_summary(ctx)}",
+        "text": f"{verb}: {_summary(ctx)} <{ctx.link}|Open in Telltale>",
         "blocks": [
             {"type": "header", "text": {"type": "plain_text", "text": title[:150]}},
             {
@@ -123,7 +130,13 @@ def slack_payload(ctx: AlertContext, event: str) -> dict[str, Any]:
                     {"type": "mrkdwn", "text": f"*Since*\n{_iso(a.first_fired_at)}"},
                 ],
             },
-            {"type": "section", "text": {"type": "mrkdwn", "text": a.summary or title}},
+            {
+                "type": "section",
+                "text": {
+                    "type": "mrkdwn",
+                    "text": f"{a.summary or title}\n<{ctx.link}|{ctx.link}>",
+                },
+            },
             {"type": "section", "text": {"type": "mrkdwn", "text": _evidence_lines(a.evidence)}},
             {
                 "type": "actions",
@@ -154,7 +167,13 @@ def pagerduty_payload(ctx: AlertContext, event: str, routing_key: str) -> dict[s
             "timestamp": _iso(a.last_fired_at),
             "component": ctx.monitor_name,
             "class": a.failure_mode,
-            "custom_details": {"labels": ctx.labels, "count": a.count, "evidence": a.evidence},
+            "custom_details": {
+                "summary": a.summary,
+                "link": ctx.link,
+                "labels": ctx.labels,
+                "count": a.count,
+                "evidence": a.evidence,
+            },
         }
         body["links"] = [{"href": ctx.link, "text": "Open in Telltale"}]
         body["client"] = "Telltale"
@@ -168,7 +187,8 @@ def alertmanager_payload(ctx: AlertContext, event: str) -> list[dict[str, Any]]:
         "labels": ctx.labels,
         "annotations": {
             "summary": _summary(ctx),
-            "description": _evidence_lines(a.evidence).replace("*", ""),
+            "description": f"{a.summary}\n{ctx.link}",
+            "link": ctx.link,
             "fingerprint": a.fingerprint,
         },
         "startsAt": _iso(a.first_fired_at),

@@ -35,7 +35,7 @@ def item(channel: Channel, ctx: channels.AlertContext, event: str) -> dict[str, 
     return {
         "alert_id": a.id,
         "event": event,
-        "text": f"{verb}: [{a.severity.upper()}] {a.failure_mode} {ctx.monitor_name}: {a.summary}",
+        "text": f"{verb}: [{a.severity.upper()}] {ctx.title}: {a.summary}",
         "link": ctx.link,
         "payload": channels.build_payload(channel, ctx, event),
     }

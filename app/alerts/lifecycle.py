@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.alerts import channels, group_payloads, grouping
+from app.alerts import channels, group_payloads, grouping, sentences
 from app.alerts.patterns import compile_label_pattern
 from app.models import (
     Alert,
@@ -166,22 +166,18 @@ def _open_alert(session: Session, project_id: int, fp: str) -> Alert | None:
     )
 
 
-def _summary(run: DetectorRun) -> str:
-    stat = "n/a" if run.statistic is None else f"{run.statistic:.4g}"
-    thr = "n/a" if run.threshold is None else f"{run.threshold:.4g}"
-    p = "" if run.p_value is None else f", p={run.p_value:.3g}"
-    numbers = (
-        f"statistic {stat} over threshold {thr}{p} "
-        f"({run.n_current} current vs {run.n_reference} reference)"
+def summary(run: DetectorRun, *, scope: Mapping[str, Any] | None = None) -> str:
+    """The alert's sentence (:mod:`app.alerts.sentences`): pages and notifications show it."""
+    return sentences.sentence(
+        failure_mode=run.failure_mode,
+        evidence=run.evidence,
+        statistic=run.statistic,
+        threshold=run.threshold,
+        p_value=run.p_value,
+        n_current=run.n_current,
+        scope=scope,
+        since=run.window_start,
     )
-    # A detector that says what changed in words (OUTCOME: "task_success fell 0.41 ->
-    # 0.19 on 212 labels ...") leads the summary that pages and notifications show.
-    evidence = run.evidence if isinstance(run.evidence, dict) else {}
-    said = evidence.get("summary")
-    if evidence.get("opened_by") == "sequential chart" and evidence.get("closest"):
-        # No single run was significant; the chart added runs up. Say what moved.
-        said = f"sustained over several runs: {evidence['closest']}"
-    return f"{said}; {numbers}" if isinstance(said, str) and said else numbers
 
 
 def send_or_silence(
@@ -255,7 +251,7 @@ def record_run(
                 severity=monitor.severity,
                 labels=dict(monitor.labels or {}),
                 state="firing",
-                summary=_summary(run),
+                summary=summary(run, scope=monitor.selection),
                 evidence=run.evidence,
                 count=1,
                 clean_runs=0,
@@ -279,7 +275,7 @@ def record_run(
             alert.count += 1
             alert.clean_runs = 0
             alert.last_fired_at = now
-            alert.summary = _summary(run)
+            alert.summary = summary(run, scope=monitor.selection)
             alert.evidence = run.evidence
             alert.severity = monitor.severity
             _event(

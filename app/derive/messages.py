@@ -46,6 +46,9 @@ _ROLE_EVENTS = {
 }
 
 
+_FIELDS = ("system", "user", "output", "finish_reasons", "requested_tools", "logprobs", "tool")
+
+
 @dataclass
 class CallContent:
     """The content of one LLM call; empty lists where nothing was captured."""
@@ -56,10 +59,13 @@ class CallContent:
     finish_reasons: list[str] = field(default_factory=list)
     requested_tools: list[str] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
+    # What tools answered, as the call's input carried it (role ``tool``); the trace page
+    # shows it, no signal is derived from it.
+    tool: list[str] = field(default_factory=list)
 
     def merge(self, other: CallContent) -> None:
         """Fill what this one lacks from ``other`` (a span and its events say the same)."""
-        for name in ("system", "user", "output", "finish_reasons", "requested_tools", "logprobs"):
+        for name in _FIELDS:
             if not getattr(self, name):
                 setattr(self, name, list(getattr(other, name)))
 
@@ -96,6 +102,14 @@ def _read_messages(value: Any, out: CallContent, *, side: str) -> None:
                 text = _text(part.get("content"))
                 if text:
                     texts.append(text)
+            elif isinstance(part, dict) and part.get("type") == "tool_call_response":
+                answer = part.get("response", part.get("result"))
+                # Straight to ``tool``, whatever the message's role: never into the user text
+                # that input identity hashes.
+                if answer is not None and side == "input":
+                    out.tool.append(
+                        answer if isinstance(answer, str) else orjson.dumps(answer).decode()
+                    )
         text = _text(message.get("content"))
         if text and not parts:
             texts.append(text)
@@ -113,6 +127,8 @@ def _file(out: CallContent, role: str, text: str, *, side: str) -> None:
         out.system.append(text)
     elif role == "user" or role == "human":
         out.user.append(text)
+    elif role in ("tool", "ipython", "function"):
+        out.tool.append(text)
 
 
 def _finish_reasons(value: Any) -> list[str]:
@@ -259,5 +275,5 @@ def call_content(attrs: dict[str, Any], events: list[dict[str, Any]]) -> CallCon
 
 
 def _append(out: CallContent, piece: CallContent) -> None:
-    for name in ("system", "user", "output", "finish_reasons", "requested_tools", "logprobs"):
+    for name in _FIELDS:
         getattr(out, name).extend(getattr(piece, name))

@@ -71,6 +71,24 @@ def trace_summaries(
     return out
 
 
+def why_picked(item: QueueItem) -> str:
+    """The item's reason in an annotator's words (the stored ``reason`` is for developers).
+
+    >>> why_picked(QueueItem(stream="vlm.image", novelty=0.8312, boost=1.0, reason=""))
+    'Picked because it is unlike the vlm.image samples already seen or labeled (novelty 0.83): labeling it teaches the most.'
+    """
+    stream = f"{item.stream} " if item.stream else ""
+    text = f"Picked because it is unlike the {stream}samples already seen or labeled"
+    if item.novelty is not None:
+        text += f" (novelty {item.novelty:.2f})"
+    text += ": labeling it teaches the most."
+    boost = item.boost or 1.0
+    if boost > 1 and "boosted" in (item.reason or ""):
+        detail = item.reason.split(": ", 1)[-1]
+        text += f" It ranks {boost:g}× higher because {detail}."
+    return text
+
+
 def item_payloads(
     session: Session, *, project_id: int, items: Sequence[QueueItem], queue: LabelQueue
 ) -> list[dict[str, Any]]:
@@ -107,7 +125,11 @@ def item_payloads(
                     "trace": trace,
                     "text": trace["text"] if trace else media_text,
                     "image_url": url,
+                    # Nothing to look at (a vector sent without its image or text): the
+                    # labeling page offers only skip for it.
+                    "has_content": bool(trace or media_text or url),
                 },
+                "why": why_picked(item),
             }
         )
     return out

@@ -199,6 +199,9 @@ class SampleOut(ResponseModel):
     trace: TraceSummary | None
     text: str | None
     image_url: str | None
+    has_content: bool = Field(
+        True, description="false: no image, text or trace was stored with it (skip it)"
+    )
 
 
 class ClaimedItem(ResponseModel):
@@ -210,6 +213,7 @@ class ClaimedItem(ResponseModel):
     novelty: float | None
     boost: float
     reason: str
+    why: str = Field("", description="the reason in an annotator's words")
     label_schema: dict[str, Any]
     sample: SampleOut
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from operator import eq, ge, lt
 
-from sqlalchemy import select
+from sqlalchemy import Text, cast, func, select
 from sqlalchemy.orm import Session
 
 from app.models import Score, Span, Trace
@@ -25,16 +25,26 @@ def list_traces(
     until: datetime | None = None,
     limit: int = 50,
     cursor: int | None = None,
+    agent_version: str | None = None,
+    trace_id: str | None = None,
+    text: str | None = None,
 ) -> Page[Trace]:
-    """Newest first; ``since <= started_at < until``."""
+    """Newest first; ``since <= started_at < until``. ``text``: a case-insensitive
+    substring of the trace's attributes (input, output, decision...), which the caller
+    bounds with a time range: it is a scan of the traces in it."""
     q = where_given(
         select(Trace).where(Trace.project_id == project_id),
         (Trace.agent, eq, agent),
+        (Trace.agent_version, eq, agent_version),
+        (Trace.trace_id, eq, trace_id),
         (Trace.status, eq, status),
         (Trace.source, eq, source),
         (Trace.started_at, ge, since),
         (Trace.started_at, lt, until),
     )
+    if text:
+        escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        q = q.where(func.lower(cast(Trace.attributes, Text)).like(f"%{escaped}%", escape="\\"))
     return paginate(session, q, id_column=Trace.id, limit=limit, cursor=cursor)
 
 

@@ -14,7 +14,7 @@ from urllib.parse import quote
 from fastapi import Depends, HTTPException, Request
 from fastapi.templating import Jinja2Templates
 
-from app.auth.cookies import csrf_token
+from app.auth.cookies import csrf_ok, csrf_token
 from app.auth.logins import current_login, session_secret
 from app.keys import Principal
 
@@ -39,9 +39,23 @@ class WebContext:
     """The principal plus what templates need (CSRF token, role checks)."""
 
     def __init__(self, request: Request, principal: Principal, nonce: str) -> None:
+        self._nonce = nonce
         self.request = request
         self.principal = principal
         self.csrf = csrf_token(session_secret(request), nonce)
+
+    def check_form(self, token: str, *, role: str) -> None:
+        """A page's form may act: its CSRF token is this login's and the key has ``role``
+        (the API's roles; a 403 page says which is missing)."""
+        if not csrf_ok(session_secret(self.request), self._nonce, token):
+            raise HTTPException(
+                403,
+                "csrf: the form expired or did not come from this site; reload the page and try again",
+            )
+        if not self.principal.can(role):
+            raise HTTPException(
+                403, f"This needs a key with the {role} role; yours is {self.principal.role}."
+            )
 
     def render(self, template: str, status_code: int = 200, **context: Any) -> Any:
         return templates.TemplateResponse(

@@ -1,31 +1,39 @@
 """The pages: overview, monitor, alerts, trace explorer, labeling.
 
 Pages read through the features' store functions with the request's session, as the API
-does; every action (ack, resolve, silence, label) is a call from the page's script to the
-JSON API with the session cookie and its CSRF token, so the UI can do nothing the API would
-not let the same key do.
+does. Quick actions (ack, resolve, silence, label) are calls from the page's script to the
+JSON API with the session cookie and its CSRF token; forms (the overview's default
+monitors, :mod:`app.web.settings_pages`) post to the page with the token and call the
+API's service functions with the API's role checks, so the UI can do nothing the API
+would not let the same key do.
 """
 
 from __future__ import annotations
 
 import math
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, Form, HTTPException, Query
+from fastapi.responses import RedirectResponse
 
+from app.alerts import lifecycle
 from app.alerts import store as alerts
-from app.deps import Int4Id, Int8Id, SessionDep
+from app.db import write_session
+from app.deps import EngineDep, Int4Id, Int8Id, SessionDep
 from app.labeling import queues
 from app.labeling.errors import NotFound
-from app.models.base import UTCTime
-from app.monitors import readiness
+from app.models.base import utcnow
+from app.monitors import defaults
 from app.monitors import store as monitors
+from app.onboarding import OtelEnv
 from app.traces import store as traces
 from app.traces.schemas import TraceOut, TracePage
-from app.web import queries
+from app.web import alert_view, health, queries, trace_view
 from app.web.deps import WebDep
 
 router = APIRouter(include_in_schema=False)
+TEXT_SEARCH_DEFAULT = timedelta(hours=24)
 
 
 def _num(x: float | None) -> float | None:
@@ -33,9 +41,25 @@ def _num(x: float | None) -> float | None:
 
 
 @router.get("/")
-def overview(web: WebDep, session: SessionDep) -> Any:
+def overview(web: WebDep, session: SessionDep, created: int | None = None) -> Any:
     data = queries.overview(session, project_id=web.principal.project_id)
-    return web.render("overview.html", **data)
+    settings = web.request.app.state.settings
+    return web.render(
+        "overview.html",
+        **data,
+        otel_env=OtelEnv(endpoint=settings.public_url).shell(),
+        first_verdicts=health.defaults_first_verdicts(),
+        flash=f"Created the default monitors ({created})." if created else None,
+    )
+
+
+@router.post("/monitors/defaults")
+def create_default_monitors(web: WebDep, engine: EngineDep, csrf: str = Form("")) -> Any:
+    """The overview's button: the API's default monitors (same service function)."""
+    web.check_form(csrf, role="admin")
+    with write_session(engine) as session:
+        made = defaults.create_defaults(session, project_id=web.principal.project_id)
+    return RedirectResponse(f"/?created={len(made)}", status_code=303)
 
 
 @router.get("/monitors/{monitor_id}")
@@ -56,12 +80,23 @@ def monitor_page(monitor_id: Int4Id, web: WebDep, session: SessionDep) -> Any:
         for r in runs
     ]
     latest = runs[-1] if runs else None
+    mine = [
+        a
+        for state in ("firing", "acknowledged")
+        for a in alerts.list_alerts(session, project_id=pid, state=state, monitor_id=monitor.id)
+    ]
+    row = queries.monitor_row(
+        session, monitor, now=utcnow(), open_alerts=len(mine),
+        first_data=queries.first_trace_at(session, project_id=pid),
+    )  # fmt: skip
     return web.render(
         "monitor.html",
         monitor=monitor,
         points=points,
         latest=latest,
-        readiness=readiness.monitor_readiness(session, monitor=monitor),
+        row=row,
+        open_alerts=mine,
+        readiness=row["readiness"],
         title=queries.FAILURE_MODES.get(monitor.failure_mode, ""),
     )
 
@@ -96,34 +131,93 @@ def alert_page(alert_id: Int8Id, web: WebDep, session: SessionDep) -> Any:
         if alert.monitor_id
         else None
     )
-    return web.render("alert.html", alert=alert, events=events, monitor=monitor)
+    view = alert_view.alert_view(session, alert=alert, monitor=monitor, events=events, now=utcnow())
+    return web.render("alert.html", alert=alert, monitor=monitor, **view)
+
+
+@router.post("/alerts/{alert_id}/{action}")
+def alert_action(
+    alert_id: Int8Id,
+    action: str,
+    web: WebDep,
+    engine: EngineDep,
+    csrf: str = Form(""),
+) -> Any:
+    """Acknowledge or resolve from the alert page without JavaScript (the page's script
+    calls the JSON API instead); the annotate role, as the API asks."""
+    if action not in ("ack", "resolve"):
+        raise HTTPException(404, f"no alert action {action!r}")
+    web.check_form(csrf, role="annotate")
+    public_url = web.request.app.state.settings.public_url
+    try:
+        with write_session(engine) as session:
+            alert = alerts.get_alert(
+                session, project_id=web.principal.project_id, alert_id=alert_id
+            )
+            if alert is None:
+                raise HTTPException(404, f"alert {alert_id} not found in this project")
+            step = lifecycle.acknowledge if action == "ack" else lifecycle.resolve
+            step(session, alert, actor=web.principal.actor, now=utcnow(), public_url=public_url)
+    except lifecycle.TransitionError as exc:
+        raise HTTPException(409, str(exc)) from None
+    return RedirectResponse(f"/alerts/{alert_id}", status_code=303)
 
 
 @router.get("/traces")
 def traces_page(
     web: WebDep,
     session: SessionDep,
-    agent: str | None = None,
+    agent: str | None = Query(None, max_length=128),
+    version: str | None = Query(None, max_length=64),
     status: str | None = Query(None, pattern="^(ok|error)?$"),
     source: str | None = Query(None, pattern="^(production|eval|shadow)?$"),
-    since: UTCTime | None = None,
+    since: str | None = Query(None, max_length=40),
+    until: str | None = Query(None, max_length=40),
+    q: str | None = Query(None, max_length=200),
+    trace_id: str | None = Query(None, max_length=64),
     cursor: Int8Id | None = None,
 ) -> Any:
+    """Newest first, keyset pages; a text search is bounded to a time range (default: the
+    last 24 hours) since it scans the traces in it."""
+    start, end = _when(since, "since"), _when(until, "until")
+    text = (q or "").strip() or None
+    if text and start is None:
+        start = utcnow() - TEXT_SEARCH_DEFAULT
     found = traces.list_traces(
         session,
         project_id=web.principal.project_id,
         agent=agent or None,
+        agent_version=version or None,
+        trace_id=(trace_id or "").strip() or None,
         status=status or None,
         source=source or None,
-        since=since,
+        since=start,
+        until=end,
+        text=text,
         limit=50,
         cursor=cursor,
     )
     page = TracePage(
         traces=[TraceOut.model_validate(t) for t in found.rows], next_cursor=found.next_cursor
     )
-    filters = {"agent": agent or "", "status": status or "", "source": source or ""}
-    return web.render("traces.html", page=page, filters=filters)
+    filters = {"agent": agent or "", "version": version or "", "status": status or "",
+               "source": source or "", "since": since or "", "until": until or "",
+               "q": q or "", "trace_id": trace_id or ""}  # fmt: skip
+    searched_from = start if text and not since else None
+    return web.render("traces.html", page=page, filters=filters, searched_from=searched_from)
+
+
+def _when(value: str | None, field: str) -> datetime | None:
+    """A filter's time: ISO 8601 or the browser's ``datetime-local`` (read as UTC)."""
+    if not value or not value.strip():
+        return None
+    try:
+        t = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+    except ValueError:
+        raise HTTPException(422, f"{field}: not a date and time (use 2026-12-04T09:30)") from None
+    except OverflowError:  # 0001-01-01T00:00+01:00 is year 0 in UTC
+        raise HTTPException(422, f"{field}: out of range once read as UTC") from None
 
 
 @router.get("/traces/{trace_id}")
@@ -132,7 +226,24 @@ def trace_page(trace_id: str, web: WebDep, session: SessionDep) -> Any:
     if found is None:
         raise HTTPException(404, f"trace {trace_id!r} not found in this project")
     trace = found.model_dump()
-    return web.render("trace.html", trace=trace, tree=_tree(trace["spans"]))
+    depth = {s["span_id"]: d for d, s in _tree(trace["spans"])}
+    view = trace_view.trace_view(
+        session, project_id=web.principal.project_id, trace=trace, depth=depth
+    )
+    return web.render("trace.html", trace=trace, **view)
+
+
+@router.get("/traces/{trace_id}/conversation")
+def trace_conversation(trace_id: str, web: WebDep, session: SessionDep) -> Any:
+    """The conversation alone, as an HTML fragment (the labeling page shows it inline)."""
+    found = traces.get_trace(session, project_id=web.principal.project_id, trace_id=trace_id)
+    if found is None:
+        raise HTTPException(404, f"trace {trace_id!r} not found in this project")
+    trace = found.model_dump()
+    chat = trace_view.conversation(
+        trace["spans"], trace_view.events_of(session, web.principal.project_id, trace_id)
+    )
+    return web.render("_chat.html", chat=chat)
 
 
 def _tree(spans: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
@@ -164,4 +275,5 @@ def label_page(queue_name: str, web: WebDep, session: SessionDep) -> Any:
         queue = queues.get_queue(session, project_id=web.principal.project_id, name=queue_name)
     except NotFound:
         raise HTTPException(404, f"queue {queue_name!r} not found in this project") from None
-    return web.render("label.html", queue=queue)
+    counts = queues.item_counts(session, queue_ids=[queue.id])[queue.id]
+    return web.render("label.html", queue=queue, counts=counts)

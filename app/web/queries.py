@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.models import Alert, IngestMinute
+from app.models import Alert, IngestMinute, Monitor, Trace
 from app.models.base import utcnow
 from app.monitors import readiness
 from app.monitors import store as monitors
+from app.web import health, run_chart
+
+SPARK_RUNS = 48  # verdicts a card's sparkline shows
 
 FAILURE_MODES = {
     "FM-1": "Compounding decision errors",
@@ -36,19 +39,28 @@ def overview(session: Session, *, project_id: int) -> dict[str, Any]:
             .group_by(Alert.failure_mode)
         ).all()
     )
+    by_monitor = dict(
+        session.execute(
+            select(Alert.monitor_id, func.count())
+            .where(Alert.project_id == project_id, Alert.state.in_(("firing", "acknowledged")))
+            .group_by(Alert.monitor_id)
+        ).all()
+    )
     modes = []
     # The defaults share one window: one "now" for every monitor, so it is counted once.
     counts: dict[Any, Any] = {}
     now = utcnow()
+    first_data = first_trace_at(session, project_id=project_id)
     for fm, title in FAILURE_MODES.items():
         rows = [
-            {
-                "monitor": m,
-                "run": monitors.latest_run(session, monitor_id=m.id),
-                "readiness": readiness.monitor_readiness(
-                    session, monitor=m, now=now, counts_cache=counts
-                ),
-            }
+            monitor_row(
+                session,
+                m,
+                now=now,
+                first_data=first_data,
+                counts=counts,
+                open_alerts=by_monitor.get(m.id, 0),
+            )  # fmt: skip
             for m in found
             if m.failure_mode == fm
         ]
@@ -63,4 +75,68 @@ def overview(session: Session, *, project_id: int) -> dict[str, Any]:
             .group_by(IngestMinute.type)
         ).all()
     )
-    return {"modes": modes, "ingest_last_hour": rate}
+    # OTLP traces arrive as spans (their trace rows are merged, not counted as events):
+    # count the traces that started in the last hour, whatever carried them.
+    rate["trace"] = max(
+        int(rate.get("trace") or 0), traces_started(session, project_id, since, now)
+    )
+    return {
+        "modes": modes,
+        "ingest_last_hour": rate,
+        "has_monitors": bool(found),
+        "has_data": first_data is not None,
+    }
+
+
+def first_trace_at(session: Session, *, project_id: int) -> datetime | None:
+    """The project's earliest trace start (an index seek on (project_id, started_at))."""
+    return session.scalar(select(func.min(Trace.started_at)).where(Trace.project_id == project_id))
+
+
+def traces_started(session: Session, project_id: int, since: datetime, until: datetime) -> int:
+    return int(
+        session.scalar(
+            select(func.count())
+            .select_from(Trace)
+            .where(
+                Trace.project_id == project_id, Trace.started_at >= since, Trace.started_at <= until
+            )
+        )
+        or 0
+    )
+
+
+def monitor_row(
+    session: Session,
+    monitor: Monitor,
+    *,
+    now: datetime,
+    first_data: datetime | None,
+    open_alerts: int,
+    counts: dict[Any, Any] | None = None,
+) -> dict[str, Any]:
+    """One monitor as a card shows it: health in words, last verdict, last run, readiness."""
+    last_run = monitors.latest_run(session, monitor_id=monitor.id)
+    verdicts = monitors.list_runs(session, monitor_id=monitor.id, status="ok", limit=SPARK_RUNS)
+    verdict = verdicts[-1] if verdicts else None
+    name = health.STATISTIC_NAMES.get(monitor.failure_mode, "statistic")
+    spark = run_chart.sparkline(
+        [run_chart.RunPoint(r.at, r.statistic, r.threshold, r.fired, r.status) for r in verdicts],
+        label=f"{name} of the last {len(verdicts)} verdicts",
+    )
+    return {
+        "monitor": monitor,
+        "run": last_run,
+        "sparkline": spark,
+        "health": health.health(
+            monitor,
+            open_alerts=open_alerts,
+            verdict=verdict,
+            last_run=last_run,
+            first_data=first_data,
+            now=now,
+        ),  # fmt: skip
+        "readiness": readiness.monitor_readiness(
+            session, monitor=monitor, now=now, counts_cache=counts if counts is not None else {}
+        ),
+    }

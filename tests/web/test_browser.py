@@ -71,6 +71,18 @@ def world(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[dict]:
         )
         assert q.status_code == 201, q.text
         assert c.post("/api/v1/queues/images/fill").json()["added"] >= 3
+        q = c.post(
+            "/api/v1/queues",
+            json={
+                "name": "support",
+                "description": "Did the agent resolve the customer's request? Judge the final answer.",
+                "selection": {"streams": ["support-agent.input"]},
+                "label_schema": {"type": "categorical", "values": ["resolved", "not_resolved"]},
+                "budget_per_period": 10,
+            },
+        )
+        assert q.status_code == 201, q.text
+        assert c.post("/api/v1/queues/support/fill").json()["added"] >= 3
         yield {"url": server.url, "db": url, "admin": admin, "annotator": annotator, "fm2": fm2}
 
 
@@ -138,12 +150,56 @@ def test_on_call_acknowledges_alert_and_sees_chart(world, browser):
     assert page.locator("#chart svg polyline.threshold").count() == 1
     page.screenshot(path=str(SHOTS / "monitor.png"), full_page=True)
 
+    # The alert page says what happened in one sentence and charts it around the alert.
+    page.goto(f"{world['url']}/alerts?state=acknowledged")
+    page.locator("tr[data-state=acknowledged]").filter(has_text="FM-2").locator("a").first.click()
+    sentence = page.locator("#sentence").inner_text()
+    assert "Since 2026-11-01" in sentence and "traces." in sentence, sentence
+    assert "statistic" not in sentence.lower().split(".")[0], sentence
+    assert page.locator("#open-for").inner_text().startswith("acknowledged for")
+    chart = page.locator("#chart-card svg.run-chart")
+    assert chart.locator("circle.point").count() == 4
+    assert chart.locator("circle.point.fired").count() >= 1
+    assert chart.locator("polyline.threshold").count() == 1
+    assert chart.locator("rect.reference").count() == 1 and chart.locator("line.onset").count() == 1
+    assert not page.locator("pre.evidence").is_visible()  # raw JSON waits behind its toggle
+    page.locator("details.raw > summary").focus()
+    page.keyboard.press("Enter")
+    assert page.locator("pre.evidence").is_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    page.screenshot(path=str(SHOTS / "alert.png"), full_page=True)
+    example = page.locator("#examples a[href^='/traces/']").first
+    trace_id = example.inner_text()
+    example.click()
+    page.wait_for_url(f"**/traces/{trace_id}")
+    assert trace_id in page.locator("main").inner_text()
+
+
+def test_the_alert_page_reads_with_javascript_off(world, browser):
+    context = browser.new_context(
+        java_script_enabled=False, viewport={"width": 1024, "height": 800}
+    )
+    page = context.new_page()
+    login(page, world["url"], world["admin"], "/alerts")
+    page.locator("tr").filter(has_text="FM-2").locator("a").first.click()
+    assert page.locator("#sentence").inner_text().strip()
+    assert page.locator("#chart-card svg circle.point").count() == 4  # drawn by the server
+    assert page.locator("#history tr.event").count() >= 2
+    page.screenshot(path=str(SHOTS / "alert-no-js.png"), full_page=True)
+    page.locator("button[data-action=ack]").click()  # a plain form without JavaScript
+    page.locator("tr[data-state=acknowledged]").wait_for()
+    assert "acknowledged for" in page.locator("#open-for").inner_text()
+    context.close()
+
 
 def test_annotator_labels_three_items_with_the_keyboard(world, browser):
     page = browser.new_page(viewport={"width": 1280, "height": 900})
-    login(page, world["url"], world["annotator"], "/label/images")
+    login(page, world["url"], world["annotator"], "/label/support")
     # An annotator sees no admin actions.
     assert page.locator("nav a[href='/label']").count() == 1
+    assert page.locator("nav a[href='/settings/keys']").count() == 0
+    assert "resolve the customer's request" in page.locator("#guidelines").inner_text()
+    waiting = int(page.locator("#waiting").inner_text())
     seen: list[str] = []
     for _ in range(3):
         # Locator waits, not wait_for_function: the page's CSP forbids the eval it uses.
@@ -151,15 +207,37 @@ def test_annotator_labels_three_items_with_the_keyboard(world, browser):
         item = page.locator("#item").get_attribute("data-item-id")
         assert item and item not in seen
         seen.append(item)
-        assert page.locator("#item .reason").inner_text().strip()
+        assert page.locator("#item").get_attribute("data-content") == "yes"
+        assert page.locator("#item .reason").inner_text().startswith("Picked because it is unlike")
+        assert page.locator("#item a[href^='/traces/']").count() == 1
+        page.locator("#item .conversation :is(ol.chat, p.muted:not(.small))").wait_for()
         page.keyboard.press("1")
         page.locator(f"#item[data-item-id]:not([data-item-id='{item}'])").wait_for()
     expect(page.locator("#done")).to_have_text("3")
+    expect(page.locator("#labeled-count")).to_have_text("3")
+    expect(page.locator("#waiting")).to_have_text(str(waiting - 3))
     page.screenshot(path=str(SHOTS / "labeling.png"), full_page=True)
     assert db_scalar(world["db"], select(func.count()).select_from(Label)) == 3
 
     page.goto(f"{world['url']}/alerts")
     assert page.locator("button[data-action=resolve]").count() >= 0  # page renders for annotators
+
+
+def test_an_item_with_nothing_to_look_at_can_only_be_skipped(world, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    login(page, world["url"], world["annotator"], "/label/images")
+    page.locator("#item[data-item-id]:not([data-item-id=''])").wait_for()
+    item = page.locator("#item").get_attribute("data-item-id")
+    assert page.locator("#item").get_attribute("data-content") == "no"
+    assert "cannot be labeled" in page.locator("#item .no-content").inner_text()
+    assert page.locator("#choices button.choice:disabled").count() == 3
+    page.keyboard.press("1")  # ignored
+    page.screenshot(path=str(SHOTS / "labeling-no-content.png"), full_page=True)
+    assert page.locator("#item").get_attribute("data-item-id") == item
+    page.keyboard.press("s")
+    page.locator(f"#item[data-item-id]:not([data-item-id='{item}'])").wait_for()
+    expect(page.locator("#skipped-count")).to_have_text("1")
+    assert db_scalar(world["db"], select(func.count()).select_from(Label)) == 0
 
 
 def test_login_rejects_a_bad_key_and_pages_need_a_session(world, browser):
@@ -186,8 +264,13 @@ def test_every_page_runs_under_the_content_security_policy(world, browser):
     trace_id = httpx.get(f"{world['url']}/api/v1/traces", headers=auth(world["admin"])).json()[
         "traces"
     ][0]["trace_id"]
-    paths = ["/", "/traces", f"/traces/{trace_id}", "/alerts", f"/monitors/{world['fm2']['id']}",
-             "/label", "/label/images"]  # fmt: skip
+    alert_id = httpx.get(f"{world['url']}/api/v1/alerts", headers=auth(world["admin"])).json()[
+        "alerts"
+    ][0]["id"]
+    paths = ["/", "/traces", f"/traces/{trace_id}", "/alerts", f"/alerts/{alert_id}",
+             f"/monitors/{world['fm2']['id']}", "/label", "/label/images", "/label/support",
+             "/settings/keys", "/settings/monitors", "/settings/silences", "/settings/scores",
+             "/settings/retention"]  # fmt: skip
     for path in paths:
         response = page.goto(f"{world['url']}{path}")
         assert response is not None and response.status == 200, path
@@ -204,6 +287,6 @@ def test_every_page_runs_under_the_content_security_policy(world, browser):
     assert r.status_code == 200 and r.json()["accepted"] == 3, r.text
     page.goto(f"{world['url']}/traces/nested")
     margins = page.eval_on_selector_all(
-        "li.step", "els => els.map(e => parseFloat(getComputedStyle(e).marginLeft))"
+        "li.step .wf-name", "els => els.map(e => parseFloat(getComputedStyle(e).paddingLeft))"
     )
     assert margins[0] == 0 and 0 < margins[1] < margins[2], margins

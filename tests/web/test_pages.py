@@ -123,7 +123,7 @@ def test_overview_shows_the_ingestion_rate(client, make_key):
     login(client, key)
     html = client.get("/").text
     assert re.search(r"<strong>7</strong> spans", html), html[:2000]
-    assert all(f'data-mode="{m}"' in html for m in [*(f'FM-{k}' for k in range(1, 8)), 'OUTCOME'])
+    assert all(f'data-mode="{m}"' in html for m in [*(f"FM-{k}" for k in range(1, 8)), "OUTCOME"])
 
 
 def test_alert_page_from_a_notification_link(client, make_key, engine):

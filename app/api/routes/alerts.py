@@ -21,7 +21,7 @@ router = APIRouter(prefix="/api/v1/alerts", tags=["alerts"])
 
 
 def actor(principal: Principal) -> str:
-    return f"key:{principal.key_id}"
+    return principal.actor
 
 
 def _get(session: Session, project_id: int, alert_id: int) -> Alert:

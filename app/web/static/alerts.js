@@ -2,7 +2,8 @@
 (function () {
   const flash = document.getElementById("flash");
   document.querySelectorAll("button.act").forEach((btn) => {
-    btn.addEventListener("click", async () => {
+    btn.addEventListener("click", async (ev) => {
+      ev.preventDefault();  // a form's button: without JavaScript the form posts instead
       const id = btn.dataset.id, action = btn.dataset.action;
       btn.disabled = true;
       let res;

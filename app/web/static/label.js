@@ -52,32 +52,56 @@
     return n;
   }
 
+  function setChoices(enabled) {
+    choicesEl.querySelectorAll("button.choice").forEach((b) => { b.disabled = !enabled; });
+  }
+
   function show() {
     itemEl.innerHTML = "";
     current = buffer.shift() || null;
     itemEl.dataset.itemId = current ? current.id : "";
     if (!current) {
+      itemEl.dataset.content = "";
+      setChoices(false);
       itemEl.appendChild(el("p", "The queue is empty. New items arrive when the queue fills.", "muted"));
       return;
     }
     const s = current.sample;
-    itemEl.appendChild(el("p", current.reason || "", "reason"));
+    const labelable = s.has_content !== false;
+    itemEl.dataset.content = labelable ? "yes" : "no";
+    setChoices(labelable);
+    itemEl.appendChild(el("p", current.why || current.reason || "", "reason"));
     if (s.image_url) {
       const img = document.createElement("img");
       img.src = s.image_url;
       img.alt = s.sample_id || "sample image";
       itemEl.appendChild(img);
     }
-    if (s.text) itemEl.appendChild(el("pre", s.text));
     if (s.trace) {
       const t = s.trace;
-      itemEl.appendChild(el("p", `Trace ${t.trace_id} · ${t.agent || ""} · ${t.status || ""} · decision ${t.decision || "–"} · ${t.steps ?? "?"} steps`));
-      const a = el("a", "open the trace");
-      a.href = `/traces/${encodeURIComponent(t.trace_id)}`;
+      itemEl.appendChild(el("p", `Trace ${t.trace_id} · ${t.agent || ""} ${t.agent_version || ""} · ${t.status || ""} · decision ${t.decision || "–"} · ${t.steps ?? "?"} steps`, "small muted"));
+    }
+    if (s.text) { itemEl.appendChild(el("h3", "Input")); itemEl.appendChild(el("pre", s.text, "content")); }
+    if (s.trace && s.trace.output) { itemEl.appendChild(el("h3", "Output")); itemEl.appendChild(el("pre", s.trace.output, "content")); }
+    if (s.trace) {
+      const box = el("div", undefined, "conversation");
+      box.appendChild(el("p", "Loading the conversation…", "muted small"));
+      itemEl.appendChild(box);
+      const shown = current.id;
+      // Server-rendered and escaped: the trace page's own chat markup, same origin.
+      fetch(`/traces/${encodeURIComponent(s.trace.trace_id)}/conversation`, { credentials: "same-origin" })
+        .then((r) => (r.ok ? r.text() : Promise.reject(r.status)))
+        .then((html) => { if (current && current.id === shown) box.innerHTML = html; })
+        .catch(() => { box.innerHTML = ""; box.appendChild(el("p", "The conversation could not be loaded.", "muted small")); });
+      const a = el("a", "Open the trace (new tab)");
+      a.href = `/traces/${encodeURIComponent(s.trace.trace_id)}`;
       a.target = "_blank";
+      a.rel = "noopener";
       itemEl.appendChild(a);
     }
-    if (!s.image_url && !s.text && !s.trace) itemEl.appendChild(el("p", `${s.stream || ""} sample ${s.sample_id || s.key}`));
+    if (!labelable) {
+      itemEl.appendChild(el("p", `This ${s.stream || ""} sample ${s.sample_id || s.key} has nothing to look at: no image, text or trace was stored with it (only its vector). It cannot be labeled; skip it with s.`, "no-content"));
+    }
   }
 
   // The next (prefetched) item appears at once; this item's answer is sent meanwhile,
@@ -90,13 +114,24 @@
     const res = await telltale.api("POST", `/api/v1/queue-items/${item.id}/${path}`, body);
     if (res.ok) {
       if (verb === "labeled") { done += 1; doneEl.textContent = String(done); }
+      bump(verb === "labeled" ? "labeled-count" : "skipped-count");
       statusEl.textContent = `Item ${item.id} ${verb}.`;
     } else {
       statusEl.textContent = `Item ${item.id} was not ${verb}: ${telltale.message(res.data)}`;
     }
   }
 
-  const submit = (value) => current && finish("label", { lease_token: current.lease_token, label: value }, "labeled");
+  function bump(id) {
+    const n = document.getElementById(id), waiting = document.getElementById("waiting");
+    const bar = document.getElementById("progress");
+    if (n) n.textContent = String(Number(n.textContent) + 1);
+    if (waiting) waiting.textContent = String(Math.max(0, Number(waiting.textContent) - 1));
+    if (bar) bar.value = Number(bar.value) + 1;
+  }
+
+  // An item with nothing to look at cannot be labeled, only skipped.
+  const labelable = () => current && current.sample.has_content !== false;
+  const submit = (value) => labelable() && finish("label", { lease_token: current.lease_token, label: value }, "labeled");
   const skip = () => current && finish("skip", { lease_token: current.lease_token }, "skipped");
 
   document.addEventListener("keydown", (ev) => {

@@ -1,23 +1,24 @@
-"""An alert's summary leads with the detector's sentence, or says the chart opened it."""
+"""An alert's summary is one plain sentence from the evidence, or says the chart opened it."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from types import SimpleNamespace
 
-from app.alerts.lifecycle import _summary
+from app.alerts.lifecycle import summary as _summary
 
 
-def run(**evidence: object) -> SimpleNamespace:
+def run(failure_mode: str = "OUTCOME", **evidence: object) -> SimpleNamespace:
     return SimpleNamespace(
-        statistic=7.5, threshold=3.76, p_value=3e-8, n_current=326, n_reference=674,
-        evidence=evidence,
+        failure_mode=failure_mode, statistic=7.5, threshold=3.76, p_value=3e-8, n_current=326,
+        n_reference=674, window_start=datetime(2026, 12, 3, 20, tzinfo=UTC), evidence=evidence,
     )  # fmt: skip
 
 
-def test_the_detector_sentence_leads() -> None:
-    text = _summary(run(summary="task_success fell 0.42 -> 0.2 on 190 labels (reference 674)"))
-    assert text.startswith("task_success fell 0.42 -> 0.2 on 190 labels")
-    assert text.endswith("(326 current vs 674 reference)")
+def test_the_detector_words_lead_when_the_mode_has_no_wording_of_its_own() -> None:
+    text = _summary(run("FM-9", summary="task_success fell 0.42 -> 0.2 on 190 labels"))
+    assert text.startswith("task_success fell 0.42 -> 0.2 on 190 labels.")
+    assert text.endswith("Since 2026-12-03 20:00 UTC, on 326 traces.")
 
 
 def test_an_alert_the_chart_opened_says_what_moved_not_that_nothing_did() -> None:
@@ -28,9 +29,14 @@ def test_an_alert_the_chart_opened_says_what_moved_not_that_nothing_did() -> Non
             opened_by="sequential chart",
         )
     )
-    assert text.startswith("sustained over several runs: task_success fell 0.44 -> 0.25")
+    assert text.startswith("Sustained over several runs: task_success fell 0.44 -> 0.25")
     assert "no outcome got worse" not in text
 
 
-def test_without_words_the_numbers_remain() -> None:
-    assert _summary(run()).startswith("statistic 7.5 over threshold 3.76, p=3e-08")
+def test_without_words_the_numbers_remain_named() -> None:
+    assert _summary(run("FM-2")).startswith("Cascade lift 7.5 over threshold 3.76, p=3e-08.")
+
+
+def test_the_monitor_scope_says_where() -> None:
+    text = _summary(run("FM-2"), scope={"agent": "support-agent", "agent_version": "1.5.0"})
+    assert text.startswith("Agent support-agent, agent version 1.5.0: cascade lift 7.5")

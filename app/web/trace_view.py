@@ -1,0 +1,262 @@
+"""What the trace page shows: the conversation as a chat, a waterfall of spans, the steps
+the detectors see and the scores read with the project's roles.
+
+Nothing here parses a convention: an LLM span's messages come from
+:func:`app.derive.messages.call_content` (OTel GenAI attributes and log events,
+OpenInference, OpenLLMetry, OpenLIT), the calls it requested from the span's
+``telltale.tool_calls.requested`` (written by the OTLP receiver) or its events
+(:func:`app.monitors.window_rows.chunk_records` joins them as the monitors do), and the
+steps are the monitors' own records (:mod:`detectors.records`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.derive.messages import call_content
+from app.models import SpanEvent
+from app.monitors.window_rows import chunk_records
+from app.otlp.tool_calls import REQUESTED, RESULTS, event_tool_calls
+from app.scores.roles import get_roles
+
+# A tool span's arguments and result, under the names the conventions give them.
+TOOL_INPUT = ("gen_ai.tool.call.arguments", "input.value", "traceloop.entity.input")
+TOOL_OUTPUT = ("gen_ai.tool.call.result", "output.value", "traceloop.entity.output")
+FOLD_AT = 600  # characters shown before the rest folds behind "show all"
+
+
+@dataclass
+class ChatMessage:
+    role: str  # system | user | assistant | tool
+    text: str
+    span_id: str
+    name: str = ""  # the model of an assistant turn, the tool of a tool turn
+    calls: list[dict[str, Any]] = field(default_factory=list)  # requested: name, arguments
+    status: str = "ok"
+    error: str | None = None
+
+    @property
+    def short(self) -> str:
+        return self.text[:FOLD_AT]
+
+    @property
+    def rest(self) -> str:
+        return self.text[FOLD_AT:]
+
+    @property
+    def folds(self) -> bool:
+        return len(self.text) > FOLD_AT
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else str(value)
+
+
+def events_of(session: Session, project_id: int, trace_id: str) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    rows = session.execute(
+        select(SpanEvent.span_id, SpanEvent.name, SpanEvent.attributes, SpanEvent.body)
+        .where(SpanEvent.project_id == project_id, SpanEvent.trace_id == trace_id)
+        .order_by(SpanEvent.time, SpanEvent.id)
+    )
+    for span_id, name, attributes, body in rows:
+        out.setdefault(span_id, []).append(
+            {"name": name, "attributes": attributes or {}, "body": body}
+        )
+    return out
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _requested(
+    attrs: dict[str, Any], events: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The calls a span requested and the results its input carried: its attributes,
+    else what its GenAI events say (``event_only`` capture)."""
+    requested, results = _dicts(attrs.get(REQUESTED)), _dicts(attrs.get(RESULTS))
+    for ev in events if not requested or not results else ():
+        found = event_tool_calls(
+            str(ev.get("name") or ""), ev.get("attributes") or {}, ev.get("body")
+        )
+        requested = requested or _dicts(found.get(REQUESTED))
+        results = results or _dicts(found.get(RESULTS))
+    return requested, results
+
+
+def conversation(
+    spans: list[dict[str, Any]], events: dict[str, list[dict[str, Any]]]
+) -> list[ChatMessage]:
+    """The chat in step order: each LLM call's new system/user/tool messages, then its answer
+    with the tool calls it requested; a tool span as the tool's turn. Each call's input
+    repeats the history before it, so a message already shown is not shown again."""
+    # How often each (role, text) was shown: a call's input shows only what goes beyond it
+    # (two tools may both answer "ok" in one call; the next call repeats both).
+    shown: Counter[tuple[str, str]] = Counter()
+    outcomes: dict[str, str] = {}
+    chat: list[ChatMessage] = []
+    for s in spans:
+        _, results = _requested(s.get("attributes") or {}, events.get(s["span_id"], []))
+        for r in results:
+            if isinstance(r.get("id"), str):
+                outcomes[r["id"]] = str(r.get("outcome") or "")
+
+    def add(msg: ChatMessage, this_call: Counter[tuple[str, str]]) -> None:
+        key = (msg.role, msg.text)
+        this_call[key] += 1
+        if msg.text and this_call[key] > shown[key]:
+            shown[key] = this_call[key]
+            chat.append(msg)
+
+    for s in spans:
+        attrs = dict(s.get("attributes") or {})
+        sid = s["span_id"]
+        if s.get("kind") == "llm":
+            content = call_content(attrs, events.get(sid, []))
+            this_call: Counter[tuple[str, str]] = Counter()
+            for text in content.system:
+                add(ChatMessage("system", text, sid), this_call)
+            for text in content.user:
+                add(ChatMessage("user", text, sid), this_call)
+            for text in content.tool:
+                add(ChatMessage("tool", text, sid), this_call)
+            requested, _ = _requested(attrs, events.get(sid, []))
+            calls = [
+                {
+                    "id": c.get("id"),
+                    "name": _text(c.get("name")),
+                    "arguments": _text(c.get("arguments")),
+                    "outcome": outcomes.get(str(c.get("id")), "no result seen"),
+                }
+                for c in requested
+            ]
+            answer = "\n".join(content.output)
+            if answer or calls:
+                chat.append(
+                    ChatMessage(
+                        "assistant",
+                        answer,
+                        sid,
+                        name=s.get("response_model") or s.get("request_model") or "",
+                        calls=calls,
+                        status=s.get("status") or "ok",
+                        error=s.get("error_type"),
+                    )  # fmt: skip
+                )
+        elif s.get("kind") == "tool":
+            arguments = next((_text(attrs[k]) for k in TOOL_INPUT if attrs.get(k)), "")
+            result = next((_text(attrs[k]) for k in TOOL_OUTPUT if attrs.get(k)), "")
+            text = result or ("(no result captured)" if s.get("status") != "error" else "")
+            chat.append(
+                ChatMessage(
+                    "tool",
+                    text,
+                    sid,
+                    name=s.get("tool_name") or s.get("name") or "",
+                    calls=[{"arguments": arguments}] if arguments else [],
+                    status=s.get("status") or "ok",
+                    error=s.get("error_type"),
+                )  # fmt: skip
+            )
+    return chat
+
+
+def waterfall(spans: list[dict[str, Any]], depth: dict[str, int]) -> dict[str, Any]:
+    """Each span's offset and length as fractions of the trace (drawn as SVG bars), with
+    its duration, model, tokens and cost; totals for the trace."""
+    times = [
+        (s["started_at"], s["ended_at"])
+        for s in spans
+        if isinstance(s.get("started_at"), datetime) and isinstance(s.get("ended_at"), datetime)
+    ]
+    t0 = min((a for a, _ in times), default=None)
+    t1 = max((b for _, b in times), default=None)
+    total = (t1 - t0).total_seconds() if t0 and t1 else 0.0
+    rows = []
+    for s in spans:
+        start, end = s.get("started_at"), s.get("ended_at")
+        ms = s.get("latency_ms")
+        if ms is None and isinstance(start, datetime) and isinstance(end, datetime):
+            ms = (end - start).total_seconds() * 1000
+        offset = width = None
+        if total > 0 and t0 is not None and isinstance(start, datetime):
+            offset = max(0.0, (start - t0).total_seconds() / total)
+            width = max(0.004, ((ms or 0) / 1000) / total)
+            width = min(width, 1.0 - offset) if offset < 1 else 0.004
+        rows.append(
+            {
+                "span": s,
+                "depth": depth.get(s["span_id"], 0),
+                "ms": ms,
+                "x": round((offset or 0) * 1000, 1),
+                "w": round((width or 0) * 1000, 1),
+                "drawn": offset is not None,
+            }  # fmt: skip
+        )
+    tokens = [
+        s.get("total_tokens") or ((s.get("input_tokens") or 0) + (s.get("output_tokens") or 0))
+        for s in spans
+    ]
+    costs = [s["cost"] for s in spans if s.get("cost") is not None]
+    return {
+        "rows": rows,
+        "total_ms": total * 1000 if total else None,
+        "tokens": sum(t for t in tokens if t) or None,
+        "cost": sum(costs) if costs else None,
+        "llm_calls": sum(1 for s in spans if s.get("kind") == "llm"),
+    }
+
+
+def detector_steps(session: Session, *, project_id: int, trace_id: str) -> list[Any]:
+    """The steps the monitors read for this trace (wrappers dropped, requested tool calls
+    added as tool steps), from the same mapper they use."""
+    found = chunk_records(session, [trace_id], project_id=project_id, as_of=None, scores=False)
+    return list(found[0].steps) if found else []
+
+
+def scores(
+    session: Session, *, project_id: int, rows: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Each score with the role the monitors read it with (the project's score roles),
+    and the kind it was sent with when that differs."""
+    roles = get_roles(session, project_id=project_id)
+    label_sources = set(roles.label_sources)
+    out = []
+    for sc in rows:
+        role = roles.kind_of(sc["name"], sc["kind"])
+        out.append(
+            {
+                **sc,
+                "role": role,
+                "sent_as": sc["kind"] if role != sc["kind"] else None,
+                "is_label": role == "true" and sc["source"] in label_sources,
+            }  # fmt: skip
+        )
+    return out
+
+
+def trace_view(
+    session: Session, *, project_id: int, trace: dict[str, Any], depth: dict[str, int]
+) -> dict[str, Any]:
+    spans = trace["spans"]
+    events = events_of(session, project_id, trace["trace_id"])
+    has_row = "agent" in trace
+    return {
+        "chat": conversation(spans, events),
+        "waterfall": waterfall(spans, depth),
+        "steps": (
+            detector_steps(session, project_id=project_id, trace_id=trace["trace_id"])
+            if has_row
+            else []
+        ),
+        "scores": scores(session, project_id=project_id, rows=trace["scores"]),
+    }
