@@ -83,6 +83,17 @@ def _fm1(ev: Mapping[str, Any]) -> str | None:
         if ev.get("steps_after_error") is not None:
             text += f", over {ev['steps_after_error']} steps that followed an error"
         parts.append(text)
+    tool_ratio = ev.get("tool_compounding_ratio")
+    if _is_num(tool_ratio) and _fired_subtest(ev, "tool_compounding"):
+        text = (
+            f"after a failed step, later tool calls of the same trace fail {_n(tool_ratio, 2)}× "
+            "as often as independent errors predict"
+        )
+        if _is_num(ev.get("tool_reference_ratio")):
+            text += f" (reference {_n(ev['tool_reference_ratio'], 2)}×)"
+        if ev.get("tool_steps_after_error") is not None:
+            text += f", over {ev['tool_steps_after_error']} tool calls that followed an error"
+        parts.append(text)
     if _fired_subtest(ev, "coherence_illusion"):
         change = ev.get("coherence_illusion_change")
         parts.append(
@@ -113,7 +124,10 @@ def _fm2(ev: Mapping[str, Any]) -> str | None:
         parts.append(text)
     lift = ev.get("cascade_lift")
     if _is_num(lift) and (_fired_subtest(ev, "cascade_lift") or "sub_tests" not in ev):
-        text = f"after a failed tool call the next step fails {_n(lift, 3)}× as often as after a good one"
+        text = (
+            f"after a failed tool call, what follows up to the next tool call fails {_n(lift, 3)}× "
+            "as often as after a good one"
+        )
         if _is_num(ev.get("reference_lift")):
             text += f" ({_n(ev['reference_lift'], 3)}× before)"
         tools = _rows(ev.get("cascade_tools"))
@@ -154,17 +168,34 @@ def _fm3(ev: Mapping[str, Any]) -> str | None:
 def _fm4(ev: Mapping[str, Any]) -> str | None:
     est, ref = ev.get("estimated_accuracy"), ev.get("reference_accuracy")
     cov = ev.get("label_coverage")
-    if _is_num(est) and _is_num(ref):
+    parts = []
+    if (
+        _is_num(est)
+        and _is_num(ref)
+        and (_fired_subtest(ev, "estimated_accuracy") or "sub_tests" not in ev)
+    ):
         text = f"estimated accuracy fell {_n(ref, 2)} {ARROW} {_n(est, 2)}"
         interval = ev.get("estimated_accuracy_interval")
         if isinstance(interval, list) and len(interval) == 2:
             text += f" (interval {_n(interval[0], 2)}–{_n(interval[1], 2)})"
-        n = ev.get("n_current_unlabeled_estimated")
+        n, labels = ev.get("n_current_unlabeled_estimated"), ev.get("n_current_labeled")
         if n is not None:
-            text += f", estimated on {n} unlabeled traces"
+            source = "trace features" if ev.get("estimator") == "trace_features" else "confidences"
+            text += f", {n} unlabeled traces estimated from {source}"
+        if labels is not None:
+            text += f" beside {labels} labels"
         if cov is not None:
             text += f"; label coverage {_pct(cov)}"
-        return text
+        parts.append(text)
+    at_age = ev.get("coverage_at_age")
+    if isinstance(at_age, Mapping) and _fired_subtest(ev, "label_coverage_fall"):
+        hours = at_age.get("age_s", 0) / 3600
+        parts.append(
+            f"labels stopped arriving: {_pct(at_age.get('current'))} of traces labeled within "
+            f"{_n(hours, 2)} h, {_pct(at_age.get('reference'))} before"
+        )
+    if parts:
+        return "; ".join(parts)
     if _is_num(cov):
         cohorts = _rows(ev.get("cohorts_needing_labels"))
         text = f"label coverage is {_pct(cov)}"

@@ -18,8 +18,9 @@ QUIET = {"p_value": 0.7, "effect_ok": False, "fired": False}
 EVIDENCE = {
     "FM-1": {
         "compounding_ratio": 12.75, "reference_ratio": 0.51, "steps_after_error": 41,
-        "compounding_begins_at_depth": 3,
-        "sub_tests": {"compounding": FIRED, "coherence_illusion": QUIET},
+        "compounding_begins_at_depth": 3, "tool_compounding_ratio": 2.4,
+        "tool_reference_ratio": 1.1, "tool_steps_after_error": 88,
+        "sub_tests": {"compounding": FIRED, "tool_compounding": FIRED, "coherence_illusion": QUIET},
     },
     "FM-2": {
         "cascade_lift": 10.12, "reference_lift": 2.47,
@@ -40,6 +41,9 @@ EVIDENCE = {
     "FM-4": {
         "label_coverage": 0.0, "reference_accuracy": 0.673, "estimated_accuracy": 0.434,
         "estimated_accuracy_interval": [0.244, 0.61], "n_current_unlabeled_estimated": 146,
+        "n_current_labeled": 31, "estimator": "trace_features",
+        "coverage_at_age": {"age_s": 10800.0, "reference": 0.6, "current": 0.02},
+        "sub_tests": {"estimated_accuracy": FIRED, "label_coverage_fall": FIRED},
     },
     "FM-5": {
         "gaps": [{"agent": "research-agent", "agent_version": "2.1.0", **QUIET}],
@@ -80,14 +84,18 @@ EVIDENCE = {
 
 EXPECTED = {
     "FM-1": "After a failed step, later steps of the same trace fail 13× as often as independent "
-    "errors predict (reference 0.51×), from step depth 3, over 41 steps that followed an error.",
+    "errors predict (reference 0.51×), from step depth 3, over 41 steps that followed an error; "
+    "after a failed step, later tool calls of the same trace fail 2.4× as often as independent "
+    "errors predict (reference 1.1×), over 88 tool calls that followed an error.",
     "FM-2": "Tool http_fetch returns wrong results with a success status in 22% of 95 calls "
-    "(0% before); also search 3% → 19%; after a failed tool call the next step fails 10.1× as "
-    "often as after a good one (2.47× before); cascades start most at db_query (5 of 6 failures).",
+    "(0% before); also search 3% → 19%; after a failed tool call, what follows up to the next "
+    "tool call fails 10.1× as often as after a good one (2.47× before); cascades start most at "
+    "db_query (5 of 6 failures).",
     "FM-3": "The same input now gets a different decision 59% of the time (9% before), over 21 "
     "repeated inputs; e.g. billing-agent 0.9.2 decided approve / escalate for one input.",
-    "FM-4": "Estimated accuracy fell 0.67 → 0.43 (interval 0.24–0.61), estimated on 146 "
-    "unlabeled traces; label coverage 0%.",
+    "FM-4": "Estimated accuracy fell 0.67 → 0.43 (interval 0.24–0.61), 146 unlabeled traces "
+    "estimated from trace features beside 31 labels; label coverage 0%; labels stopped "
+    "arriving: 2% of traces labeled within 3 h, 60% before.",
     "FM-5": "research-agent: 64% of production inputs lie outside what the eval set covers "
     "(6% before).",
     "FM-6": "Stream support-agent.input moved: similarity to the reference centre 0.39 → 0.34 on "
