@@ -198,10 +198,11 @@ class GroundTruthAbsenceDetector:
         summaries = []
         if sub_tests.get("estimated_accuracy", {}).get("fired"):
             lo, hi = evidence["estimated_accuracy_interval"]
+            est, ref_acc = evidence["estimated_accuracy"], evidence["reference_accuracy"]
             summaries.append(
-                f"estimated accuracy {evidence['estimated_accuracy']:.3f} (interval "
-                f"{lo:.3f}-{hi:.3f}) vs {evidence['reference_accuracy']:.3f} in the reference "
-                f"window (drop {evidence['reference_accuracy'] - evidence['estimated_accuracy']:.3f}), on {evidence['n_current_labeled']} labels and "
+                f"estimated accuracy {est:.3f} (interval {lo:.3f}-{hi:.3f}) vs {ref_acc:.3f} "
+                f"in the reference window (drop {ref_acc - est:.3f}), on "
+                f"{evidence['n_current_labeled']} labels and "
                 f"{evidence['n_current_unlabeled_estimated']} traces estimated from "
                 f"{evidence['estimator'].replace('_', ' ')}"
             )
