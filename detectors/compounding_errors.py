@@ -128,6 +128,9 @@ class CompoundingErrorDetector:
     """
 
     needs: ClassVar[tuple[str, ...]] = ("steps", "step_confidence")
+    # Counts the service reads over every trace of a sampled window (none).
+    window_counts: ClassVar[tuple[str, ...]] = ()
+    checks_silence: ClassVar[bool] = False
 
     def __init__(
         self,

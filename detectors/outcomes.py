@@ -92,6 +92,9 @@ class OutcomeRegressionDetector:
     """Objectives, error rates, latency and steps per trace: did any get worse?"""
 
     needs: ClassVar[tuple[str, ...]] = ("true_scores", "steps", "tool_steps")
+    # Counts the service reads over every trace of a sampled window (none).
+    window_counts: ClassVar[tuple[str, ...]] = ()
+    checks_silence: ClassVar[bool] = False
 
     def __init__(
         self,

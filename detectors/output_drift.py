@@ -202,6 +202,9 @@ class OutputDriftDetector:
     """
 
     needs: ClassVar[tuple[str, ...]] = ("input_hash", "decision", "entry_point", "output_embedding")
+    # Counts the service reads over every trace of a sampled window (none).
+    window_counts: ClassVar[tuple[str, ...]] = ()
+    checks_silence: ClassVar[bool] = False
 
     def __init__(
         self,

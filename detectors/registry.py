@@ -31,6 +31,11 @@ class Detector(Protocol):
     """What the engine calls, for every failure mode."""
 
     needs: tuple[str, ...]  # names from detectors.signals.SIGNALS
+    # Counts the service must read over every trace of a sampled window ("labels": FM-4's
+    # coverage and delays), beside the sampled records.
+    window_counts: tuple[str, ...]
+    # Whether a firing run is told if the error-rate monitors are quiet (FM-6: "silent").
+    checks_silence: bool
 
     def test(self, reference: Any, current: Any, *, now: float | None = None) -> DetectorResult:
         """Reference window vs current window, as of ``now`` (epoch seconds)."""

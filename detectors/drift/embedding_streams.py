@@ -66,6 +66,10 @@ class EmbeddingDriftDetector:
     """
 
     needs: ClassVar[tuple[str, ...]] = ("stream_embeddings",)
+    # Counts the service reads over every trace of a sampled window (none).
+    window_counts: ClassVar[tuple[str, ...]] = ()
+    # A firing run is told whether the error-rate monitors are quiet (a silent drift).
+    checks_silence: ClassVar[bool] = True
 
     def __init__(
         self,

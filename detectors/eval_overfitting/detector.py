@@ -101,6 +101,9 @@ class EvalOverfittingDetector:
     """
 
     needs: ClassVar[tuple[str, ...]] = ("eval_traces", "input_embedding")
+    # Counts the service reads over every trace of a sampled window (none).
+    window_counts: ClassVar[tuple[str, ...]] = ()
+    checks_silence: ClassVar[bool] = False
 
     def __init__(
         self,

@@ -119,6 +119,7 @@ class GroundTruthAbsenceDetector:
     """
 
     needs: ClassVar[tuple[str, ...]] = ("true_scores", "confidence", "steps")
+    checks_silence: ClassVar[bool] = False
     # Counts read over the whole window where the records are a sample (the service
     # attaches them: detectors.step_profiles.RecordWindow.label_counts).
     window_counts: ClassVar[tuple[str, ...]] = ("labels",)

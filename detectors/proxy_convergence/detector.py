@@ -99,6 +99,9 @@ class ProxyConvergenceDetector:
         "decision",
         "counterfactual_runs",
     )
+    # Counts the service reads over every trace of a sampled window (none).
+    window_counts: ClassVar[tuple[str, ...]] = ()
+    checks_silence: ClassVar[bool] = False
 
     def __init__(
         self,

@@ -109,6 +109,9 @@ class ToolCascadeDetector:
     """
 
     needs: ClassVar[tuple[str, ...]] = ("steps", "tool_steps", "true_scores")
+    # Counts the service reads over every trace of a sampled window (none).
+    window_counts: ClassVar[tuple[str, ...]] = ()
+    checks_silence: ClassVar[bool] = False
 
     def __init__(
         self,

@@ -73,6 +73,10 @@ def test_called_one_way_with_declared_needs(mode: str) -> None:
     assert params["now"].kind is inspect.Parameter.KEYWORD_ONLY
     assert isinstance(detector.needs, tuple) and detector.needs
     assert set(detector.needs) <= set(SIGNALS), set(detector.needs) - set(SIGNALS)
+    # What the service does for a mode it reads from the class, never from the mode's name.
+    cls = type(detector)
+    assert "window_counts" in vars(cls) and "checks_silence" in vars(cls)
+    assert set(cls.window_counts) <= {"labels"} and isinstance(cls.checks_silence, bool)
 
 
 @pytest.mark.parametrize("mode", MODES)
