@@ -54,6 +54,22 @@ DETECTORS: dict[str, type[Any]] = {
     # error rates, latency), watched by default (detectors/outcomes.py).
     "OUTCOME": OutcomeRegressionDetector,
 }
+
+
+def window_counts_of(mode: str) -> tuple[str, ...]:
+    """What the mode's detector declares the service must count over a whole sampled window
+    (nothing for a mode not registered: a test's stand-in detector)."""
+    cls = DETECTORS.get(mode)
+    return tuple(cls.window_counts) if cls is not None else ()
+
+
+def checks_silence(mode: str) -> bool:
+    """Whether the mode's detector declares that a firing run is told if the error-rate
+    monitors are quiet (FM-6's "silent" drift)."""
+    cls = DETECTORS.get(mode)
+    return bool(cls.checks_silence) if cls is not None else False
+
+
 # The modes whose windows are trace records (FM-6 reads embedding streams).
 TRACE_DETECTORS: dict[str, type[Any]] = {
     mode: cls for mode, cls in DETECTORS.items() if not STREAM_SIGNALS & set(cls.needs)

@@ -205,7 +205,7 @@ def _load(
     cur = traces(w.current_start, w.current_end, cur_version)
     sample = {"reference": ref.evidence(), "current": cur.evidence()}
     cur_records: Any = cur.records
-    if "labels" in detector.window_counts and cur.sample.rate < 1.0:
+    if "labels" in registry.window_counts_of(monitor.failure_mode) and cur.sample.rate < 1.0:
         # A sampled window: FM-4's coverage and delays count every trace of it.
         cur_records = label_counts.with_label_counts(
             session, cur, replace(tsel, agent_version=cur_version),
@@ -378,7 +378,7 @@ def _persist(
     elif status == "ok":
         evidence["baseline"] = baseline.describe(state.baseline, w)
     with write_session(engine) as session:
-        if fired and registry.DETECTORS[monitor.failure_mode].checks_silence:
+        if fired and registry.checks_silence(monitor.failure_mode):
             evidence.update(monitor_state.silent_drift(session, project_id=monitor.project_id))
         run = DetectorRun(
             project_id=monitor.project_id,
