@@ -180,9 +180,10 @@ class GroundTruthAbsenceDetector:
                 cohorts_needing_labels=[],
             )
         now = float(max(t.ended_at for t in cur)) if now is None else float(now)
-        cur_counts = whole_window_labels(current) or LabelCounts.of(cur, now)
+        whole = whole_window_labels(current)
+        cur_counts = whole or LabelCounts.of(cur, now)
         ref_counts = whole_window_labels(reference) or LabelCounts.of(ref, now)
-        evidence = self._coverage_evidence(cur, now, whole_window_labels(current))
+        evidence = self._coverage_evidence(cur, now, cur_counts, whole=whole is not None)
         sub_tests: dict[str, dict[str, Any]] = {}
         reasons: list[str] = []
         estimate = self._estimate(ref, cur, now, evidence, reasons)
@@ -233,15 +234,14 @@ class GroundTruthAbsenceDetector:
 
     def _scores(
         self, ref: Sequence[TraceRecord], cur: Sequence[TraceRecord], now: float, ev: dict
-    ) -> tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | str:
+    ) -> tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | str:
         """What the estimate calibrates: the traces' confidence where enough labeled traces
         carry one, else the outcome model's score from trace features. Returns
-        ``(estimator, ref labels, ref scores, cur labels, cur labeled scores)`` (the
-        unlabeled current scores are in ``ev["_unlabeled_scores"]``) or why not."""
+        ``(estimator, ref labels, ref scores, cur labels, cur labeled scores, cur unlabeled
+        scores)`` or why not."""
         ref_y, ref_c = labels_and_confidences(ref, now)
         cur_y, cur_lc = labels_and_confidences(cur, now)
         unlabeled = [t for t in cur if visible_label(t, now) is None]
-        ref_unlabeled = [t for t in ref if visible_label(t, now) is None]
         if ref_y.size < self.min_labeled:
             return f"{ref_y.size} labeled reference traces (< {self.min_labeled})"
         x = np.concatenate([ref_c, cur_lc])
@@ -253,11 +253,9 @@ class GroundTruthAbsenceDetector:
             and np.ptp(y[has_conf]) > 0
         ):
             uc = np.array([t.confidence for t in unlabeled if t.confidence is not None], float)
-            ev["_unlabeled_scores"] = uc[np.isfinite(uc)]
-            ruc = np.array([t.confidence for t in ref_unlabeled if t.confidence is not None], float)
-            ev["_reference_unlabeled_scores"] = ruc[np.isfinite(ruc)]
-            ev["n_current_without_confidence"] = int(len(unlabeled) - ev["_unlabeled_scores"].size)
-            return "confidence", ref_y, ref_c, cur_y, cur_lc
+            uc = uc[np.isfinite(uc)]
+            ev["n_current_without_confidence"] = int(len(unlabeled) - uc.size)
+            return "confidence", ref_y, ref_c, cur_y, cur_lc, uc
         if not self.trace_features:
             return (
                 f"{int(has_conf.sum())} labeled traces with a confidence (< {self.min_labeled})"
@@ -272,10 +270,9 @@ class GroundTruthAbsenceDetector:
         if not model.informative:
             return "no confidence, and the trace features do not vary: nothing to estimate from"
         ev["outcome_model_weights"] = model.weights()
-        ev["_unlabeled_scores"] = model.score(unlabeled)
-        ev["_reference_unlabeled_scores"] = model.score(ref_unlabeled)
         ev["n_current_without_confidence"] = 0
-        return "trace_features", ref_y, ref_scores, cur_y, model.score(cur_labeled)
+        cur_lc = model.score(cur_labeled)
+        return "trace_features", ref_y, ref_scores, cur_y, cur_lc, model.score(unlabeled)
 
     def _estimate(
         self,
@@ -290,9 +287,7 @@ class GroundTruthAbsenceDetector:
         if isinstance(found, str):
             reasons.append(found)
             return None
-        estimator, ref_y, ref_c, cur_y, cur_lc = found
-        cur_uc = ev.pop("_unlabeled_scores")
-        ev.pop("_reference_unlabeled_scores")
+        estimator, ref_y, ref_c, cur_y, cur_lc, cur_uc = found
         if cur_y.size + cur_uc.size < self.min_current:
             reasons.append(
                 f"{cur_y.size + cur_uc.size} current traces with a label or a score "
@@ -369,10 +364,10 @@ class GroundTruthAbsenceDetector:
         return p, rate_c <= (1.0 - self.min_coverage_fall) * rate_r
 
     def _coverage_evidence(
-        self, cur: Sequence[TraceRecord], now: float, counts: LabelCounts | None
+        self, cur: Sequence[TraceRecord], now: float, counts: LabelCounts, *, whole: bool
     ) -> dict[str, Any]:
-        """Coverage and delay per cohort: over every trace of the window where the service
-        counted them (``counts``; ``cur`` is then a sample), else over ``cur``."""
+        """Coverage and delay per cohort from ``counts``: every trace of the window where the
+        service counted them (``whole``; ``cur`` is then a sample), else ``cur``'s."""
         cohorts = label_coverage(cur, now, counts=counts)
         n_labeled = sum(c["n_labeled"] for c in cohorts)
         n_traces = sum(c["n_traces"] for c in cohorts)
@@ -387,5 +382,5 @@ class GroundTruthAbsenceDetector:
             "needs_labels": bool(overall < self.min_coverage or needing),
             "cohorts_needing_labels": needing,
             "cohorts": cohorts,
-            "coverage_counted_traces": "whole window" if counts is not None else "records",
+            "coverage_counted_traces": "whole window" if whole else "records",
         }
