@@ -52,10 +52,10 @@ from app.ingest.events import validate_events
 from app.ingest.store import write_events
 from app.keys import get_or_create_project
 from app.models import Alert, DetectorRun
-from app.monitors.cycle import WindowCache
 from app.monitors.defaults import WINDOW, create_defaults
 from app.monitors.runner import run_monitor
-from app.monitors.step_cache import StepCache
+from app.monitors.windows.cache import WindowCache
+from app.monitors.windows.step_cache import StepCache
 from pipelines.scenarios import Injection, generate_workload
 
 START = datetime(2025, 3, 3, tzinfo=UTC)
@@ -63,7 +63,7 @@ HOUR = timedelta(hours=1)
 INTERVAL = timedelta(minutes=15)
 TRACES_PER_HOUR, IMAGES_PER_HOUR, EVAL_PER_AGENT_HOUR, DIM = 80.0, 90.0, 12, 32
 # Clean runs: the first evaluation after current 2 h + shortest lag 2 h + baseline 4 h; the
-# defaults' 22 h lag shrinks to fit the young history (app.monitors.history) until it is
+# defaults' 22 h lag shrinks to fit the young history (app.monitors.windows.history) until it is
 # STEADY_H long, so clean days measure both phases.
 WARMUP_H = 8
 # Failures begin once the whole lag fits: they meet the baseline a monitor has from its
@@ -141,8 +141,8 @@ def replay_db(events: list[dict[str, Any]], folder: Path, name: str) -> Replay:
 
 def evaluate(replay: Replay, modes: Sequence[str], start: datetime, stop: datetime) -> None:
     """Every ``INTERVAL`` the monitors of ``modes`` run as one scheduler cycle does: sharing
-    one :class:`~app.monitors.cycle.WindowCache` (each window loaded once per cycle), and
-    the scheduler's :class:`~app.monitors.step_cache.StepCache` from cycle to cycle."""
+    one :class:`~app.monitors.windows.cache.WindowCache` (each window loaded once per cycle), and
+    the scheduler's :class:`~app.monitors.windows.step_cache.StepCache` from cycle to cycle."""
     now = start
     steps = StepCache()
     while now <= stop:

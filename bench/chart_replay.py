@@ -12,7 +12,7 @@ limits for the defaults' false-alert budget (half of a 30-day ERT, as the chart 
 
 * ``plain``: the EWMA chart without a barrier (two-sided limit for ARL0 / 2), the design
   before the barrier;
-* ``reflected``: the chart as it runs (:mod:`app.monitors.sequential`): one observation
+* ``reflected``: the chart as it runs (:mod:`app.monitors.decision.sequential`): one observation
   per non-overlapping 2 h window;
 * ``per_sub_test``: one reflected chart per sub-test on its raw p-value (no Holm factor,
   no effect gate), each for ARL0 x the number of sub-tests (the union bound);
@@ -45,8 +45,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.models import DetectorRun
-from app.monitors import sequential
-from app.monitors import state as monitor_state
+from app.monitors.decision import sequential
+from app.monitors.decision import state as monitor_state
 from app.monitors.defaults import WINDOW
 from bench import alerting
 from detectors.drift import ewma_limit_for_arl0, reflected_ewma_limit_for_arl0
@@ -107,7 +107,7 @@ def clean_runs(modes: Sequence[str], seed: int, days: float, folder: Path) -> di
 
 def observations(runs: list[Run], spacing_s: float) -> list[Run]:
     """The runs a chart observing every ``spacing_s`` takes (with ``spacing_s`` = the current
-    window: one per non-overlapping window, as :func:`app.monitors.sequential.update`)."""
+    window: one per non-overlapping window, as :func:`app.monitors.decision.sequential.update`)."""
     out: list[Run] = []
     for run in runs:
         if not out or (run.window_start - out[-1].window_start).total_seconds() >= spacing_s:
@@ -120,7 +120,7 @@ def overlap_inflation(
 ) -> float:
     """The EWMA's variance inflation (Zhang 1998) when observations ``spacing_s`` apart
     share part of their current window as well as of their rolling reference: the
-    reference's share (:func:`app.monitors.sequential.shared_reference_correlation`) plus
+    reference's share (:func:`app.monitors.decision.sequential.shared_reference_correlation`) plus
     the current window's, ``o_c r / (c (r + c))`` with overlap ``o_c = max(0, c - k s)``.
 
     >>> round(overlap_inflation(current_s=7200, reference_s=14400, spacing_s=7200, lam=0.2), 4)

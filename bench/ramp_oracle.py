@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from app.monitors import calibration
+from app.monitors.decision import calibration
 from bench import alerting
 
 HOURS = (6, 8, 10, 12, 14, 16)

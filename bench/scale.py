@@ -13,14 +13,14 @@ then cycles of the seven default monitors through the real scheduler tick
 (``SchedulerService.tick``: claims, the shared window cache, the detectors, persisted runs
 and alerts), each in a fresh process as a ``telltale scheduler`` would be, so its RSS is the
 process's own. Three cycles, by how many step profiles they find stored
-(app/monitors/step_profiles.py) and whether the scheduler ran before:
+(app/monitors/windows/profiles.py) and whether the scheduler ran before:
 ``cold_cycle`` none stored and a fresh scheduler (the first cycle after a bulk load or an
 upgrade profiles every trace of its windows and reads every sampled trace's spans);
 ``without_derive_job`` all but the last ``--interval`` of traffic (a scheduler running
 every interval with the derive job off); the top level all but the last 30 s (the derive
 job, on by default, stores them as traces settle). The last two are a running scheduler's
 *next* cycle: the same process ticks ``--interval`` earlier first (``first_cycle_s``), so
-its step cache (app/monitors/step_cache.py) holds what that cycle read
+its step cache (app/monitors/windows/step_cache.py) holds what that cycle read
 (``steps_reused``).
 Prints one JSON object: per rate the steady cycle seconds, per-monitor seconds (the
 first monitor of the cycle pays the window load), the rows in the windows and the rows
@@ -112,7 +112,7 @@ def cycle(db_url: str, end: str, warm_up_s: float = 0.0) -> dict:
     """One scheduler tick as of ``end`` (run in its own process). With ``warm_up_s``, the
     same scheduler ticks first at ``end - warm_up_s`` (its runs then cleared), so the
     measured tick is a running scheduler's next cycle: its step cache
-    (app/monitors/step_cache.py) holds what the cycle before read."""
+    (app/monitors/windows/step_cache.py) holds what the cycle before read."""
     from sqlalchemy import select, update
 
     from app.db import make_engine

@@ -13,7 +13,7 @@ reaches ``h`` uses all ``n`` and the usual ``(1 + g) / (1 + n)``. That p-value i
 (:func:`stop_after_for`) every decision at ``alpha`` or below is the full test's: a stop
 means ``g >= h`` exceedances in all ``n``, so both p-values exceed ``alpha``. What it
 saves is the common case: on stationary traffic the p-value is ~0.5 and the ~11,500
-resamples a 30-day false-alert budget needs (``app.monitors.calibration``) shrink to a
+resamples a 30-day false-alert budget needs (``app.monitors.decision.calibration``) shrink to a
 few dozen; only a window that looks degraded pays for the precision.
 """
 

@@ -6,7 +6,7 @@ only: is it a tool call (:func:`~detectors.records.is_tool_step`) and did it fai
 character a step, in step order: ``t``/``T`` a tool call ok/failed, ``s``/``S`` any other
 step ok/failed. A window of traces is then a handful of distinct profiles with counts:
 the service stores each trace's profile and counts them with one ``GROUP BY`` over every
-trace of a window (``app/monitors/step_profiles.py``), where loading every trace's spans
+trace of a window (``app/monitors/windows/profiles.py``), where loading every trace's spans
 would cost a window at 100,000 traces/h minutes. Where the records a detector gets are
 only a sample of the window, :class:`RecordWindow` carries these whole-window counts
 beside them, and the count statistics are computed from the counts.

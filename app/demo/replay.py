@@ -9,7 +9,7 @@ the real runner on the stored data. Real time is paced so that one real second c
 
 Attribution: the modes are switched on one after another and stay on (switching a mode
 off would be a second change the detectors rightly see). A monitor's baseline is frozen
-while its alert is open (:mod:`app.monitors.baseline`), so once FM-k's monitor has fired
+while its alert is open (:mod:`app.monitors.decision.baseline`), so once FM-k's monitor has fired
 after ``at_k`` its alert stays open as long as the mode is on: a firing of FM-k's monitor
 after ``at_k`` is FM-k's detection (the first) or the same alert still firing; a firing
 before it is reported as a false alarm, never as a detection.

@@ -46,7 +46,7 @@ from app.derive.text_vectors import (
 from app.derive.trace_rows import TRACE_UPDATE, update_row
 from app.derive.trace_signals import TraceSignals, derive_trace, is_explicit, owned
 from app.models.base import utcnow
-from app.monitors.windows import step_profiles_of
+from app.monitors.windows.trace_window import step_profiles_of
 from app.settings import Settings
 
 log = logging.getLogger("telltale.derive")
@@ -193,7 +193,7 @@ def _derive_together(
 
 def _step_profiles(engine: Engine, batch: Batch) -> dict[Key, str]:
     """The batch's step profiles, stored with its signals so that the monitors' sampled
-    windows find them (app/monitors/step_profiles.py) instead of reading spans in the
+    windows find them (app/monitors/windows/profiles.py) instead of reading spans in the
     cycle: at 100,000 traces/h profiling one interval's traffic there took ~14 s of it."""
     by_project: dict[int, list[str]] = {}
     for t in batch.traces:

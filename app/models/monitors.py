@@ -36,7 +36,7 @@ class Monitor(Base):
     repeat_interval_seconds: Mapped[int] = mapped_column(Integer, default=3600)
     time_limit_seconds: Mapped[float] = mapped_column(Float, default=60.0)
     # The false-alert budget in wall-clock time; the per-run alpha is derived from it and
-    # the interval (app.monitors.calibration).
+    # the interval (app.monitors.decision.calibration).
     expected_days_between_false_alerts: Mapped[float] = mapped_column(Float, default=30.0)
     # An EWMA chart over the runs' p-values beside the per-run test (half the budget each).
     sequential: Mapped[bool] = mapped_column(Boolean, default=True)
@@ -55,7 +55,7 @@ class MonitorBaseline(Base):
 
     The reference only advances over periods that passed; while an alert is open, and for
     ``baseline_hold_seconds`` after it resolves, it stays where it was when the alert
-    opened (:mod:`app.monitors.baseline`). One row per monitor, written by every run.
+    opened (:mod:`app.monitors.decision.baseline`). One row per monitor, written by every run.
     """
 
     __tablename__ = "monitor_baselines"
@@ -68,7 +68,7 @@ class MonitorBaseline(Base):
     frozen_since: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     hold_until: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     degradation_started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
-    # The sequential chart (app.monitors.sequential): z, observations, last observed window.
+    # The sequential chart (app.monitors.decision.sequential): z, observations, last observed window.
     chart_z: Mapped[float] = mapped_column(Float, default=0.0)
     chart_t: Mapped[int] = mapped_column(Integer, default=0)
     chart_window_end: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)

@@ -4,8 +4,8 @@ Every default compares a trailing 2-hour window with a 4-hour baseline (the set-
 detection bench calibrates: ``bench/detection.py``) from the same hours the day before
 (lagged 22 hours: a 24-hour ramp is then compared with traffic from before it began,
 where a 2-hour lag saw it as a constant small difference; ``bench/alerting.py``), frozen
-while an alert is open (:mod:`app.monitors.baseline`), every 15 minutes, at the per-run alpha that
-gives 30 days between false alerts (:mod:`app.monitors.calibration`). FM-6 watches every embedding stream but the per-trace
+while an alert is open (:mod:`app.monitors.decision.baseline`), every 15 minutes, at the per-run alpha that
+gives 30 days between false alerts (:mod:`app.monitors.decision.calibration`). FM-6 watches every embedding stream but the per-trace
 ``<agent>.output`` streams (FM-3's): the derived ``<agent>.input`` text streams included.
 """
 
@@ -23,7 +23,7 @@ from app.monitors.store import create_monitor
 WINDOW = {
     "current_window_seconds": 2 * 3600,
     "reference_window_seconds": 4 * 3600,
-    # Shrinks to what a young history allows (app.monitors.history): no 28 h wait.
+    # Shrinks to what a young history allows (app.monitors.windows.history): no 28 h wait.
     "baseline_lag_seconds": 22 * 3600,
 }
 DEFAULTS: tuple[dict[str, Any], ...] = (

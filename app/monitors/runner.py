@@ -1,8 +1,8 @@
 """Run one monitor: load its windows, call the detector under a time limit, persist the run.
 
-Which time ranges are compared is :mod:`app.monitors.baseline`'s decision (a lagged
+Which time ranges are compared is :mod:`app.monitors.decision.baseline`'s decision (a lagged
 rolling reference, frozen while an alert is open); the detector's level comes from the
-monitor's false-alert budget (:mod:`app.monitors.calibration`).
+monitor's false-alert budget (:mod:`app.monitors.decision.calibration`).
 
 A run is persisted whatever happens: ``ok`` (fired or not), ``insufficient_data`` (never
 fires) or ``failed`` (the detector raised, timed out, or its configuration no longer
@@ -31,20 +31,15 @@ from app.alerts import lifecycle
 from app.db import as_utc, write_session
 from app.models import DetectorRun, Finding, Monitor
 from app.models.base import utcnow
-from app.monitors import (
-    baseline,
-    calibration,
-    history,
-    label_counts,
-    vector_windows,
-    version_baseline,
-    windows,
-)
-from app.monitors import state as monitor_state
-from app.monitors.baseline import BaselinePolicy, Windows
-from app.monitors.cycle import WindowCache
+from app.monitors.decision import baseline, calibration, version_baseline
+from app.monitors.decision import state as monitor_state
+from app.monitors.decision.baseline import BaselinePolicy, Windows
 from app.monitors.detection import Detector, build_detector
 from app.monitors.slots import DetectorsBusy, DetectorSlots
+from app.monitors.windows import history, label_counts
+from app.monitors.windows import trace_window as windows
+from app.monitors.windows import vectors as vector_windows
+from app.monitors.windows.cache import WindowCache
 from app.scores import roles as score_roles
 from detectors import registry
 from detectors.result import DetectorResult
@@ -68,7 +63,7 @@ def run_params(monitor: Monitor, defaults: Mapping[str, Any]) -> dict[str, Any]:
     """The detector parameters a run uses: the monitor's, with alpha from its ERT.
 
     With the sequential chart on, the per-run test gets half the false-alert rate (twice
-    the ERT) and the chart the other half (:mod:`app.monitors.state`).
+    the ERT) and the chart the other half (:mod:`app.monitors.decision.state`).
     """
     share = 0.5 if monitor.sequential else 1.0
     return calibration.calibrated_params(
@@ -246,7 +241,7 @@ def run_monitor(
     ``refuse_when_busy`` it does not wait: :class:`DetectorsBusy` is raised and nothing is
     persisted (``run now`` answers 429).
 
-    ``cache``: the scheduler cycle's shared windows (:mod:`app.monitors.cycle`); the
+    ``cache``: the scheduler cycle's shared windows (:mod:`app.monitors.windows.cache`); the
     windows then end at the cycle's ``now``, so the monitors of one cycle share them.
 
     ``read_engine``: where the windows are read (``TELLTALE_READ_DATABASE_URL``, a

@@ -21,10 +21,10 @@ class Selection(RequestModel):
     ``reference_window_seconds`` ending ``baseline_lag_seconds`` (default: one current
     window) before the current window starts; it stays frozen while an alert is open and
     for ``baseline_hold_seconds`` (default: lag + reference) after it resolves. A pinned
-    reference ``[reference_start, reference_end)`` replaces it (:mod:`app.monitors.baseline`),
+    reference ``[reference_start, reference_end)`` replaces it (:mod:`app.monitors.decision.baseline`),
     or ``reference_version`` does: the last reference window of the traffic of the version
     before the current window's (``"previous"``) or of a named one
-    (:mod:`app.monitors.version_baseline`).
+    (:mod:`app.monitors.decision.version_baseline`).
     """
 
     model_config = ConfigDict(extra="forbid")

@@ -27,10 +27,10 @@ from app import metrics
 from app.db import make_engine
 from app.models import Alert, DetectorRun
 from app.models.base import utcnow
-from app.monitors.cycle import WindowCache
 from app.monitors.detection import build_detector
 from app.monitors.runner import DetectorFactory, run_monitor
-from app.monitors.step_cache import StepCache
+from app.monitors.windows.cache import WindowCache
+from app.monitors.windows.step_cache import StepCache
 from app.scheduler import leader
 from app.scheduler.jobs import PeriodicJob
 from app.settings import Settings
@@ -68,14 +68,14 @@ class SchedulerService:
         self.detector_factory = detector_factory
         self.holder = f"{socket.gethostname()}:{os.getpid()}"
         self._scheduler: BackgroundScheduler | None = None
-        # Steps of window traces kept between ticks (app/monitors/step_cache.py).
+        # Steps of window traces kept between ticks (app/monitors/windows/step_cache.py).
         self.step_cache = StepCache()
 
     def tick(self) -> list[DetectorRun]:
         """Run every due monitor this process wins; return the runs it made."""
         now = self.clock()
         runs: list[DetectorRun] = []
-        # The monitors due together read their windows once (app/monitors/cycle.py).
+        # The monitors due together read their windows once (app/monitors/windows/cache.py).
         cache = WindowCache(now=now, steps=self.step_cache)
         for monitor_id, slot, interval in leader.due_monitors(self.engine, now=now):
             # Each claim and run is stamped with the time it really starts: a tick's start

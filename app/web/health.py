@@ -7,7 +7,7 @@ verdict neither clears nor hides it. The last run's own status (ok, insufficient
 failed) is shown beside it as what it is.
 
 A young monitor's first verdict needs a reference window, the lag before the current
-window and the current window of data (:class:`app.monitors.baseline.BaselinePolicy`:
+window and the current window of data (:class:`app.monitors.decision.baseline.BaselinePolicy`:
 with little history the lag shrinks to one current window), so it is expected that long
 after the project's first trace.
 """
@@ -21,7 +21,7 @@ from typing import Any
 
 from app.alerts.sentences import STATISTIC_NAMES
 from app.models import DetectorRun, Monitor
-from app.monitors.baseline import BaselinePolicy
+from app.monitors.decision.baseline import BaselinePolicy
 from app.monitors.defaults import default_monitor_bodies
 
 FIRING, QUIET, WAITING = "firing", "quiet", "no verdict yet"

@@ -10,8 +10,8 @@ from sqlalchemy.orm import Session
 
 from app.models import Alert, IngestMinute, Monitor, Trace
 from app.models.base import utcnow
-from app.monitors import readiness
 from app.monitors import store as monitors
+from app.monitors.readiness import report as readiness
 from app.web import health, run_chart
 
 SPARK_RUNS = 48  # verdicts a card's sparkline shows

@@ -5,7 +5,7 @@ Nothing here parses a convention: an LLM span's messages come from
 :func:`app.derive.messages.call_content` (OTel GenAI attributes and log events,
 OpenInference, OpenLLMetry, OpenLIT), the calls it requested from the span's
 ``telltale.tool_calls.requested`` (written by the OTLP receiver) or its events
-(:func:`app.monitors.window_rows.chunk_records` joins them as the monitors do), and the
+(:func:`app.monitors.windows.rows.chunk_records` joins them as the monitors do), and the
 steps are the monitors' own records (:mod:`detectors.records`).
 """
 
@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from app.derive.messages import call_content
 from app.models import SpanEvent
-from app.monitors.window_rows import chunk_records
+from app.monitors.windows.rows import chunk_records
 from app.otlp.tool_calls import REQUESTED, RESULTS, event_tool_calls
 from app.scores.roles import get_roles
 

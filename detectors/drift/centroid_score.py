@@ -16,7 +16,7 @@ Each ``x`` is N(0, 1) on its own, but against a baseline only twice the current 
 size, a third of its variance is the baseline's estimation error, which every observation
 against that baseline shares: an EWMA of them spreads about twice as wide as its
 run-length tables assume (Jones, Champ & Rigdon 2001), and a monitor charting it raised
-repeated false alerts against one held baseline (``app.monitors.sequential``). So it is
+repeated false alerts against one held baseline (``app.monitors.decision.sequential``). So it is
 evidence of how far the vectors slid, next to :func:`detectors.drift.mmd_drift`'s test.
 
 Several streams give one observation: the smallest one-sided p-value, Bonferroni-adjusted

@@ -5,7 +5,7 @@ keeps the monitor's family-wise false-alarm rate at ``alpha`` whatever the strea
 dependence. Beside the test, every run reports ``centroid_shift_z``: the current window's
 fall in mean cosine similarity to the baseline centroid, in standard errors
 (:mod:`detectors.drift.centroid_score`): how far the vectors slid, for the alert page. It
-is evidence, not the test or the monitor's chart observation (``app.monitors.sequential``
+is evidence, not the test or the monitor's chart observation (``app.monitors.decision.sequential``
 says why).
 """
 

@@ -14,7 +14,7 @@ reflected chart itself.
 
 The ARL comes from the Brook & Evans (1972) Markov chain: an atom at exactly 0 (where the
 barrier puts the chart) plus ``n_states`` cells over (0, h]. With ``floor`` the observation
-is ``max(x, floor)``, as :mod:`app.monitors.sequential` clips it; the chain carries the
+is ``max(x, floor)``, as :mod:`app.monitors.decision.sequential` clips it; the chain carries the
 clip exactly (the mass below the floor lands at λ·floor + (1 − λ)·z).
 """
 

@@ -12,7 +12,7 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from app.models import Alert, DetectorRun
-from app.monitors.calibration import alpha_per_run, calibrated_params, resamples_for
+from app.monitors.decision.calibration import alpha_per_run, calibrated_params, resamples_for
 from app.monitors.runner import run_monitor
 from detectors.registry import build_detector, detector_parameters
 from detectors.result import DetectorResult

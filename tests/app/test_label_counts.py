@@ -1,5 +1,5 @@
 """A sampled window's FM-4 label coverage and delays count every trace of it
-(app/monitors/label_counts.py), on SQLite and PostgreSQL."""
+(app/monitors/windows/label_counts.py), on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from app.db import write_session
-from app.monitors import label_counts, windows
 from app.monitors.runner import run_monitor
+from app.monitors.windows import label_counts
+from app.monitors.windows import trace_window as windows
 from app.scores import roles as score_roles
 from detectors.ground_truth import label_coverage
 from detectors.ground_truth.label_coverage import LabelCounts

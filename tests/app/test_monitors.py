@@ -173,10 +173,11 @@ def test_monitor_windows_and_scenario_converter_give_the_same_records_and_fm6_ru
     the registry's FM-6 detector on the loaded streams is what the default FM-6 monitor ran."""
     from sqlalchemy.orm import Session
 
-    from app.monitors import vector_windows, windows
-    from app.monitors.calibration import calibrated_params
+    from app.monitors.decision.calibration import calibrated_params
     from app.monitors.defaults import DEFAULTS
     from app.monitors.runner import jsonable
+    from app.monitors.windows import trace_window as windows
+    from app.monitors.windows import vectors as vector_windows
     from detectors.registry import build_detector, detector_parameters
     from pipelines.scenarios import as_of, events_to_records, window
 

@@ -313,7 +313,7 @@ def test_event_only_tool_calls_become_steps_in_either_order(
 
     from sqlalchemy.orm import Session
 
-    from app.monitors import windows
+    from app.monitors.windows import trace_window as windows
 
     key = make_key(role="ingest")
     spans, records = tool_loop_with_events()

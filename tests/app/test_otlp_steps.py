@@ -11,7 +11,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from app.models import Project
-from app.monitors import windows
+from app.monitors.windows import trace_window as windows
 from detectors.compounding_errors import CompoundingErrorDetector
 from detectors.records import TraceRecord, is_tool_step, step_error
 from tests.app.test_otlp_sdk import SEC, T0, export, record

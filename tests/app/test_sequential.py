@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from app.ingest.events import validate_events
 from app.ingest.store import write_events
 from app.models import Alert, DetectorRun
-from app.monitors.calibration import alpha_per_run
+from app.monitors.decision.calibration import alpha_per_run
 from app.monitors.runner import run_monitor
 from detectors.result import DetectorResult
 from tests.app.engine_helpers import add_monitor, setup_project
@@ -130,8 +130,8 @@ def test_the_chart_only_observes_against_a_rolling_baseline() -> None:
     chart pauses (p = 0.01 every window would signal within a few against a rolling one)."""
     from types import SimpleNamespace
 
-    from app.monitors import state as monitor_state
-    from app.monitors.baseline import BaselinePolicy, windows_for
+    from app.monitors.decision import state as monitor_state
+    from app.monitors.decision.baseline import BaselinePolicy, windows_for
 
     monitor: Any = SimpleNamespace(sequential=True, interval_seconds=900, for_seconds=0,
                                    expected_days_between_false_alerts=30.0)  # fmt: skip
@@ -159,9 +159,9 @@ def test_the_chart_only_observes_against_a_rolling_baseline() -> None:
 def test_widened_limits_keep_the_run_length_when_observations_share_a_reference() -> None:
     """The defaults' windows, simulated: a 2 h current window against a 4 h reference
     lagged 22 h, one observation per 2 h, the reflected chart as
-    :func:`app.monitors.sequential.update` runs it. Sharing half the reference shortens the chart's
+    :func:`app.monitors.decision.sequential.update` runs it. Sharing half the reference shortens the chart's
     in-control run length below its target; the widened limits restore it."""
-    from app.monitors import sequential
+    from app.monitors.decision import sequential
 
     rng = np.random.default_rng(3)
     lam, arl0, reps, steps = sequential.LAMBDA, 100.0, 1500, 1500
@@ -192,7 +192,7 @@ def test_widened_limits_keep_the_run_length_when_observations_share_a_reference(
 def test_runs_at_p_one_do_not_delay_a_later_signal() -> None:
     """The barrier at 0: a conservative test's p = 1 runs before a change leave the chart
     where a fresh one starts, so the change is signalled after as many observations."""
-    from app.monitors import sequential
+    from app.monitors.decision import sequential
 
     t0 = datetime(2025, 1, 1, tzinfo=UTC)
 

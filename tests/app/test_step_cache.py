@@ -1,4 +1,4 @@
-"""The scheduler's step cache (app/monitors/step_cache.py): a window read again reuses the
+"""The scheduler's step cache (app/monitors/windows/step_cache.py): a window read again reuses the
 steps of unchanged traces and re-reads the rest, and gives exactly the records a load
 without the cache gives — on SQLite and PostgreSQL."""
 
@@ -10,8 +10,8 @@ from typing import Any
 from sqlalchemy import Engine, event
 from sqlalchemy.orm import Session
 
-from app.monitors import windows
-from app.monitors.step_cache import StepCache
+from app.monitors.windows import trace_window as windows
+from app.monitors.windows.step_cache import StepCache
 from tests.app.engine_helpers import T0, ingest, setup_project
 
 N = 120

@@ -1,5 +1,5 @@
 """A sampled window's step statistics count every trace by its stored step profile
-(app/monitors/step_profiles.py), on SQLite and PostgreSQL."""
+(app/monitors/windows/profiles.py), on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
 from app.models import Trace
-from app.monitors import step_profiles, window_rows, windows
+from app.monitors.windows import profiles as step_profiles
+from app.monitors.windows import rows as window_rows
+from app.monitors.windows import trace_window as windows
 from detectors.step_profiles import ProfileCounts, RecordWindow
 from tests.app.engine_helpers import T0, ingest, setup_project
 

@@ -1,5 +1,5 @@
 """Monitor windows at volume: a stratified, deterministic sample over the whole window,
-loaded once per scheduler cycle (app/monitors/sampling.py, app/monitors/cycle.py)."""
+loaded once per scheduler cycle (app/monitors/windows/sampling.py, app/monitors/windows/cache.py)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,12 @@ from sqlalchemy.orm import Session
 
 from app.ingest.events import validate_events
 from app.ingest.store import write_events
-from app.monitors import runner, vector_windows, windows
-from app.monitors.cycle import WindowCache
+from app.monitors import runner
 from app.monitors.defaults import create_defaults
-from app.monitors.sampling import pair_key, plan_sample
+from app.monitors.windows import trace_window as windows
+from app.monitors.windows import vectors as vector_windows
+from app.monitors.windows.cache import WindowCache
+from app.monitors.windows.sampling import pair_key, plan_sample
 from app.scheduler.service import SchedulerService
 from app.settings import Settings
 from tests.app.engine_helpers import T0, setup_project
@@ -195,7 +197,7 @@ def test_one_cycle_loads_each_window_once_with_the_same_verdicts(
         return real(*args, **kwargs)
 
     monkeypatch.setattr(windows, "load_trace_window", counting)
-    from app.monitors import history
+    from app.monitors.windows import history
 
     starts: list[int] = []
     real_start = history.history_start
@@ -228,7 +230,7 @@ def test_one_cycle_loads_each_window_once_with_the_same_verdicts(
     assert "FM-2" in fired
 
     # The next cycle, 15 minutes on, reuses the steps of the traces both cycles read
-    # (app/monitors/step_cache.py) and gives the runs a cold load gives.
+    # (app/monitors/windows/step_cache.py) and gives the runs a cold load gives.
     assert len(service.step_cache) > 0
     hits = service.step_cache.hits
     now = now + timedelta(minutes=15)

@@ -142,7 +142,7 @@ def test_otel_openai_v2_event_only_content_arrives_on_v1_logs(
 
     from sqlalchemy.orm import Session
 
-    from app.monitors import windows
+    from app.monitors.windows import trace_window as windows
 
     now = datetime.now(UTC)
     with Session(engine) as session:
@@ -280,7 +280,7 @@ def test_fm1_on_real_langchain_traces_independent_vs_compounding(
 
     from sqlalchemy.orm import Session
 
-    from app.monitors import windows
+    from app.monitors.windows import trace_window as windows
     from detectors.registry import build_detector
 
     bounds, printed = [], []

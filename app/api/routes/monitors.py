@@ -12,9 +12,10 @@ from app.api.deps import AdminKey, EngineDep, Int4Id, ReadKey, SessionDep, Setti
 from app.db import write_session
 from app.models import Monitor
 from app.models.base import UTCTime
-from app.monitors import defaults, readiness, store
+from app.monitors import defaults, store
 from app.monitors.detection import DetectorConfigError
-from app.monitors.readiness_schemas import ReadinessOut
+from app.monitors.readiness import report as readiness
+from app.monitors.readiness.schemas import ReadinessOut
 from app.monitors.runner import run_monitor
 from app.monitors.schemas import (
     MonitorCreate,

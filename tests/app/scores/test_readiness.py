@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy import event
 
-from app.monitors.readiness import RUNS_WITH
+from app.monitors.readiness.report import RUNS_WITH
 from detectors import registry
 from tests.conftest import auth
 
@@ -192,7 +192,7 @@ def test_readiness_is_a_fixed_number_of_count_queries(client, make_key, engine):
         ingest(client, admin, plain_llm_traces(400, start=NOW - timedelta(minutes=110), prefix="u"))
         statements.clear()
         readiness(client, reader, monitors, "FM-7")
-        # 12 counts, plus 2 seeks for where the history begins (app/monitors/history.py)
+        # 12 counts, plus 2 seeks for where the history begins (app/monitors/windows/history.py)
         # and 1 for the monitor's latest run.
         assert len(statements) == small <= 15, (len(statements), small)
         assert not any(
@@ -216,7 +216,7 @@ def test_every_mode_declares_how_it_runs_and_404_auth(client, make_key):
 
 
 def test_big_windows_count_span_and_score_flags_on_a_stride(client, make_key, monkeypatch):
-    from app.monitors import readiness_counts
+    from app.monitors.readiness import counts as readiness_counts
 
     admin, reader, monitors = setup(client, make_key)
     events = plain_llm_traces(90, start=NOW - timedelta(minutes=100))

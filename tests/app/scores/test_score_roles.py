@@ -9,7 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.models import Project
-from app.monitors import windows
+from app.monitors.windows import trace_window as windows
 from app.scores import roles as score_roles
 from app.scores.schemas import DEFAULT_LABEL_SOURCES
 from detectors.proxy_convergence.objectives import objective_kinds

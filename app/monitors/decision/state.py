@@ -1,7 +1,7 @@
 """What a monitor carries from run to run, and the verdict of one run given it.
 
 The state is one ``monitor_baselines`` row: where the baseline stands
-(:mod:`app.monitors.baseline`) and the sequential chart (:mod:`app.monitors.sequential`).
+(:mod:`app.monitors.decision.baseline`) and the sequential chart (:mod:`app.monitors.decision.sequential`).
 :func:`verdict` turns a detector's result into the run's outcome:
 
 * with no alert open, the run fires when the detector fires at the per-run alpha *or*
@@ -25,8 +25,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.models import Alert, Monitor, MonitorBaseline
-from app.monitors import sequential
-from app.monitors.baseline import BaselinePolicy, BaselineState, Windows
+from app.monitors.decision import sequential
+from app.monitors.decision.baseline import BaselinePolicy, BaselineState, Windows
 from detectors.result import DetectorResult
 
 RESOLVE_ALPHA = 0.05
@@ -146,7 +146,7 @@ def _verdict(
     if w.mode != "rolling":
         # A held, pinned or version baseline is the same for every observation, and what is
         # shared is its own sampling error: the chart's run-length tables would not hold
-        # (app.monitors.sequential). The run test, valid against any clean baseline, stays.
+        # (app.monitors.decision.sequential). The run test, valid against any clean baseline, stays.
         paused = {"paused": f"the baseline is {w.mode}: every observation would share it"}
         return Verdict(fired, False, state.chart, {"sequential": paused})
     chart, ev = sequential.update(

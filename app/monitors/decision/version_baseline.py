@@ -38,7 +38,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.models import Trace
-from app.monitors.baseline import BaselinePolicy, Windows
+from app.monitors.decision.baseline import BaselinePolicy, Windows
 
 PREVIOUS = "previous"
 INCLUSIVE = timedelta(microseconds=1)  # windows are half-open: keep the newest trace

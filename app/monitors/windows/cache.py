@@ -10,9 +10,9 @@ are attached on the first request that needs them, without reloading the traces.
 Windows are shared only when their bounds are equal, so the cache also fixes the cycle's
 ``now``: every monitor of the tick is evaluated as of the time the tick began (its run is
 still stamped with the time it really ran). Where a project's data begin
-(:func:`app.monitors.history.history_start`, which places a young history's baseline) is
+(:func:`app.monitors.windows.history.history_start`, which places a young history's baseline) is
 asked once per project and cycle too. A scheduler keeps a :class:`StepCache` across its
-cycles (:mod:`app.monitors.step_cache`), lent to each cycle's cache as ``steps``.
+cycles (:mod:`app.monitors.windows.step_cache`), lent to each cycle's cache as ``steps``.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from app.monitors.step_cache import StepCache
-from app.monitors.windows import TraceSelection, TraceWindow
+from app.monitors.windows.step_cache import StepCache
+from app.monitors.windows.trace_window import TraceSelection, TraceWindow
 
 TraceKey = tuple[TraceSelection, datetime, datetime, datetime | None]
 
@@ -35,7 +35,7 @@ class WindowCache:
     """The windows of one scheduler cycle, evaluated as of ``now``."""
 
     now: datetime
-    # The steps of traces unchanged since the scheduler's last cycle (app/monitors/step_cache.py).
+    # The steps of traces unchanged since the scheduler's last cycle (app/monitors/windows/step_cache.py).
     steps: StepCache | None = None
     loads: int = 0
     hits: int = 0
@@ -79,7 +79,7 @@ class WindowCache:
 
     def counts(self, key: tuple[Any, ...], load: Callable[[], Any]) -> Any:
         """Whole-window counts a detector reads beside a sampled window (FM-4's labels:
-        :mod:`app.monitors.label_counts`), counted once per cycle."""
+        :mod:`app.monitors.windows.label_counts`), counted once per cycle."""
         if key not in self._counts:
             self._counts[key] = load()
         return self._counts[key]

@@ -3,7 +3,7 @@ run is sure of.
 
 Each run's detector tests its current window against the baseline and returns a p-value.
 A single run fires at the per-run alpha the false-alert budget allows
-(:mod:`app.monitors.calibration`); a slow ramp, or a change that is real but small, gives
+(:mod:`app.monitors.decision.calibration`); a slow ramp, or a change that is real but small, gives
 p-values that are merely *often smallish* and never below that alpha. An EWMA chart
 (Roberts 1959; limits by the Brook & Evans Markov chain, the method of Lucas & Saccucci's
 1990 tables, :func:`detectors.drift.reflected_ewma_limit_for_arl0`) accumulates them:
@@ -61,7 +61,7 @@ held baseline. A permutation p-value conditions on both windows and is far less 
 the baseline's particular draw, but a baseline held for a day after an alert resolves is
 still one draw for every observation: measured, a false FM-6 alert whose held baseline
 opened a second one through the chart. So the chart observes only while the baseline rolls
-(:func:`app.monitors.state.verdict`).
+(:func:`app.monitors.decision.state.verdict`).
 
 Half the monitor's ERT budget goes to the per-run test and half to the chart (the union
 bound again: the two false-alert rates add up).

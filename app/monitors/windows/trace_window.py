@@ -7,14 +7,14 @@ embeddings from the streams ``<agent>.input`` / ``<agent>.output`` joined on
 ``trace_id``. Scores are read with the project's score roles (:mod:`app.scores.roles`):
 a name's role is its kind, and a ``true`` score is a label when its source is one of the
 project's label sources (by default ``delayed`` and ``human``). FM-6's embedding windows
-are :mod:`app.monitors.vector_windows`'.
+are :mod:`app.monitors.windows.vectors`'.
 
 What a window holds at volume is sampled, never cut to the newest rows: traces by
-:mod:`app.monitors.sampling` (eval traces whole, production by group hash), and the count
+:mod:`app.monitors.windows.sampling` (eval traces whole, production by group hash), and the count
 statistics still see every trace through their step profiles
-(:mod:`app.monitors.step_profiles`). Windows are read through
-:class:`app.monitors.cycle.WindowCache` when the scheduler runs several monitors in one
-cycle, so each is loaded once. The rows themselves are read by :mod:`app.monitors.window_rows`.
+(:mod:`app.monitors.windows.profiles`). Windows are read through
+:class:`app.monitors.windows.cache.WindowCache` when the scheduler runs several monitors in one
+cycle, so each is loaded once. The rows themselves are read by :mod:`app.monitors.windows.rows`.
 """
 
 from __future__ import annotations
@@ -29,8 +29,10 @@ from sqlalchemy.orm import Session
 
 from app.db import one_of
 from app.models import Embedding, Trace
-from app.monitors import sampling, step_profiles, window_rows
-from app.monitors.step_cache import StepCache
+from app.monitors.windows import profiles as step_profiles
+from app.monitors.windows import rows as window_rows
+from app.monitors.windows import sampling
+from app.monitors.windows.step_cache import StepCache
 from app.scores.roles import DEFAULT_ROLES, ScoreRoles
 from detectors import records
 from detectors.step_profiles import RecordWindow, step_profile
@@ -41,7 +43,7 @@ DEFAULT_MAX_TRACES = 20_000
 @dataclass(frozen=True)
 class TraceSelection:
     """Which traces a monitor reads; ``max_traces`` caps the *production* traces loaded
-    per window (a sample beyond it: :func:`app.monitors.sampling.plan_sample`)."""
+    per window (a sample beyond it: :func:`app.monitors.windows.sampling.plan_sample`)."""
 
     project_id: int
     agent: str | None = None
@@ -49,7 +51,7 @@ class TraceSelection:
     max_traces: int = DEFAULT_MAX_TRACES
     # The project's score roles, applied to every score as it is read (app/scores/roles.py).
     roles: ScoreRoles = DEFAULT_ROLES
-    # Only this agent version's traces (a version baseline: app/monitors/version_baseline.py).
+    # Only this agent version's traces (a version baseline: app/monitors/decision/version_baseline.py).
     agent_version: str | None = None
 
 
@@ -57,7 +59,7 @@ class TraceSelection:
 class TraceWindow:
     records: list[records.TraceRecord]
     sample: sampling.SamplePlan
-    # A sampled window's step profiles over every trace (app/monitors/step_profiles.py).
+    # A sampled window's step profiles over every trace (app/monitors/windows/profiles.py).
     profiles: step_profiles.WindowProfiles | None = None
 
     def evidence(self) -> dict[str, Any]:
@@ -122,7 +124,7 @@ def load_trace_window(
     traces that had ended by then and scores created by then. A sampled window's records
     come as a :class:`~detectors.step_profiles.RecordWindow` with every trace's step
     profile counted; profiles computed on the way are written through ``profile_writer``.
-    With a ``step_cache`` (the scheduler's, :mod:`app.monitors.step_cache`) the steps of
+    With a ``step_cache`` (the scheduler's, :mod:`app.monitors.windows.step_cache`) the steps of
     traces unchanged since the last cycle are reused and their spans not read.
     """
     pid = sel.project_id

@@ -10,7 +10,7 @@ its own recent past. So the reference here is
   while the monitor is clean, so it only covers traffic that earlier runs saw pass
   (``baseline_lag_seconds``, default one current window; the default monitors use 22 h,
   yesterday's hours, so that a slow ramp is compared with traffic from before it began).
-  Where the data do not reach back that far (:mod:`app.monitors.history`), the lag is
+  Where the data do not reach back that far (:mod:`app.monitors.windows.history`), the lag is
   ``min(lag, current)`` until the whole lag fits;
 * **frozen** at the last known-good period from the run that opens an alert until it
   resolves, and **held** there for ``baseline_hold_seconds`` after (default lag +
@@ -19,11 +19,11 @@ its own recent past. So the reference here is
 * **pinned** when the selection names ``reference_start``/``reference_end``;
 * **version**: the traffic of the agent version before the one the current window runs
   (``reference_version: "previous"``, or a named version), resolved from the database by
-  :mod:`app.monitors.version_baseline`, which replaces the reference :func:`windows_for`
+  :mod:`app.monitors.decision.version_baseline`, which replaces the reference :func:`windows_for`
   gives.
 
 This module decides time ranges only; how rows are loaded for them is
-:mod:`app.monitors.windows`' business. Everything is pure: the state comes in and goes out.
+:mod:`app.monitors.windows.trace_window`' business. Everything is pure: the state comes in and goes out.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ class BaselinePolicy:
         """Where the rolling reference ends: ``lag`` before the current window, or
         ``min_lag`` before it while data starting at ``history_start`` do not reach back
         ``lag`` (the reference keeps rolling; it is never pinned to the oldest data, which
-        every run of a young monitor would then share: see :mod:`app.monitors.sequential`).
+        every run of a young monitor would then share: see :mod:`app.monitors.decision.sequential`).
 
         >>> from datetime import UTC
         >>> p = BaselinePolicy.from_selection({"current_window_seconds": 7200,

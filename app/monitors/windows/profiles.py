@@ -1,6 +1,6 @@
 """Every trace of a sampled window counted by its step profile (detectors/step_profiles.py).
 
-A window at volume is loaded as a sample (:mod:`app.monitors.sampling`); FM-1's hazards by
+A window at volume is loaded as a sample (:mod:`app.monitors.windows.sampling`); FM-1's hazards by
 depth and FM-2's lift tables are counts, and the issue of scale is that a count should be
 over every trace, not a sample. Each trace's step profile is stored on its row
 (``traces.step_profile``); the window's key query reads it with the keys, so the counts

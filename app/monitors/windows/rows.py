@@ -1,12 +1,12 @@
 """A window's rows read from the database, a chunk of trace ids at a time, into records.
 
-The monitors' loader (:mod:`app.monitors.windows`) decides which traces a window holds;
+The monitors' loader (:mod:`app.monitors.windows.trace_window`) decides which traces a window holds;
 this reads them: the trace rows, their spans (only the attribute keys detectors read), the
 tool calls of their GenAI events and their scores, mapped by :func:`records.from_rows`.
 Row reading is most of a cycle's cost at volume, so it is lean: plain row tuples, one
 array parameter for the id list on PostgreSQL (:func:`app.db.one_of`), times read as
 they come, and no span read for a trace whose steps the scheduler still holds
-(:mod:`app.monitors.step_cache`).
+(:mod:`app.monitors.windows.step_cache`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from app.db import one_of
 from app.models import Score, Span, Trace
 from app.models.base import UTCDateTime
-from app.monitors.step_cache import StepCache
+from app.monitors.windows.step_cache import StepCache
 from app.otlp.span_events import tool_calls_by_span
 from app.scores.roles import DEFAULT_ROLES, ScoreRoles
 from detectors import records

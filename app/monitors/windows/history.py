@@ -3,7 +3,7 @@
 The default monitors compare today's hours with yesterday's (a 22-hour lag,
 :mod:`app.monitors.defaults`), which needs more than a day of data. A young project
 (a fresh install, a new agent) has less: rather than report ``insufficient_data`` for its
-first 28 hours, :meth:`app.monitors.baseline.BaselinePolicy.rolling_end` uses the short
+first 28 hours, :meth:`app.monitors.decision.baseline.BaselinePolicy.rolling_end` uses the short
 lag (one current window) until the full lag fits. The switch depends only on when data
 began, never on their values, so the reference it picks is as clean as any other period
 the monitor has not alerted on.

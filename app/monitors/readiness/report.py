@@ -3,10 +3,10 @@
 A detector declares ``needs`` (:mod:`detectors.signals`) and runs with part of them: the
 sub-tests that read a missing signal are left out. So a bare ``insufficient_data`` tells
 a team nothing; this says, for the window the next run would read (the bounds the runner
-computes: :func:`app.monitors.baseline.windows_for` with the monitor's baseline state),
+computes: :func:`app.monitors.decision.baseline.windows_for` with the monitor's baseline state),
 each need as present or missing with its count, and for each missing one the exact
-remedy (:mod:`app.monitors.remedies`). Counts are SQL aggregates
-(:mod:`app.monitors.readiness_counts`), never loaded records.
+remedy (:mod:`app.monitors.readiness.remedies`). Counts are SQL aggregates
+(:mod:`app.monitors.readiness.counts`), never loaded records.
 
 A need is present only in the volume a verdict needs (:data:`MIN_COUNT`: the detectors'
 default minimums) and only when it says something: a derived decision with one value on
@@ -33,10 +33,14 @@ from sqlalchemy.orm import Session
 from app.db import as_utc
 from app.models import DetectorRun, Monitor
 from app.models.base import utcnow
-from app.monitors import baseline, history, readiness_counts, vector_windows, windows
-from app.monitors import state as monitor_state
-from app.monitors.readiness_counts import WindowCounts
-from app.monitors.remedies import REMEDIES, score_role_remedies
+from app.monitors.decision import baseline
+from app.monitors.decision import state as monitor_state
+from app.monitors.readiness import counts as readiness_counts
+from app.monitors.readiness.counts import WindowCounts
+from app.monitors.readiness.remedies import REMEDIES, score_role_remedies
+from app.monitors.windows import history
+from app.monitors.windows import trace_window as windows
+from app.monitors.windows import vectors as vector_windows
 from app.scores import roles as score_roles
 from detectors import registry
 from detectors.signals import SIGNALS, STREAM_SIGNALS

@@ -1,6 +1,6 @@
 """FM-4's label coverage and delay counted over every trace of a window, in SQL.
 
-A window at volume is loaded as a sample (:mod:`app.monitors.sampling`). FM-4's coverage
+A window at volume is loaded as a sample (:mod:`app.monitors.windows.sampling`). FM-4's coverage
 (the share of production traces with a ground-truth label) and its label delays are
 counts, and the labeling queue acts on them per cohort, so they are counted over every
 trace of the window instead of estimated from the sample: one query reads each
@@ -20,9 +20,9 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from app.models import Score, Trace
-from app.monitors.cycle import WindowCache
-from app.monitors.window_rows import plain_times
-from app.monitors.windows import TraceSelection, TraceWindow, in_window
+from app.monitors.windows.cache import WindowCache
+from app.monitors.windows.rows import plain_times
+from app.monitors.windows.trace_window import TraceSelection, TraceWindow, in_window
 from app.scores import roles as score_roles
 from detectors.ground_truth.label_coverage import LabelCounts
 from detectors.records import epoch_seconds

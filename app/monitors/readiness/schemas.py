@@ -1,4 +1,4 @@
-"""The answer of ``GET /api/v1/monitors/{id}/readiness`` (:mod:`app.monitors.readiness`)."""
+"""The answer of ``GET /api/v1/monitors/{id}/readiness`` (:mod:`app.monitors.readiness.report`)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ window's traces), never records loaded and mapped: readiness is shown on every o
 so it must cost about the same at 100k traces/h as at 1k. Past :data:`MAX_TRACES_COUNTED`
 traces, the per-trace span and score flags are counted on a deterministic stride of the
 window's traces and scaled (the answer says how many were counted). The window is the one
-:func:`app.monitors.windows.load_trace_window` reads (started in ``[start, end)``, ended
+:func:`app.monitors.windows.trace_window.load_trace_window` reads (started in ``[start, end)``, ended
 by ``as_of``, the selection's agent and source).
 """
 
@@ -19,7 +19,7 @@ from sqlalchemy import and_, case, func, literal, or_, select
 from sqlalchemy.orm import Session
 
 from app.models import Embedding, Score, Span, Trace
-from app.monitors.windows import TraceSelection, in_window
+from app.monitors.windows.trace_window import TraceSelection, in_window
 from app.scores import roles as score_roles
 from detectors.records import TOOL_KINDS
 

@@ -14,7 +14,8 @@ from sqlalchemy.orm import Session
 
 from app.db import one_of
 from app.models import Embedding, EmbeddingStream
-from app.monitors import sampling, window_rows
+from app.monitors.windows import rows as window_rows
+from app.monitors.windows import sampling
 
 DEFAULT_MAX_VECTORS = 50_000
 

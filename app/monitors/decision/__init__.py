@@ -1,0 +1,1 @@
+"""What a run decides from a detector's result: baseline windows, calibration, sequential chart, state."""
