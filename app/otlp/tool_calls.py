@@ -41,8 +41,8 @@ from typing import Any
 
 import orjson
 
-REQUESTED = "telltale.tool_calls.requested"
-RESULTS = "telltale.tool_calls.results"
+from app.traces.span_events import REQUESTED, RESULTS
+
 MAX_CALLS = 64
 _ARGUMENTS_LIMIT = 2000
 _OI_CALL = re.compile(

@@ -18,7 +18,7 @@ from app.ingest.limits import IngestLimits
 from app.otlp.openapi import otlp_operation
 from app.otlp.responses import logs_response, metrics_response
 from app.otlp.signals import export_logs, export_metrics
-from app.otlp.span_events import span_events_of_trace
+from app.traces.span_events import span_events_of_trace
 
 router = APIRouter(tags=["otlp"])
 

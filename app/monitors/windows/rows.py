@@ -21,8 +21,8 @@ from app.db import one_of
 from app.models import Score, Span, Trace
 from app.models.base import UTCDateTime
 from app.monitors.windows.step_cache import StepCache
-from app.otlp.span_events import tool_calls_by_span
 from app.scores.roles import DEFAULT_ROLES, ScoreRoles
+from app.traces.span_events import tool_calls_by_span
 from detectors import records
 from detectors.signals import STEP_ATTRIBUTES
 

@@ -1,4 +1,10 @@
-"""Reading GenAI events back, grouped under their span (joined by ``span_id`` here)."""
+"""The stored GenAI span events, read back: one store for the OTLP receiver's log route and the
+monitors' window loader, so neither reaches into the other.
+
+Events are joined to their span by ``span_id`` here. :data:`REQUESTED` and :data:`RESULTS`
+are the attribute keys under which an event keeps the tool calls it requested and the tool
+results it carried (written by :mod:`app.otlp.tool_calls`, read by the windows).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,9 @@ from sqlalchemy.orm import Session
 
 from app.db import one_of
 from app.models import SpanEvent
-from app.otlp.tool_calls import REQUESTED, RESULTS
+
+REQUESTED = "telltale.tool_calls.requested"
+RESULTS = "telltale.tool_calls.results"
 
 
 def span_events_of_trace(
