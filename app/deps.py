@@ -1,5 +1,6 @@
 """Request dependencies shared by the JSON API and the pages: the engine, the settings, a
-session per request, and the bounded id types every path and query id uses."""
+session per request, the process's monitor runner, and the bounded id types every path and
+query id uses."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from fastapi import Depends, Request
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from app.monitors.runner import MonitorRunner
 from app.settings import Settings
 
 
@@ -20,6 +22,11 @@ def get_engine(request: Request) -> Engine:
 
 def get_settings_dep(request: Request) -> Settings:
     return request.app.state.settings
+
+
+def get_monitor_runner(request: Request) -> MonitorRunner:
+    """The scheduler's runner (app.main's lifespan): ``run now`` shares its slots and cycles."""
+    return request.app.state.monitor_runner  # type: ignore[no-any-return]
 
 
 def get_session(request: Request) -> Iterator[Session]:
@@ -37,3 +44,4 @@ Int8Id = Annotated[int, Interval(ge=1, le=2**63 - 1)]
 EngineDep = Annotated[Engine, Depends(get_engine)]
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 SessionDep = Annotated[Session, Depends(get_session)]
+MonitorRunnerDep = Annotated[MonitorRunner, Depends(get_monitor_runner)]

@@ -26,7 +26,6 @@ from app.engines import Engines
 from app.ingest.admission import Overloaded, WriteAdmission
 from app.media.retention import RetentionService
 from app.metrics import WRITE_QUEUE_DEPTH
-from app.monitors.runner import DETECTOR_SLOTS
 from app.otlp.responses import status_response, wire_format
 from app.scheduler.jobs import periodic_jobs
 from app.scheduler.service import SchedulerService
@@ -41,7 +40,6 @@ def create_app(
     settings: Settings | None = None, *, start_background: bool | None = None
 ) -> FastAPI:
     settings = settings or get_settings()
-    DETECTOR_SLOTS.capacity = settings.max_concurrent_detectors
     run_background = settings.scheduler_enabled if start_background is None else start_background
 
     @asynccontextmanager
@@ -62,11 +60,16 @@ def create_app(
             retry_after=settings.retry_after_seconds,
         )
         WRITE_QUEUE_DEPTH.set_function(lambda: app.state.admission.depth)
+        sessionmaker = make_sessionmaker(engines.background)
+        scheduler = SchedulerService(
+            settings, engines.background, sessionmaker, jobs=periodic_jobs()
+        )
+        # ``run now`` runs through the scheduler's runner, started or not: one set of
+        # detector slots per process, and the same window loading as a scheduled run.
+        app.state.monitor_runner = scheduler.runner
         services = (
             start_services(
-                background_services(
-                    settings, engines.background, make_sessionmaker(engines.background)
-                )
+                background_services(settings, engines.background, sessionmaker, scheduler=scheduler)
             )
             if run_background
             else []
@@ -98,11 +101,15 @@ def create_app(
 
 
 def background_services(
-    settings: Settings, engine: Engine, sessionmaker: orm.sessionmaker[orm.Session]
+    settings: Settings,
+    engine: Engine,
+    sessionmaker: orm.sessionmaker[orm.Session],
+    *,
+    scheduler: SchedulerService | None = None,
 ) -> list[Service]:
     """Everything the API process runs beside its requests, in start order."""
     return [
-        SchedulerService(settings, engine, sessionmaker, jobs=periodic_jobs()),
+        scheduler or SchedulerService(settings, engine, sessionmaker, jobs=periodic_jobs()),
         OutboxSender(
             engine,
             policy=DeliveryPolicy(),

@@ -135,7 +135,7 @@ def cycle(db_url: str, end: str, warm_up_s: float = 0.0) -> dict:
         clock[0] = now
     with engine.begin() as conn:  # every monitor due at the simulated ``now``
         conn.execute(update(Monitor).values(next_run_at=None))
-    hits = service.step_cache.hits
+    hits = service.runner.step_cache.hits
     t = time.perf_counter()
     service.tick()
     seconds = time.perf_counter() - t
@@ -157,7 +157,7 @@ def cycle(db_url: str, end: str, warm_up_s: float = 0.0) -> dict:
     return {
         "cycle_s": round(seconds, 2),
         "first_cycle_s": first_s,  # the warm-up tick: a scheduler process's first cycle
-        "steps_reused": service.step_cache.hits - hits,
+        "steps_reused": service.runner.step_cache.hits - hits,
         "rss_peak_mb": _peak_rss_mb(),
         "monitors": monitors,
     }
@@ -174,7 +174,7 @@ def sweep(db_url: str, end: str, cycles: int, interval_s: float) -> dict:
 
     from app.db import make_engine
     from app.models import Alert, DetectorRun, Monitor
-    from app.monitors.runner import run_params
+    from app.monitors.plan import run_params
     from app.scheduler.service import SchedulerService
     from app.settings import Settings
     from detectors.registry import detector_parameters

@@ -1,6 +1,6 @@
 """Dependencies of the JSON API: the calling key's principal (a bearer key, or the web
 login's cookie with its CSRF token), role checks, and the outbound policy channel URLs are
-checked against. Engine, settings, session and id types come from :mod:`app.deps`."""
+checked against. Engine, settings, session, monitor runner and id types come from :mod:`app.deps`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from fastapi import Depends, HTTPException, Request
 
 from app.alerts.outbound import OutboundPolicy
 from app.auth.logins import cookie_principal
-from app.deps import EngineDep, Int4Id, Int8Id, SessionDep, SettingsDep
+from app.deps import EngineDep, Int4Id, Int8Id, MonitorRunnerDep, SessionDep, SettingsDep
 from app.keys import Principal, authenticate
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "IngestKey",
     "Int4Id",
     "Int8Id",
+    "MonitorRunnerDep",
     "OutboundDep",
     "ReadKey",
     "SessionDep",

@@ -1,224 +1,60 @@
-"""Run one monitor: load its windows, call the detector under a time limit, persist the run.
+"""Run one monitor: a frozen plan goes through load, detect and record, the one way every run goes.
 
-Which time ranges are compared is :mod:`app.monitors.decision.baseline`'s decision (a lagged
-rolling reference, frozen while an alert is open); the detector's level comes from the
-monitor's false-alert budget (:mod:`app.monitors.decision.calibration`).
+:func:`run_monitor` is the pipeline: :func:`app.monitors.plan.plan_run` decides what the
+run compares, :func:`app.monitors.windows.load.load` reads the windows through the cycle's
+cache, :func:`app.monitors.detect.detect` calls the detector under its time limit and
+:func:`app.monitors.record.record` persists the run; no stage reaches back into the one
+before it. "Now" is a parameter so replays and tests can run at any time.
 
-A run is persisted whatever happens: ``ok`` (fired or not), ``insufficient_data`` (never
-fires) or ``failed`` (the detector raised, timed out, or its configuration no longer
-builds). A fired run writes a finding and raises or refreshes an alert; a clean run counts
-towards auto-resolve. "Now" is a parameter so replays and tests can run at any time.
+:class:`MonitorRunner` holds what the runs of one process share, and is how the service
+runs monitors: the scheduler's ticks and ``run now`` (the API route, the settings page, the
+demo) go through the same one, so both pay for a window the same way.
+
+* **Detector slots** (:mod:`app.monitors.slots`): detector threads are the process's,
+  whichever caller started them; the capacity comes from
+  ``Settings.max_concurrent_detectors``.
+* **Cycles.** A scheduler tick opens a cycle (:class:`WindowCache`): its monitors are
+  evaluated as of the tick's start and share every window with equal bounds. ``run now``
+  joins the latest run-now cycle when it asks for the same ``now`` (a replay's clock, the
+  demo's), or, asking for none, when that cycle began at most :data:`RUN_NOW_REUSE_S`
+  ago: the windows then end at that cycle's start, as a tick's later monitors' do. So the
+  seven defaults run now one after another load their windows once, as a scheduled cycle
+  does; a run now seconds after new data arrived may not see them yet (the next one,
+  after the reuse window, does). A cycle's loads are serialised by its lock, so a second
+  request waits for the first's load and then shares it.
+* **The step cache** (:mod:`app.monitors.windows.step_cache`), lent to every cycle: the
+  steps of traces unchanged since an earlier cycle are not read again.
 """
 
 from __future__ import annotations
 
-import logging
-import math
 import threading
 import time
-from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-import numpy as np
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from app import metrics
-from app.alerts import lifecycle
-from app.db import as_utc, write_session
-from app.models import DetectorRun, Finding, Monitor
+from app.db import as_utc
+from app.models import DetectorRun
 from app.models.base import utcnow
-from app.monitors.decision import baseline, calibration, version_baseline
-from app.monitors.decision import state as monitor_state
-from app.monitors.decision.baseline import BaselinePolicy, Windows
-from app.monitors.detection import Detector, build_detector
+from app.monitors.detect import Outcome, detect, failure
+from app.monitors.detection import build_detector
+from app.monitors.plan import DetectorFactory, RunPlan, plan_run
+from app.monitors.record import record
 from app.monitors.slots import DetectorsBusy, DetectorSlots
-from app.monitors.windows import history, label_counts
-from app.monitors.windows import trace_window as windows
-from app.monitors.windows import vectors as vector_windows
 from app.monitors.windows.cache import WindowCache
-from app.scores import roles as score_roles
-from detectors import registry
+from app.monitors.windows.load import load
+from app.monitors.windows.step_cache import StepCache
 from detectors.result import DetectorResult
-from detectors.signals import STREAM_SIGNALS, TRACE_EMBEDDING_SIGNALS
 
-log = logging.getLogger("telltale.monitors")
+__all__ = ["DetectorFactory", "DetectorsBusy", "MonitorRunner", "run_monitor"]
 
-DetectorFactory = Callable[[str, Mapping[str, Any]], Detector]
-
-
-class DetectorTimeout(Exception):
-    pass
-
-
-# One per process: detector threads are the process's, whichever caller started them.
-# ``create_app`` sets its capacity from ``Settings.max_concurrent_detectors``.
-DETECTOR_SLOTS = DetectorSlots(capacity=2)
-
-
-def run_params(monitor: Monitor, defaults: Mapping[str, Any]) -> dict[str, Any]:
-    """The detector parameters a run uses: the monitor's, with alpha from its ERT.
-
-    With the sequential chart on, the per-run test gets half the false-alert rate (twice
-    the ERT) and the chart the other half (:mod:`app.monitors.decision.state`).
-    """
-    share = 0.5 if monitor.sequential else 1.0
-    return calibration.calibrated_params(
-        monitor.detector_params or {},
-        defaults=defaults,
-        ert_days=float(monitor.expected_days_between_false_alerts) / share,
-        interval_seconds=float(monitor.interval_seconds),
-    )
-
-
-def call_with_time_limit(
-    fn: Callable[[], DetectorResult], limit_s: float, *, slots: DetectorSlots | None = None
-) -> DetectorResult:
-    """Run ``fn`` in a daemon thread; raise DetectorTimeout after ``limit_s`` seconds.
-
-    Python cannot kill a thread, so a timed-out detector keeps computing in the
-    background until it returns. It keeps the slot the caller took from ``slots`` until
-    then (see :mod:`app.monitors.slots`), which bounds how many such threads can exist.
-    """
-    box: dict[str, Any] = {}
-    lock = threading.Lock()
-    state = {"done": False, "overdue": False}
-
-    def target() -> None:
-        try:
-            box["result"] = fn()
-        except BaseException as exc:  # handed back to the caller below
-            box["error"] = exc
-        finally:
-            with lock:
-                state["done"] = True
-                overdue = state["overdue"]
-            if slots is not None:
-                slots.release(was_overdue=overdue)
-
-    thread = threading.Thread(target=target, name="detector", daemon=True)
-    thread.start()
-    thread.join(limit_s)
-    with lock:
-        if not state["done"]:
-            state["overdue"] = True
-            if slots is not None:
-                slots.mark_overdue()
-            raise DetectorTimeout(f"detector exceeded its time limit of {limit_s:g} s")
-    if "error" in box:
-        raise box["error"]
-    return box["result"]  # type: ignore[no-any-return]
-
-
-def finite_or_none(x: float | None) -> float | None:
-    """NaN and infinities become NULL in the database and JSON."""
-    if x is None:
-        return None
-    x = float(x)
-    return x if math.isfinite(x) else None
-
-
-def jsonable(value: Any) -> Any:
-    """Evidence as plain JSON: numpy scalars to Python, NaN/inf to null, arrays to lists."""
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return jsonable(value.tolist())
-    if isinstance(value, np.generic):
-        return jsonable(value.item())
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if value is None or isinstance(value, (str, int, bool)):
-        return value
-    return str(value)
-
-
-def _load(
-    session: Session,
-    monitor: Monitor,
-    detector: Detector,
-    w: Windows,
-    cache: WindowCache | None,
-    write_engine: Engine | None = None,
-) -> tuple[Any, Any, dict[str, Any]]:
-    """The reference and current windows, and what the run's evidence says of them
-    (step profiles computed on the way are written through ``write_engine``)."""
-    sel = monitor.selection or {}
-    needs = set(detector.needs)
-    pid = monitor.project_id
-    if needs & STREAM_SIGNALS:
-        streams = vector_windows.embedding_streams(
-            session, project_id=pid, stream=sel.get("stream"), agent=sel.get("agent")
-        )
-
-        def vectors(stream: str, start: datetime, end: datetime) -> np.ndarray:
-            def load() -> np.ndarray:
-                return vector_windows.load_embedding_window(
-                    session, project_id=pid, stream=stream, start=start, end=end
-                )
-
-            return cache.vectors((pid, stream, start, end), load) if cache else load()
-
-        ref_vecs = {s: vectors(s, w.reference_start, w.reference_end) for s in streams}
-        cur_vecs = {s: vectors(s, w.current_start, w.current_end) for s in streams}
-        return ref_vecs, cur_vecs, {}
-    tsel = windows.TraceSelection(
-        project_id=pid,
-        agent=sel.get("agent"),
-        source=sel.get("source"),
-        max_traces=int(sel.get("max_traces", windows.DEFAULT_MAX_TRACES)),
-        roles=score_roles.get_roles(session, project_id=pid),
-    )
-    with_emb = bool(needs & TRACE_EMBEDDING_SIGNALS)
-
-    def traces(start: datetime, end: datetime, version: str | None) -> windows.TraceWindow:
-        vsel = replace(tsel, agent_version=version)
-
-        def load(embeddings: bool) -> windows.TraceWindow:
-            return windows.load_trace_window(
-                session, vsel, start=start, end=end, as_of=w.current_end,
-                with_embeddings=embeddings, profile_writer=write_engine,
-                step_cache=cache.steps if cache is not None else None,
-            )  # fmt: skip
-
-        if cache is None:
-            return load(with_emb)
-        return cache.trace_window(
-            (vsel, start, end, w.current_end),
-            with_embeddings=with_emb,
-            load=lambda: load(False),
-            attach=lambda tw: windows.with_trace_embeddings(session, tw, project_id=pid),
-        )
-
-    ref_version, cur_version = version_baseline.reference_versions_at(w)
-    ref = traces(w.reference_start, w.reference_end, ref_version)
-    cur = traces(w.current_start, w.current_end, cur_version)
-    sample = {"reference": ref.evidence(), "current": cur.evidence()}
-    cur_records: Any = cur.records
-    if "labels" in registry.window_counts_of(monitor.failure_mode) and cur.sample.rate < 1.0:
-        # A sampled window: FM-4's coverage and delays count every trace of it.
-        cur_records = label_counts.with_label_counts(
-            session, cur, replace(tsel, agent_version=cur_version),
-            start=w.current_start, end=w.current_end, cache=cache,
-        )  # fmt: skip
-        sample["current"]["label_counts"] = {"traces_counted": cur_records.label_counts.traces}
-    return ref.records, cur_records, sample
-
-
-def _size(window: Any) -> int:
-    if isinstance(window, Mapping):
-        return int(sum(len(v) for v in window.values()))
-    return len(window)
-
-
-def _reader(session: Session, read_engine: Engine | None) -> AbstractContextManager[Session]:
-    """A session on the read engine, or the run's own session when there is none."""
-    return Session(read_engine) if read_engine is not None else nullcontext(session)
+# How long a run now without a ``now`` joins the run-now cycle before it (seconds).
+RUN_NOW_REUSE_S = 60.0
 
 
 def run_monitor(
@@ -229,7 +65,7 @@ def run_monitor(
     scheduled_for: datetime | None = None,
     detector_factory: DetectorFactory = build_detector,
     public_url: str = "",
-    slots: DetectorSlots = DETECTOR_SLOTS,
+    slots: DetectorSlots | None = None,
     refuse_when_busy: bool = False,
     cache: WindowCache | None = None,
     read_engine: Engine | None = None,
@@ -239,10 +75,11 @@ def run_monitor(
     With every detector slot taken the run waits for one up to the monitor's time limit,
     then is persisted as ``failed`` (the scheduler tries again next interval); with
     ``refuse_when_busy`` it does not wait: :class:`DetectorsBusy` is raised and nothing is
-    persisted (``run now`` answers 429).
+    persisted (``run now`` answers 429). ``slots``: the process's (a
+    :class:`MonitorRunner`'s); a call without them is bounded by none but its own.
 
-    ``cache``: the scheduler cycle's shared windows (:mod:`app.monitors.windows.cache`); the
-    windows then end at the cycle's ``now``, so the monitors of one cycle share them.
+    ``cache``: the cycle the run belongs to; the windows then end at the cycle's ``now``,
+    so the monitors of one cycle share them. Without one the run is a cycle of its own.
 
     ``read_engine``: where the windows are read (``TELLTALE_READ_DATABASE_URL``, a
     streaming replica): the traces, vectors, versions and where the history begins. The
@@ -251,187 +88,118 @@ def run_monitor(
     sees, never which baseline or alert it acts on.
     """
     now = as_utc(now) if now is not None else utcnow()
+    cycle = cache if cache is not None else WindowCache(now=now)
+    slots = slots if slots is not None else DetectorSlots(capacity=1)
     started = time.perf_counter()
     with Session(engine) as session, _reader(session, read_engine) as data:
-        monitor = session.get(Monitor, monitor_id)
-        if monitor is None:
+        plan = plan_run(
+            session, data, monitor_id=monitor_id, now=now, cycle=cycle,
+            scheduled_for=scheduled_for, detector_factory=detector_factory,
+        )  # fmt: skip
+        if plan is None:
             return None
-        session.expunge(monitor)
-        as_of = cache.now if cache is not None else now
-        policy = BaselinePolicy.from_selection(monitor.selection or {})
-        state = monitor_state.load(session, monitor.id)
-        pid = monitor.project_id
-        begun = (
-            cache.history_start(pid, lambda: history.history_start(data, project_id=pid))
-            if cache is not None
-            else history.history_start(data, project_id=pid)
-        )
-        w = baseline.windows_for(policy, state.baseline, as_of, history_start=begun)
-        no_reference: str | None = None
-        if policy.reference_version:
-            found = version_baseline.resolve(
-                data, project_id=monitor.project_id, selection=monitor.selection or {},
-                policy=policy, windows=w,
-            )  # fmt: skip
-            w, no_reference = found.windows, found.reason
-        sample: dict[str, Any] = {}
-        result: DetectorResult | None = None
-        error: str | None = None
-        n_ref = n_cur = 0
-        wait_s = 0.0 if refuse_when_busy else float(monitor.time_limit_seconds)
-        if no_reference is not None:  # no version to compare with: not an error
-            result = DetectorResult.insufficient(monitor.failure_mode, no_reference)
-        elif not slots.try_acquire(wait_s):
-            if refuse_when_busy:
-                raise DetectorsBusy(slots.busy_message())
-            error = f"DetectorsBusy: {slots.busy_message()}"
-        else:
-            handed_to_thread = False
-            try:
-                params = run_params(monitor, registry.detector_parameters(monitor.failure_mode))
-                detector = detector_factory(monitor.failure_mode, params)
-                ref, cur, sample = _load(data, monitor, detector, w, cache, engine)
-                n_ref, n_cur = _size(ref), _size(cur)
-                epoch = as_of.timestamp()
-                handed_to_thread = True
-                result = call_with_time_limit(
-                    lambda: detector.test(ref, cur, now=epoch),
-                    float(monitor.time_limit_seconds),
-                    slots=slots,
-                )
-            except Exception as exc:
-                error = f"{type(exc).__name__}: {exc}"[:2000]
-                log.warning("monitor %s (%s) failed: %s", monitor.id, monitor.name, error)
-            finally:
-                if not handed_to_thread:
-                    slots.release()
-    duration_ms = (time.perf_counter() - started) * 1000.0
-    run = _persist(
-        engine,
-        monitor=monitor,
-        w=w,
-        policy=policy,
-        state=state,
-        now=now,
-        scheduled_for=scheduled_for,
-        result=result,
-        sample=sample,
-        error=error,
-        n_ref=n_ref,
-        n_cur=n_cur,
-        duration_ms=duration_ms,
-        public_url=public_url,
-    )
-    metrics.observe_monitor_run(
-        project_id=monitor.project_id,
-        monitor=monitor.name,
-        failure_mode=monitor.failure_mode,
-        status=run.status,
-        statistic=run.statistic,
-        threshold=run.threshold,
-        duration_s=duration_ms / 1000.0,
-    )
-    return run
+        outcome = _outcome(
+            plan, data=data, cycle=cycle, slots=slots, refuse_when_busy=refuse_when_busy,
+            write_engine=engine,
+        )  # fmt: skip
+    outcome = replace(outcome, duration_ms=(time.perf_counter() - started) * 1000.0)
+    return record(engine, plan, outcome, public_url=public_url)
 
 
-def _persist(
-    engine: Engine,
-    *,
-    monitor: Monitor,
-    w: Windows,
-    policy: BaselinePolicy,
-    state: monitor_state.MonitorState,
-    now: datetime,
-    scheduled_for: datetime | None,
-    result: DetectorResult | None,
-    sample: Mapping[str, Any],
-    error: str | None,
-    n_ref: int,
-    n_cur: int,
-    duration_ms: float,
-    public_url: str,
-) -> DetectorRun:
-    verdict: monitor_state.Verdict | None = None
-    if result is None:
-        status, fired, evidence = "failed", False, {}
-    else:
-        status = "ok" if result.status == "ok" else "insufficient_data"
-        evidence = jsonable(dict(result.evidence))
-        if sample:
-            evidence["window_sample"] = jsonable(sample)
-        if status == "ok":
-            verdict = monitor_state.verdict(monitor, policy, state, w, result, now)
-            evidence.update(jsonable(verdict.evidence))
-        fired = verdict is not None and verdict.fired
-    if fired and not (verdict is not None and verdict.pending):
-        # What the alert will be held against: the baseline this run freezes.
-        frozen = baseline.advance(
-            policy, state.baseline, used=w, now=now, alert_open=True,
-            degraded_from=state.pending_since,
+def _outcome(
+    plan: RunPlan, *, data: Session, cycle: WindowCache, slots: DetectorSlots,
+    refuse_when_busy: bool, write_engine: Engine,
+) -> Outcome:  # fmt: skip
+    """Load and detect under a detector slot (the windows count against it too)."""
+    if plan.no_reference is not None:  # no version to compare with: not an error
+        return Outcome(DetectorResult.insufficient(plan.monitor.failure_mode, plan.no_reference))
+    slot = slots.take(0.0 if refuse_when_busy else float(plan.monitor.time_limit_seconds))
+    if slot is None:
+        if refuse_when_busy:
+            raise DetectorsBusy(slots.busy_message())
+        return Outcome(None, f"DetectorsBusy: {slots.busy_message()}")
+    with slot:
+        if plan.build_error is not None:
+            return Outcome.failed(plan, plan.build_error)
+        try:
+            with cycle.lock:
+                windows = load(plan, data=data, cycle=cycle, write_engine=write_engine)
+        except Exception as exc:
+            return Outcome.failed(plan, failure(exc))
+        return detect(plan, windows, slot=slot)
+
+
+def _reader(session: Session, read_engine: Engine | None) -> AbstractContextManager[Session]:
+    """A session on the read engine, or the run's own session when there is none."""
+    return Session(read_engine) if read_engine is not None else nullcontext(session)
+
+
+class MonitorRunner:
+    """The process's way to run monitors (see the module's notes)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        slots: DetectorSlots,
+        read_engine: Engine | None = None,
+        detector_factory: DetectorFactory = build_detector,
+        public_url: str = "",
+        clock: Any = utcnow,
+        run_now_reuse_s: float = RUN_NOW_REUSE_S,
+    ) -> None:
+        self.engine, self.read_engine, self.slots = engine, read_engine, slots
+        self.detector_factory, self.public_url, self.clock = detector_factory, public_url, clock
+        self.run_now_reuse_s = run_now_reuse_s
+        self.step_cache = StepCache()
+        self._lock = threading.Lock()
+        # The latest run-now cycle: the ``now`` it was asked for (None: the wall clock's)
+        # and when it began (monotonic seconds).
+        self._run_now: tuple[WindowCache, datetime | None, float] | None = None
+
+    def cycle(self, now: datetime) -> WindowCache:
+        """A scheduler tick's cycle, evaluated as of ``now``."""
+        self._expire_run_now()
+        return WindowCache(now=now, steps=self.step_cache)
+
+    def end_cycle(self) -> None:
+        """After a tick: forget the steps of traces no cycle has read since the last end."""
+        self.step_cache.end_cycle()
+
+    def run(
+        self, monitor_id: int, *, now: datetime, cycle: WindowCache,
+        scheduled_for: datetime | None = None, refuse_when_busy: bool = False,
+    ) -> DetectorRun | None:  # fmt: skip
+        return run_monitor(
+            self.engine, monitor_id=monitor_id, now=now, scheduled_for=scheduled_for,
+            detector_factory=self.detector_factory, public_url=self.public_url,
+            slots=self.slots, refuse_when_busy=refuse_when_busy, cache=cycle,
+            read_engine=self.read_engine,
         )  # fmt: skip
-        evidence["baseline"] = baseline.describe(frozen, w)
-    elif status == "ok":
-        evidence["baseline"] = baseline.describe(state.baseline, w)
-    with write_session(engine) as session:
-        if fired and registry.checks_silence(monitor.failure_mode):
-            evidence.update(monitor_state.silent_drift(session, project_id=monitor.project_id))
-        run = DetectorRun(
-            project_id=monitor.project_id,
-            monitor_id=monitor.id,
-            failure_mode=monitor.failure_mode,
-            at=now,
-            scheduled_for=scheduled_for,
-            window_start=w.current_start,
-            window_end=w.current_end,
-            reference_start=w.reference_start,
-            reference_end=w.reference_end,
-            status=status,
-            statistic=finite_or_none(result.statistic) if result else None,
-            threshold=finite_or_none(result.threshold) if result else None,
-            p_value=finite_or_none(result.p_value) if result else None,
-            fired=fired,
-            evidence=evidence,
-            n_current=n_cur,
-            n_reference=n_ref,
-            duration_ms=duration_ms,
-            error=error,
-        )
-        session.add(run)
-        session.flush()
-        live = session.get(Monitor, monitor.id)
-        if live is None:  # deleted while running: keep nothing
-            session.delete(run)
-            return run
-        live.last_run_at = now
-        finding = None
-        if fired:
-            finding = Finding(
-                project_id=run.project_id,
-                monitor_id=run.monitor_id,
-                run_id=run.id,
-                failure_mode=run.failure_mode,
-                severity=live.severity,
-                at=now,
-                statistic=run.statistic,
-                threshold=run.threshold,
-                p_value=run.p_value,
-                evidence=evidence,
-            )
-            session.add(finding)
-            session.flush()
-        alert = lifecycle.record_run(
-            session, monitor=live, run=run, finding=finding, now=now, public_url=public_url,
-            still_degraded=verdict is not None and verdict.still_degraded,
-            pending=verdict is not None and verdict.pending,
-        )  # fmt: skip
-        # Only a run that tested the data moves the baseline: a failed or insufficient run
-        # says nothing about whether the period passed.
-        if verdict is not None:
-            alert_open = alert is not None and alert.state in lifecycle.OPEN_STATES
-            new = baseline.advance(
-                policy, state.baseline, used=w, now=now, alert_open=alert_open,
-                degraded_from=state.pending_since,
-            )  # fmt: skip
-            after = monitor_state.MonitorState(new, verdict.chart, verdict.pending_since)
-            monitor_state.save(session, live, after, now)
-    return run
+
+    def run_now(self, monitor_id: int, *, now: datetime | None = None) -> DetectorRun | None:
+        """``run now``: at once or :class:`DetectorsBusy`, in the latest run-now cycle that
+        fits ``now`` (see the module's notes)."""
+        asked = as_utc(now) if now is not None else None
+        cycle = self._run_now_cycle(asked)
+        stamp = asked if asked is not None else self.clock()
+        return self.run(monitor_id, now=stamp, cycle=cycle, refuse_when_busy=True)
+
+    def _run_now_cycle(self, asked: datetime | None) -> WindowCache:
+        self._expire_run_now()
+        with self._lock:
+            if self._run_now is not None and self._run_now[1] == asked:
+                return self._run_now[0]
+            if self._run_now is not None:
+                self.end_cycle()
+            cycle = WindowCache(now=asked or self.clock(), steps=self.step_cache)
+            self._run_now = (cycle, asked, time.monotonic())
+            return cycle
+
+    def _expire_run_now(self) -> None:
+        """Let go of a run-now cycle past its reuse window (its windows' memory with it)."""
+        with self._lock:
+            if self._run_now is not None:
+                if time.monotonic() - self._run_now[2] > self.run_now_reuse_s:
+                    self._run_now = None
+                    self.end_cycle()

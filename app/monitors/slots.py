@@ -11,6 +11,7 @@ run waits for a slot up to its own time limit, then fails; ``run now`` is refuse
 from __future__ import annotations
 
 import threading
+from types import TracebackType
 
 
 class DetectorsBusy(Exception):
@@ -43,6 +44,10 @@ class DetectorSlots:
             raise ValueError(f"capacity must be >= 1, not {value}")
         self._capacity = value
 
+    def take(self, timeout_s: float = 0.0) -> Slot | None:
+        """A slot (a context manager that gives it back), or None after ``timeout_s``."""
+        return Slot(self) if self.try_acquire(timeout_s) else None
+
     def try_acquire(self, timeout_s: float = 0.0) -> bool:
         """Take a slot, waiting up to ``timeout_s`` for one to come back."""
         with self._lock:
@@ -70,3 +75,24 @@ class DetectorSlots:
                 f"({self._overdue} by detectors still running past their time limit); "
                 "retry later"
             )
+
+
+class Slot:
+    """One taken slot. Leaving its ``with`` block gives it back, unless a detector thread
+    took it over (:meth:`hand_over`): that thread gives it back when it really ends."""
+
+    def __init__(self, slots: DetectorSlots) -> None:
+        self.slots = slots
+        self.handed_over = False
+
+    def hand_over(self) -> None:
+        self.handed_over = True
+
+    def __enter__(self) -> Slot:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if not self.handed_over:
+            self.slots.release()

@@ -28,9 +28,8 @@ from app.db import make_engine
 from app.models import Alert, DetectorRun
 from app.models.base import utcnow
 from app.monitors.detection import build_detector
-from app.monitors.runner import DetectorFactory, run_monitor
-from app.monitors.windows.cache import WindowCache
-from app.monitors.windows.step_cache import StepCache
+from app.monitors.runner import DetectorFactory, MonitorRunner
+from app.monitors.slots import DetectorSlots
 from app.scheduler import leader
 from app.scheduler.jobs import PeriodicJob
 from app.settings import Settings
@@ -60,23 +59,30 @@ class SchedulerService:
         if read_engine is None and settings.read_database_url:
             read_engine = make_engine(settings.read_database_url, pool_size=settings.db_pool_size)
         self.read_engine = read_engine
+        # Every run of this process goes through it, ``run now`` included: the detector
+        # slots, the step cache and the cycles are the scheduler's (app.monitors.runner).
+        self.runner = MonitorRunner(
+            engine,
+            slots=DetectorSlots(capacity=settings.max_concurrent_detectors),
+            read_engine=read_engine,
+            detector_factory=detector_factory,
+            public_url=settings.public_url,
+            clock=clock,
+        )
         self.sessionmaker = sessionmaker
         self.jobs = list(jobs)
         self.tick_seconds = tick_seconds
         self.misfire_grace_s = misfire_grace_s
         self.clock = clock
-        self.detector_factory = detector_factory
         self.holder = f"{socket.gethostname()}:{os.getpid()}"
         self._scheduler: BackgroundScheduler | None = None
-        # Steps of window traces kept between ticks (app/monitors/windows/step_cache.py).
-        self.step_cache = StepCache()
 
     def tick(self) -> list[DetectorRun]:
         """Run every due monitor this process wins; return the runs it made."""
         now = self.clock()
         runs: list[DetectorRun] = []
         # The monitors due together read their windows once (app/monitors/windows/cache.py).
-        cache = WindowCache(now=now, steps=self.step_cache)
+        cycle = self.runner.cycle(now)
         for monitor_id, slot, interval in leader.due_monitors(self.engine, now=now):
             # Each claim and run is stamped with the time it really starts: a tick's start
             # time goes stale behind a slow monitor, and a stale claim would schedule the
@@ -89,23 +95,14 @@ class SchedulerService:
                 )  # fmt: skip
                 if won is None:
                     continue
-                run = run_monitor(
-                    self.engine,
-                    monitor_id=monitor_id,
-                    now=started,
-                    scheduled_for=won,
-                    detector_factory=self.detector_factory,
-                    public_url=self.settings.public_url,
-                    cache=cache,
-                    read_engine=self.read_engine,
-                )
+                run = self.runner.run(monitor_id, now=started, scheduled_for=won, cycle=cycle)
                 if run is not None:
                     runs.append(run)
             except Exception:
                 log.exception(
                     "monitor %s: run failed outside the detector; carrying on", monitor_id
                 )
-        self.step_cache.end_cycle()
+        self.runner.end_cycle()
         self._update_alert_gauge()
         return runs
 

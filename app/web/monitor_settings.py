@@ -2,7 +2,7 @@
 severity, interval, expected days between false alerts, ``for`` and detector parameters.
 
 Through the API's ``MonitorPatch`` and :func:`app.monitors.store.update_monitor` (whose
-``DetectorConfigError`` names the parameter) and :func:`app.monitors.runner.run_monitor`.
+``DetectorConfigError`` names the parameter) and :meth:`app.monitors.runner.MonitorRunner.run_now`.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any
 from fastapi import APIRouter, Form, HTTPException, Request
 
 from app.db import write_session
-from app.deps import EngineDep, Int4Id, SessionDep
+from app.deps import EngineDep, Int4Id, MonitorRunnerDep, SessionDep
 from app.monitors import defaults
 from app.monitors import store as monitor_store
-from app.monitors.runner import DetectorsBusy, run_monitor
+from app.monitors.runner import DetectorsBusy
 from app.monitors.schemas import MonitorPatch
 from app.web.deps import WebContext, WebDep
 from app.web.settings_pages import FormError, act, parse_form
@@ -93,15 +93,13 @@ async def edit_monitor(
 
 @router.post("/{monitor_id}/run")
 def run_now(
-    monitor_id: Int4Id, web: WebDep, session: SessionDep, engine: EngineDep, csrf: str = Form("")
-) -> Any:
+    monitor_id: Int4Id, web: WebDep, session: SessionDep, runner: MonitorRunnerDep,
+    csrf: str = Form(""),
+) -> Any:  # fmt: skip
     def action() -> str:
         _monitor(session, web, monitor_id)
         try:
-            run = run_monitor(
-                engine, monitor_id=monitor_id, now=None,
-                public_url=web.request.app.state.settings.public_url, refuse_when_busy=True,
-            )  # fmt: skip
+            run = runner.run_now(monitor_id)
         except DetectorsBusy as exc:
             raise HTTPException(429, str(exc), headers={"Retry-After": "5"}) from None
         if run is None:

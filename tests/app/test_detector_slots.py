@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
 from app.main import create_app
-from app.monitors.runner import DETECTOR_SLOTS, run_monitor
+from app.monitors.runner import run_monitor
 from app.monitors.slots import DetectorSlots
 from app.settings import Settings
 from detectors.records import DetectorResult
@@ -66,12 +66,12 @@ def test_run_now_answers_429_while_every_slot_is_taken(settings: Settings, make_
         mid = c.post(
             "/api/v1/monitors", json={"name": "m", "failure_mode": "FM-2"}, headers=auth(key)
         ).json()["id"]
-        assert DETECTOR_SLOTS.try_acquire()
+        slots = c.app.state.monitor_runner.slots  # the scheduler's, sized from the settings
+        assert slots.capacity == 1 and slots.try_acquire()
         try:
             r = c.post(f"/api/v1/monitors/{mid}/run", json={}, headers=auth(key))
             assert r.status_code == 429 and r.headers["retry-after"]
             assert "detector slots" in r.json()["detail"]
         finally:
-            DETECTOR_SLOTS.release()
+            slots.release()
         assert c.post(f"/api/v1/monitors/{mid}/run", json={}, headers=auth(key)).status_code == 200
-    DETECTOR_SLOTS.capacity = 2

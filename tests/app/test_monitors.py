@@ -175,7 +175,7 @@ def test_monitor_windows_and_scenario_converter_give_the_same_records_and_fm6_ru
 
     from app.monitors.decision.calibration import calibrated_params
     from app.monitors.defaults import DEFAULTS
-    from app.monitors.runner import jsonable
+    from app.monitors.record import jsonable
     from app.monitors.windows import trace_window as windows
     from app.monitors.windows import vectors as vector_windows
     from detectors.registry import build_detector, detector_parameters

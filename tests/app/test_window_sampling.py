@@ -231,15 +231,15 @@ def test_one_cycle_loads_each_window_once_with_the_same_verdicts(
 
     # The next cycle, 15 minutes on, reuses the steps of the traces both cycles read
     # (app/monitors/windows/step_cache.py) and gives the runs a cold load gives.
-    assert len(service.step_cache) > 0
-    hits = service.step_cache.hits
+    assert len(service.runner.step_cache) > 0
+    hits = service.runner.step_cache.hits
     now = now + timedelta(minutes=15)
     monkeypatch.setattr(windows, "load_trace_window", real)
     cold = {mid: runner.run_monitor(engine, monitor_id=mid, now=now) for mid in ids}
     with engine.begin() as conn:
         conn.execute(update(Monitor).values(next_run_at=None))
     warm = {run.monitor_id: run for run in service.tick()}
-    assert service.step_cache.hits - hits > 0
+    assert service.runner.step_cache.hits - hits > 0
     for mid in ids:
         a, b = cold[mid], warm[mid]
         assert a is not None

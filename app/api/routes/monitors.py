@@ -8,7 +8,7 @@ from fastapi import APIRouter, HTTPException, Query, Response
 from pydantic import ConfigDict, Field
 from sqlalchemy.orm import Session
 
-from app.api.deps import AdminKey, EngineDep, Int4Id, ReadKey, SessionDep, SettingsDep
+from app.api.deps import AdminKey, EngineDep, Int4Id, MonitorRunnerDep, ReadKey, SessionDep
 from app.db import write_session
 from app.models import Monitor
 from app.models.base import UTCTime
@@ -16,7 +16,6 @@ from app.monitors import defaults, store
 from app.monitors.detection import DetectorConfigError
 from app.monitors.readiness import report as readiness
 from app.monitors.readiness.schemas import ReadinessOut
-from app.monitors.runner import run_monitor
 from app.monitors.schemas import (
     MonitorCreate,
     MonitorList,
@@ -116,21 +115,15 @@ def delete_monitor(monitor_id: Int4Id, principal: AdminKey, engine: EngineDep) -
 def run_now(
     monitor_id: Int4Id,
     principal: AdminKey,
-    engine: EngineDep,
     session: SessionDep,
-    settings: SettingsDep,
+    runner: MonitorRunnerDep,
     body: RunRequest | None = None,
 ) -> RunOut:
-    """Run the monitor now (or as of ``now``) and return the persisted run."""
+    """Run the monitor now (or as of ``now``) and return the persisted run: in the same
+    cycle as the run-now calls just before it (app.monitors.runner.MonitorRunner)."""
     _get(session, principal.project_id, monitor_id)
     try:
-        run = run_monitor(
-            engine,
-            monitor_id=monitor_id,
-            now=body.now if body else None,
-            public_url=settings.public_url,
-            refuse_when_busy=True,
-        )
+        run = runner.run_now(monitor_id, now=body.now if body else None)
     except DetectorsBusy as exc:
         raise HTTPException(429, str(exc), headers={"Retry-After": "5"}) from None
     if run is None:

@@ -111,6 +111,13 @@ class Windows:
     current_version: str | None = None
     reference_version: str | None = None
 
+    @property
+    def versions(self) -> tuple[str | None, str | None]:
+        """The agent versions the reference and current windows read (None: every version)."""
+        if self.mode != "version":
+            return None, None
+        return self.reference_version, self.current_version
+
 
 def windows_for(
     policy: BaselinePolicy,

@@ -124,10 +124,3 @@ def resolve(
             reference_version=reference,
         )
     )
-
-
-def reference_versions_at(windows: Windows) -> tuple[str | None, str | None]:
-    """The versions the reference and current windows read (None: every version)."""
-    if windows.mode != "version":
-        return None, None
-    return windows.reference_version, windows.current_version

@@ -13,10 +13,12 @@ still stamped with the time it really ran). Where a project's data begin
 (:func:`app.monitors.windows.history.history_start`, which places a young history's baseline) is
 asked once per project and cycle too. A scheduler keeps a :class:`StepCache` across its
 cycles (:mod:`app.monitors.windows.step_cache`), lent to each cycle's cache as ``steps``.
+``run now`` shares cycles too (:class:`app.monitors.runner.MonitorRunner`).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -39,6 +41,8 @@ class WindowCache:
     steps: StepCache | None = None
     loads: int = 0
     hits: int = 0
+    # Held while a run loads its windows: run-now requests share a cycle across threads.
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
     _traces: dict[TraceKey, TraceWindow] = field(default_factory=dict)
     _with_vectors: set[TraceKey] = field(default_factory=set)
     _vectors: dict[tuple[Any, ...], np.ndarray] = field(default_factory=dict)

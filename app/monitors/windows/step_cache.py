@@ -19,6 +19,7 @@ One per scheduler process; a process that restarts starts empty and pays one ful
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime
 from typing import Any
 
@@ -28,9 +29,12 @@ Key = tuple[int, str]
 
 
 class StepCache:
-    """Steps by ``(project_id, trace_id)``, valid while the trace's ``updated_at`` is."""
+    """Steps by ``(project_id, trace_id)``, valid while the trace's ``updated_at`` is.
+
+    Thread-safe: a scheduler tick and ``run now`` requests lend it to their cycles."""
 
     def __init__(self) -> None:
+        self._lock = threading.Lock()
         self._entries: dict[Key, tuple[datetime, tuple[Step, ...]]] = {}
         self._used: set[Key] = set()
         self.hits = 0
@@ -41,21 +45,24 @@ class StepCache:
     def get(self, project_id: int, trace_id: str, updated_at: Any) -> tuple[Step, ...] | None:
         """The steps read at ``updated_at``, or None (never read, or the trace grew since)."""
         key = (project_id, trace_id)
-        found = self._entries.get(key)
-        if found is None or updated_at is None or found[0] != updated_at:
-            return None
-        self._used.add(key)
-        self.hits += 1
-        return found[1]
+        with self._lock:
+            found = self._entries.get(key)
+            if found is None or updated_at is None or found[0] != updated_at:
+                return None
+            self._used.add(key)
+            self.hits += 1
+            return found[1]
 
     def put(self, project_id: int, trace_id: str, updated_at: Any, steps: tuple[Step, ...]) -> None:
         if updated_at is None:
             return
         key = (project_id, trace_id)
-        self._entries[key] = (updated_at, steps)
-        self._used.add(key)
+        with self._lock:
+            self._entries[key] = (updated_at, steps)
+            self._used.add(key)
 
     def end_cycle(self) -> None:
-        """Forget the traces this cycle did not read."""
-        self._entries = {k: v for k, v in self._entries.items() if k in self._used}
-        self._used = set()
+        """Forget the traces no cycle read since the last end."""
+        with self._lock:
+            self._entries = {k: v for k, v in self._entries.items() if k in self._used}
+            self._used = set()

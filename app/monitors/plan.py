@@ -1,0 +1,110 @@
+"""A run's plan: what one monitor run will compare, decided before any row is loaded.
+
+The first stage of a run (:mod:`app.monitors.runner`): the monitor as it stands, its
+baseline policy and state, the time ranges the run compares and the detector it calls,
+frozen together in a :class:`RunPlan`. The later stages (load, detect, record) read the
+plan and never reach back: which ranges are compared is decided here, by
+:mod:`app.monitors.decision.baseline` (a lagged rolling reference, frozen while an alert
+is open) and :mod:`app.monitors.decision.version_baseline`; the detector's level comes
+from the monitor's false-alert budget (:mod:`app.monitors.decision.calibration`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.models import Monitor
+from app.monitors.decision import baseline, calibration, version_baseline
+from app.monitors.decision import state as monitor_state
+from app.monitors.decision.baseline import BaselinePolicy, Windows
+from app.monitors.detection import Detector
+from app.monitors.windows import history
+from app.monitors.windows.cache import WindowCache
+from detectors import registry
+
+DetectorFactory = Callable[[str, Mapping[str, Any]], Detector]
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """One run, decided. ``monitor`` is a detached copy: what the run reads of it cannot
+    change under it; the record stage writes through the monitor's live row."""
+
+    monitor: Monitor
+    policy: BaselinePolicy
+    state: monitor_state.MonitorState
+    windows: Windows
+    now: datetime  # the run's time stamp
+    as_of: datetime  # where the windows end: the cycle's ``now`` (app.monitors.windows.cache)
+    scheduled_for: datetime | None = None
+    detector: Detector | None = None
+    # Why the run gives no verdict before any row is read (no version to compare with).
+    no_reference: str | None = None
+    # Why the monitor's configuration builds no detector (the run fails).
+    build_error: str | None = None
+
+    @property
+    def project_id(self) -> int:
+        return self.monitor.project_id
+
+
+def run_params(monitor: Monitor, defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """The detector parameters a run uses: the monitor's, with alpha from its ERT.
+
+    With the sequential chart on, the per-run test gets half the false-alert rate (twice
+    the ERT) and the chart the other half (:mod:`app.monitors.decision.state`).
+    """
+    share = 0.5 if monitor.sequential else 1.0
+    return calibration.calibrated_params(
+        monitor.detector_params or {},
+        defaults=defaults,
+        ert_days=float(monitor.expected_days_between_false_alerts) / share,
+        interval_seconds=float(monitor.interval_seconds),
+    )
+
+
+def plan_run(
+    session: Session,
+    data: Session,
+    *,
+    monitor_id: int,
+    now: datetime,
+    cycle: WindowCache,
+    scheduled_for: datetime | None,
+    detector_factory: DetectorFactory,
+) -> RunPlan | None:
+    """The plan for running ``monitor_id`` now, as of the cycle's ``now`` (None: the monitor
+    is gone). ``session`` reads the monitor and its state (the primary); ``data`` where the
+    project's history begins and which versions it ran (the read engine, when there is one).
+    """
+    monitor = session.get(Monitor, monitor_id)
+    if monitor is None:
+        return None
+    session.expunge(monitor)
+    pid, selection = monitor.project_id, monitor.selection or {}
+    policy = BaselinePolicy.from_selection(selection)
+    state = monitor_state.load(session, monitor.id)
+    begun = cycle.history_start(pid, lambda: history.history_start(data, project_id=pid))
+    w = baseline.windows_for(policy, state.baseline, cycle.now, history_start=begun)
+    no_reference: str | None = None
+    if policy.reference_version:
+        found = version_baseline.resolve(
+            data, project_id=pid, selection=selection, policy=policy, windows=w
+        )
+        w, no_reference = found.windows, found.reason
+    detector, build_error = None, None
+    if no_reference is None:
+        try:
+            params = run_params(monitor, registry.detector_parameters(monitor.failure_mode))
+            detector = detector_factory(monitor.failure_mode, params)
+        except Exception as exc:
+            build_error = f"{type(exc).__name__}: {exc}"[:2000]
+    return RunPlan(
+        monitor, policy, state, w, now, cycle.now, scheduled_for, detector, no_reference,
+        build_error,
+    )  # fmt: skip

@@ -1,0 +1,123 @@
+"""The load stage of a run: a plan's reference and current windows, through the cycle's cache.
+
+Every run reads its windows here, whichever way it came in (a scheduler tick, ``run now``,
+a replay): through the :class:`~app.monitors.windows.cache.WindowCache` of its cycle, so
+the monitors of one cycle that read the same bounds share one load. What the detector
+reads follows its declarations: embedding streams for a detector that needs stream
+vectors, trace records otherwise (with their input/output vectors when it needs those),
+and whole-window counts beside a sampled window for a detector that declares
+``window_counts`` (:func:`detectors.registry.window_counts_of`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from app.monitors.windows import label_counts, vectors
+from app.monitors.windows import trace_window as traces
+from app.monitors.windows.cache import WindowCache
+from app.scores import roles as score_roles
+from detectors import registry
+from detectors.signals import STREAM_SIGNALS, TRACE_EMBEDDING_SIGNALS
+
+if TYPE_CHECKING:  # the plan stage imports this package's cache: only types come back
+    from app.monitors.plan import RunPlan
+
+
+@dataclass(frozen=True)
+class RunWindows:
+    """What a detector compares, and what the run's evidence says of the windows."""
+
+    reference: Any
+    current: Any
+    sample: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def sizes(self) -> tuple[int, int]:
+        """Records (or vectors, over every stream) in the reference and current windows."""
+        return _size(self.reference), _size(self.current)
+
+
+def load(
+    plan: RunPlan, *, data: Session, cycle: WindowCache, write_engine: Engine | None
+) -> RunWindows:
+    """The plan's windows read through ``data`` (step profiles computed on the way are
+    written through ``write_engine``)."""
+    needs = set(plan.detector.needs if plan.detector is not None else ())
+    if needs & STREAM_SIGNALS:
+        return _streams(plan, data=data, cycle=cycle)
+    return _traces(plan, data=data, cycle=cycle, write_engine=write_engine,
+                   with_embeddings=bool(needs & TRACE_EMBEDDING_SIGNALS))  # fmt: skip
+
+
+def _streams(plan: RunPlan, *, data: Session, cycle: WindowCache) -> RunWindows:
+    sel, pid, w = plan.monitor.selection or {}, plan.project_id, plan.windows
+    streams = vectors.embedding_streams(
+        data, project_id=pid, stream=sel.get("stream"), agent=sel.get("agent")
+    )
+
+    def window(stream: str, start: datetime, end: datetime) -> np.ndarray:
+        return cycle.vectors(
+            (pid, stream, start, end),
+            lambda: vectors.load_embedding_window(
+                data, project_id=pid, stream=stream, start=start, end=end
+            ),
+        )
+
+    return RunWindows(
+        {s: window(s, w.reference_start, w.reference_end) for s in streams},
+        {s: window(s, w.current_start, w.current_end) for s in streams},
+    )
+
+
+def _traces(
+    plan: RunPlan, *, data: Session, cycle: WindowCache, write_engine: Engine | None,
+    with_embeddings: bool,
+) -> RunWindows:  # fmt: skip
+    sel, pid, w = plan.monitor.selection or {}, plan.project_id, plan.windows
+    tsel = traces.TraceSelection(
+        project_id=pid,
+        agent=sel.get("agent"),
+        source=sel.get("source"),
+        max_traces=int(sel.get("max_traces", traces.DEFAULT_MAX_TRACES)),
+        roles=score_roles.get_roles(data, project_id=pid),
+    )
+
+    def window(start: datetime, end: datetime, version: str | None) -> traces.TraceWindow:
+        vsel = replace(tsel, agent_version=version)
+        return cycle.trace_window(
+            (vsel, start, end, w.current_end),
+            with_embeddings=with_embeddings,
+            load=lambda: traces.load_trace_window(
+                data, vsel, start=start, end=end, as_of=w.current_end, with_embeddings=False,
+                profile_writer=write_engine, step_cache=cycle.steps,
+            ),
+            attach=lambda tw: traces.with_trace_embeddings(data, tw, project_id=pid),
+        )  # fmt: skip
+
+    ref_version, cur_version = w.versions
+    ref = window(w.reference_start, w.reference_end, ref_version)
+    cur = window(w.current_start, w.current_end, cur_version)
+    sample = {"reference": ref.evidence(), "current": cur.evidence()}
+    current: Any = cur.records
+    if "labels" in registry.window_counts_of(plan.monitor.failure_mode) and cur.sample.rate < 1.0:
+        # A sampled window: FM-4's coverage and delays count every trace of it.
+        current = label_counts.with_label_counts(
+            data, cur, replace(tsel, agent_version=cur_version),
+            start=w.current_start, end=w.current_end, cache=cycle,
+        )  # fmt: skip
+        sample["current"]["label_counts"] = {"traces_counted": current.label_counts.traces}
+    return RunWindows(ref.records, current, sample)
+
+
+def _size(window: Any) -> int:
+    if isinstance(window, Mapping):
+        return int(sum(len(v) for v in window.values()))
+    return len(window)
