@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import orjson
 from sqlalchemy import Connection, Engine, Row, Select, any_, bindparam, create_engine, event
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
@@ -196,3 +197,8 @@ def one_of_param(column: Any, name: str, dialect: str) -> Any:
     if dialect != "postgresql":
         return column.in_(bindparam(name, expanding=True))
     return column == any_(bindparam(name, type_=ARRAY(column.type)))
+
+
+def dialect_insert(dialect: str, model: Any) -> Any:
+    """An INSERT that can say ON CONFLICT on ``dialect`` (PostgreSQL's or SQLite's)."""
+    return (postgresql if dialect == "postgresql" else sqlite).insert(model)

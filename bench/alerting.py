@@ -7,7 +7,7 @@ Each scenario is the project's scenario generator (``pipelines.scenarios``) inge
 a fresh SQLite database through the ingest path, the seven default monitors
 (``POST /monitors/defaults``: 2 h current window, 4 h baseline from the same hours the day
 before and frozen while an alert is open, every 15 minutes, alpha from a 30-day
-false-alert budget) and :func:`app.monitors.runner.run_monitor` called every 15 simulated
+false-alert budget) and :class:`app.monitors.runner.MonitorRunner` running every 15 simulated
 minutes with an injected ``now``, the monitors of one time sharing a cycle's window cache
 as the scheduler's do; alerts, their openings and resolutions are read back from the
 database. Failures start after ``STEADY_H`` hours of clean traffic (the whole lag fits).
@@ -53,9 +53,8 @@ from app.ingest.store import write_events
 from app.keys import get_or_create_project
 from app.models import Alert, DetectorRun
 from app.monitors.defaults import WINDOW, create_defaults
-from app.monitors.runner import run_monitor
-from app.monitors.windows.cache import WindowCache
-from app.monitors.windows.step_cache import StepCache
+from app.monitors.runner import MonitorRunner
+from app.monitors.slots import DetectorSlots
 from pipelines.scenarios import Injection, generate_workload
 
 START = datetime(2025, 3, 3, tzinfo=UTC)
@@ -140,17 +139,16 @@ def replay_db(events: list[dict[str, Any]], folder: Path, name: str) -> Replay:
 
 
 def evaluate(replay: Replay, modes: Sequence[str], start: datetime, stop: datetime) -> None:
-    """Every ``INTERVAL`` the monitors of ``modes`` run as one scheduler cycle does: sharing
-    one :class:`~app.monitors.windows.cache.WindowCache` (each window loaded once per cycle), and
-    the scheduler's :class:`~app.monitors.windows.step_cache.StepCache` from cycle to cycle."""
+    """Every ``INTERVAL`` the monitors of ``modes`` run as one scheduler cycle does, through a
+    scheduler's :class:`~app.monitors.runner.MonitorRunner`: sharing one cycle's windows
+    (each loaded once per cycle), and its step cache from cycle to cycle."""
+    runner = MonitorRunner(replay.engine, slots=DetectorSlots(capacity=2))
     now = start
-    steps = StepCache()
     while now <= stop:
-        cache = WindowCache(now=now, steps=steps)
+        cycle = runner.cycle(now)
         for mode in modes:
-            run_monitor(replay.engine, monitor_id=replay.monitors[mode], now=now,
-                        scheduled_for=now, cache=cache)  # fmt: skip
-        steps.end_cycle()
+            runner.run(replay.monitors[mode], now=now, scheduled_for=now, cycle=cycle)
+        runner.end_cycle()
         now += INTERVAL
 
 

@@ -4,6 +4,7 @@
                           [--inject FM-2] [--strength moderate]
     python -m bench.scale --table [--rates 1000,10000]   # the detection table by rate
     python -m bench.scale --inject '' --sweep 9 --reuse ttclean  # clean runs at volume
+    python -m bench.scale --run-now --rates 1000,10000  # run now vs the scheduler's cycle
 
 Per rate: a fresh database, ``--hours`` of the scenario generator's traffic at that rate
 (with ``--inject`` switched on for the last 2 h, so the current window holds the failure),
@@ -28,7 +29,9 @@ loaded (the sample), the cycle process's peak RSS, and each monitor's verdict; t
 every rate gave the lowest rate's verdicts. ``--sweep K`` runs a scheduler's last K cycles
 instead (one process, every ``--interval``, alerts and baselines live) and counts per
 monitor the fired runs, the alerts opened and the p-values: on clean traffic
-(``--inject ''``) each fired run is a false one at that volume.
+(``--inject ''``) each fired run is a false one at that volume. ``--run-now`` times the
+seven defaults run now one after another (:func:`run_now_rounds`) beside the scheduler's
+next cycle in the same state, and their ratio.
 """
 
 from __future__ import annotations
@@ -221,6 +224,60 @@ def sweep(db_url: str, end: str, cycles: int, interval_s: float) -> dict:
             "rss_peak_mb": _peak_rss_mb(), "monitors": out}  # fmt: skip
 
 
+def run_now_rounds(db_url: str, end: str, warm_up_s: float) -> dict:
+    """The seven defaults run now one after another through the run-now path (the runner's
+    ``run_now``, what ``POST /api/v1/monitors/{id}/run`` calls) in a fresh process, as
+    :func:`cycle` ticks: a first round as of ``end - warm_up_s`` (``first_s``: a process's
+    first), then the measured one as of ``end`` (``steady_s``); then ``alone_s``: the same
+    seven as cycles of their own each (how run now loaded before it shared cycles)."""
+    from sqlalchemy import select
+
+    from app.db import make_engine
+    from app.models import Monitor
+    from app.monitors.runner import run_monitor
+    from app.scheduler.service import SchedulerService
+    from app.settings import Settings
+
+    now = datetime.fromisoformat(end)
+    engine = make_engine(db_url)
+    runner = SchedulerService(Settings(database_url=db_url), engine, None).runner
+    with engine.connect() as conn:
+        ids = list(conn.scalars(select(Monitor.id).order_by(Monitor.id)))
+
+    def timed(run: Any) -> float:
+        t = time.perf_counter()
+        for mid in ids:
+            run(mid)
+        _clear_runs(db_url)
+        return round(time.perf_counter() - t, 2)
+
+    first = timed(lambda mid: runner.run_now(mid, now=now - timedelta(seconds=warm_up_s)))
+    steady = timed(lambda mid: runner.run_now(mid, now=now))
+    alone = timed(lambda mid: run_monitor(engine, monitor_id=mid, now=now))
+    return {"first_s": first, "steady_s": steady, "alone_s": alone, "rss_peak_mb": _peak_rss_mb()}
+
+
+def run_now_vs_cycle(url: str, end: str, interval_s: float) -> dict:
+    """Run now beside the scheduler, each in a fresh process from the same state: a cold
+    cycle first (it stores the step profiles), then the scheduler's next cycle and the
+    run-now rounds, each with the last 30 s unprofiled (the derive job's default)."""
+    cold = _cycle_process(url, end)
+    measured: dict[str, Any] = {}
+    for name, args in (("scheduler", ("--cycle", url, end, str(interval_s))),
+                       ("run_now", ("--run-now-round", url, end, str(interval_s)))):  # fmt: skip
+        forget_recent_profiles(url, seconds=30.0)
+        _clear_runs(url)
+        measured[name] = _fresh_process(*args)
+    cycle_s, first_s = measured["scheduler"]["cycle_s"], measured["scheduler"]["first_cycle_s"]
+    rounds = measured["run_now"]
+    return {
+        "cold_cycle_s": cold["cycle_s"], "cycle_s": cycle_s, "first_cycle_s": first_s,
+        "run_now": rounds,
+        "run_now_over_cycle": round(rounds["steady_s"] / cycle_s, 2),
+        "run_now_first_over_first_cycle": round(rounds["first_s"] / first_s, 2),
+    }  # fmt: skip
+
+
 @contextmanager
 def reused_db(name: str, rate: float) -> Iterator[str]:
     """A kept PostgreSQL database per rate (created when missing), for repeated cycles."""
@@ -384,6 +441,14 @@ def main() -> None:
     ap.add_argument(
         "--sweep-cycle", nargs=3, metavar=("DB_URL", "END", "K"), help=argparse.SUPPRESS
     )
+    ap.add_argument(
+        "--run-now", action="store_true",
+        help="instead of the three cycles: the seven defaults run now one after another "
+        "beside the scheduler's cycle",
+    )  # fmt: skip
+    ap.add_argument(
+        "--run-now-round", nargs=3, metavar=("DB_URL", "END", "WARM_UP_S"), help=argparse.SUPPRESS
+    )
     ap.add_argument("--modes", default=",".join(MODES), help="with --table: the modes injected")
     ap.add_argument(
         "--table", action="store_true",
@@ -392,6 +457,10 @@ def main() -> None:
     args = ap.parse_args()
     if args.cycle:
         print(json.dumps(cycle(args.cycle[0], args.cycle[1], float(args.cycle[2]))))
+        return
+    if args.run_now_round:
+        url, end, warm_up = args.run_now_round
+        print(json.dumps(run_now_rounds(url, end, float(warm_up))))
         return
     if args.sweep_cycle:
         url, end, k = args.sweep_cycle
@@ -409,6 +478,12 @@ def main() -> None:
                 if args.reuse and _has_data(url)
                 else load(url, rate, args.hours, args.inject or None, args.strength)
             )
+            if args.run_now:
+                out["rates"][str(int(rate))] = {
+                    **loaded,
+                    **run_now_vs_cycle(url, loaded["end"], args.interval),
+                }
+                continue
             if args.sweep:
                 _clear_runs(url)
                 out["rates"][str(int(rate))] = {**loaded, "sweep": _sweep_process(
@@ -430,7 +505,7 @@ def main() -> None:
             )
         out["rates"][str(int(rate))] = {**loaded, **result}
         print(json.dumps({str(int(rate)): out["rates"][str(int(rate))]}), file=sys.stderr)
-    if args.sweep:
+    if args.sweep or args.run_now:
         print(json.dumps(out, indent=2))
         return
     verdicts = {

@@ -6,37 +6,27 @@ when the last one is resolved. ``auto_resolve_after`` consecutive clean runs (st
 ``ok``, not fired) resolve it; insufficient-data and failed runs neither count nor reset.
 Reminders of a firing alert past its ``repeat_interval`` are also sent by a timer
 (:mod:`app.alerts.repeats`), so they do not wait for a fired run. Every transition is an
-``alert_events`` row with its actor and time. Notifications are
-written to the outbox in the same transaction as the transition, so an event is never
-lost between the two; they go out with their channel's group (:mod:`app.alerts.grouping`).
+``alert_events`` row with its actor and time, and its notifications are written to the
+outbox in the same transaction, so an event is never lost between the two
+(:mod:`app.alerts.announce`: events, silences, notifications).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.alerts import channels, group_payloads, grouping, sentences
-from app.alerts.patterns import compile_label_pattern
-from app.models import (
-    Alert,
-    AlertEvent,
-    Channel,
-    DetectorRun,
-    Finding,
-    Monitor,
-    Project,
-    Silence,
-)
+from app.alerts import sentences
+from app.alerts.announce import SYSTEM, add_event, notify, send_or_silence
+from app.models import Alert, DetectorRun, Finding, Monitor
 
 OPEN_STATES = ("firing", "acknowledged")
-SYSTEM = "system"
 
 
 class TransitionError(ValueError):
@@ -56,103 +46,6 @@ def fingerprint(
         separators=(",", ":"),
     )
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
-
-
-def matches(matchers: Sequence[Mapping[str, str]], labels: Mapping[str, str]) -> bool:
-    """Alertmanager semantics: every matcher must hold; a missing label is ``""``.
-
-    >>> matches([{"name": "severity", "op": "=~", "value": "warn.*"}], {"severity": "warning"})
-    True
-    >>> matches([{"name": "team", "op": "!=", "value": "ml"}], {"team": "ml"})
-    False
-    """
-    for m in matchers:
-        value = labels.get(m["name"], "")
-        op = m.get("op", "=")
-        if op == "=" and value != m["value"]:
-            return False
-        if op == "!=" and value == m["value"]:
-            return False
-        if op in ("=~", "!~"):
-            try:
-                pattern = compile_label_pattern(m["value"])
-            except ValueError:
-                # Saved before patterns were checked with RE2: such a silence mutes nothing.
-                return False
-            if (pattern.fullmatch(value) is None) == (op == "=~"):
-                return False
-    return True
-
-
-def _event(
-    session: Session,
-    alert: Alert,
-    *,
-    kind: str,
-    actor: str,
-    at: datetime,
-    from_state: str | None,
-    to_state: str | None,
-    detail: dict[str, Any] | None = None,
-) -> None:
-    session.add(
-        AlertEvent(
-            project_id=alert.project_id,
-            alert_id=alert.id,
-            kind=kind,
-            from_state=from_state,
-            to_state=to_state,
-            actor=actor,
-            at=at,
-            detail=detail or {},
-        )
-    )
-
-
-def _context(session: Session, alert: Alert, public_url: str) -> channels.AlertContext:
-    monitor = session.get(Monitor, alert.monitor_id) if alert.monitor_id else None
-    project = session.get(Project, alert.project_id)
-    return channels.AlertContext(
-        alert=alert,
-        monitor_name=monitor.name if monitor else "(deleted monitor)",
-        project_name=project.name if project else str(alert.project_id),
-        public_url=public_url,
-    )
-
-
-def silenced_by(
-    session: Session, alert: Alert, *, now: datetime, public_url: str = ""
-) -> int | None:
-    """The id of an active silence whose matchers match the alert's labels, if any."""
-    labels = _context(session, alert, public_url).labels
-    active = session.scalars(
-        select(Silence).where(
-            Silence.project_id == alert.project_id,
-            Silence.starts_at <= now,
-            Silence.ends_at > now,
-        )
-    )
-    for silence in active:
-        if matches(silence.matchers, labels):
-            return silence.id
-    return None
-
-
-def notify(session: Session, alert: Alert, *, event: str, now: datetime, public_url: str) -> int:
-    """Queue ``event`` for every channel that routes it; return how many were queued.
-
-    Each goes into the channel's notification group, sent after its ``group_wait`` /
-    ``group_interval`` (:mod:`app.alerts.grouping`)."""
-    ctx = _context(session, alert, public_url)
-    queued = 0
-    for channel in session.scalars(
-        select(Channel).where(Channel.project_id == alert.project_id).order_by(Channel.id)
-    ):
-        if not channels.routes_to(channel, alert, event):
-            continue
-        grouping.enqueue(session, channel, item=group_payloads.item(channel, ctx, event), now=now)
-        queued += 1
-    return queued
 
 
 def _open_alert(session: Session, project_id: int, fp: str) -> Alert | None:
@@ -177,39 +70,6 @@ def summary(run: DetectorRun, *, scope: Mapping[str, Any] | None = None) -> str:
         n_current=run.n_current,
         scope=scope,
         since=run.window_start,
-    )
-
-
-def send_or_silence(
-    session: Session, alert: Alert, *, event: str, now: datetime, public_url: str
-) -> None:
-    silence = silenced_by(session, alert, now=now, public_url=public_url)
-    if silence is not None:
-        if not alert.silenced:
-            _event(
-                session,
-                alert,
-                kind="silenced",
-                actor=SYSTEM,
-                at=now,
-                from_state=alert.state,
-                to_state=alert.state,
-                detail={"silence_id": silence, "event": event},
-            )
-        alert.silenced = True
-        return
-    alert.silenced = False
-    alert.last_notified_at = now
-    n = notify(session, alert, event=event, now=now, public_url=public_url)
-    _event(
-        session,
-        alert,
-        kind="notified",
-        actor=SYSTEM,
-        at=now,
-        from_state=alert.state,
-        to_state=alert.state,
-        detail={"event": event, "channels": n},
     )
 
 
@@ -260,16 +120,7 @@ def record_run(
             )
             session.add(alert)
             session.flush()
-            _event(
-                session,
-                alert,
-                kind="fired",
-                actor=SYSTEM,
-                at=now,
-                from_state=None,
-                to_state="firing",
-                detail={"run_id": run.id},
-            )
+            add_event(session, alert, "fired", at=now, before=None, detail={"run_id": run.id})
             send_or_silence(session, alert, event="trigger", now=now, public_url=public_url)
         else:
             alert.count += 1
@@ -278,16 +129,8 @@ def record_run(
             alert.summary = summary(run, scope=monitor.selection)
             alert.evidence = run.evidence
             alert.severity = monitor.severity
-            _event(
-                session,
-                alert,
-                kind="repeat",
-                actor=SYSTEM,
-                at=now,
-                from_state=alert.state,
-                to_state=alert.state,
-                detail={"run_id": run.id, "count": alert.count},
-            )
+            detail = {"run_id": run.id, "count": alert.count}
+            add_event(session, alert, "repeat", at=now, before=alert.state, detail=detail)
             due = alert.last_notified_at is None or now - alert.last_notified_at >= timedelta(
                 seconds=monitor.repeat_interval_seconds
             )
@@ -326,15 +169,7 @@ def acknowledge(
     alert.state = "acknowledged"
     alert.acknowledged_at = now
     alert.acknowledged_by = actor
-    _event(
-        session,
-        alert,
-        kind="acknowledged",
-        actor=actor,
-        at=now,
-        from_state="firing",
-        to_state="acknowledged",
-    )
+    add_event(session, alert, "acknowledged", at=now, before="firing", actor=actor)
     if not alert.silenced:
         notify(session, alert, event="acknowledge", now=now, public_url=public_url)
     return alert
@@ -355,16 +190,7 @@ def resolve(
     alert.state = "resolved"
     alert.resolved_at = now
     alert.resolved_by = actor
-    _event(
-        session,
-        alert,
-        kind="resolved",
-        actor=actor,
-        at=now,
-        from_state=before,
-        to_state="resolved",
-        detail=detail,
-    )
+    add_event(session, alert, "resolved", at=now, before=before, actor=actor, detail=detail)
     # Only tell channels that heard about the alert; a silenced one was never announced.
     if alert.last_notified_at is not None:
         notify(session, alert, event="resolve", now=now, public_url=public_url)

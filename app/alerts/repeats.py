@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import Engine, select
 
-from app.alerts import lifecycle
+from app.alerts import announce
 from app.db import write_session
 from app.models import Alert, Monitor
 from app.models.base import utcnow
@@ -39,7 +39,7 @@ def renotify_due(engine: Engine, *, now: datetime, public_url: str = "") -> int:
             if not (due or alert.silenced):
                 continue
             before = alert.last_notified_at
-            lifecycle.send_or_silence(
+            announce.send_or_silence(
                 session, alert, event="trigger", now=now, public_url=public_url
             )
             sent += int(alert.last_notified_at != before)

@@ -5,7 +5,7 @@
 and the partial index ``ix_traces_derive_pending`` on ``updated_at WHERE derived_at IS
 NULL``, not a cursor: a cursor over arrival time cannot see a span that lands later in an
 already-derived trace, while clearing ``derived_at`` on every arrival
-(:func:`app.ingest.store.touch_traces`, the trace merges) re-queues exactly that trace, and
+(:func:`app.ingest.trace_upsert.touch_traces`, the trace merges) re-queues exactly that trace, and
 the index holds only the traces waiting, so finding them costs the same at any table size.
 """
 

@@ -27,23 +27,22 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Engine, bindparam, func, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Engine
 from sqlalchemy.engine import Connection
 
-from app.db import one_of_param, write_transaction
+from app.db import dialect_insert, write_transaction
 from app.ingest import pg_copy
 from app.ingest.events import Rejection, ValidEvent
+from app.ingest.streams import check_stream_dims, stream_dims
+from app.ingest.trace_upsert import touch_traces, upsert_traces
 from app.ingest.vectors import VectorBatch
 from app.models import (
     Embedding,
-    EmbeddingStream,
     IngestEvent,
     IngestMinute,
     Score,
     Span,
     SpanEvent,
-    Trace,
 )
 from app.models.base import utcnow
 
@@ -59,12 +58,7 @@ class WriteResult:
 
 
 def _insert(conn: Connection, model: Any) -> Any:
-    return _insert_for(conn.dialect.name, model)
-
-
-def _insert_for(dialect: str, model: Any) -> Any:
-    """An INSERT that can say ON CONFLICT on ``dialect`` (PostgreSQL's or SQLite's)."""
-    return (postgresql if dialect == "postgresql" else sqlite).insert(model)
+    return dialect_insert(conn.dialect.name, model)
 
 
 def write_events(
@@ -98,7 +92,7 @@ def write_events(
     if not unique:
         return result
     with write_transaction(engine) as conn:
-        unique = _check_stream_dims(conn, project_id, unique, result)
+        unique = check_stream_dims(conn, project_id, unique, result.rejected)
         claiming = [ev for ev in unique if ev.type != "span"]
         claimed = _claim_event_ids(
             conn, project_id, [ev.event_id for ev in claiming], [ev.type for ev in claiming]
@@ -136,7 +130,7 @@ def write_vectors(engine: Engine, *, project_id: int, batch: VectorBatch) -> Wri
     first = _first_per_id(batch.event_ids)
     result.duplicates = len(batch) - len(first)
     with write_transaction(engine) as conn:
-        dims = _stream_dims(conn, project_id, {batch.stream: (batch.model, batch.dim)})
+        dims = stream_dims(conn, project_id, {batch.stream: (batch.model, batch.dim)})
         if dims[batch.stream] != batch.dim:
             message = (
                 f"body.dim: dimension {batch.dim} does not match stream {batch.stream!r} "
@@ -197,31 +191,6 @@ def _write_vector_rows(
     conn.execute(_insert(conn, Embedding), rows)
 
 
-def touch_traces(conn: Connection, *, project_id: int, trace_ids: Collection[str]) -> None:
-    """Mark stored traces as just grown: ``updated_at`` now, ``derived_at`` and
-    ``step_profile`` cleared.
-
-    A trace not stored yet is skipped: it is created unsettled when it arrives. In trace-id
-    order, so concurrent batches lock shared traces in one order (no deadlock).
-    """
-    ids = sorted(trace_ids)
-    now = utcnow()
-    stmt = _touch(conn.dialect.name)
-    for start in range(0, len(ids), 500):
-        conn.execute(stmt, {"pid": project_id, "ids": ids[start : start + 500], "now": now})
-
-
-@functools.cache
-def _touch(dialect: str) -> Any:
-    """:func:`touch_traces`'s statement, built once per dialect. Built per batch (an ``IN``
-    list compiled anew each time) it was a seventh of a small batch's server time."""
-    return (
-        update(Trace)
-        .where(Trace.project_id == bindparam("pid"), one_of_param(Trace.trace_id, "ids", dialect))
-        .values(updated_at=bindparam("now"), derived_at=None, step_profile=None)
-    )
-
-
 def _count_minute(conn: Connection, project_id: int, by_type: dict[str, int]) -> None:
     if not by_type:
         return
@@ -237,57 +206,10 @@ def _count_minute(conn: Connection, project_id: int, by_type: dict[str, int]) ->
 def _minute_upsert(dialect: str) -> Any:
     """The minute counter's upsert, built once per dialect: building ``excluded`` and the
     statement anew was a tenth of a small batch's server time."""
-    stmt = _insert_for(dialect, IngestMinute)
+    stmt = dialect_insert(dialect, IngestMinute)
     return stmt.on_conflict_do_update(
         index_elements=["project_id", "minute", "type"],
         set_={"events": IngestMinute.__table__.c.events + stmt.excluded.events},
-    )
-
-
-def _check_stream_dims(
-    conn: Connection, project_id: int, events: list[ValidEvent], result: WriteResult
-) -> list[ValidEvent]:
-    """Fix a new stream's dim from its first vector; reject vectors of another dim."""
-    first: dict[str, ValidEvent] = {}
-    for ev in events:
-        if ev.type == "embedding":
-            first.setdefault(ev.row["stream"], ev)
-    if not first:
-        return events
-    dims = _stream_dims(
-        conn, project_id, {name: (ev.row["model"], ev.row["dim"]) for name, ev in first.items()}
-    )
-    kept: list[ValidEvent] = []
-    for ev in events:
-        if ev.type == "embedding" and ev.row["dim"] != dims[ev.row["stream"]]:
-            result.rejected.append(
-                Rejection(
-                    ev.index,
-                    ev.event_id,
-                    f"events[{ev.index}].body.vector: dimension {ev.row['dim']} does not match "
-                    f"stream {ev.row['stream']!r} (dim {dims[ev.row['stream']]})",
-                )
-            )
-        else:
-            kept.append(ev)
-    return kept
-
-
-def _stream_dims(
-    conn: Connection, project_id: int, first: dict[str, tuple[str, int]]
-) -> dict[str, int]:
-    """Each named stream's dim, creating a new stream with the (model, dim) given for it."""
-    rows = [
-        {"project_id": project_id, "name": name, "model": model, "dim": dim}
-        for name, (model, dim) in first.items()
-    ]
-    conn.execute(_insert(conn, EmbeddingStream).on_conflict_do_nothing(), rows)
-    return dict(
-        conn.execute(  # type: ignore[arg-type]
-            select(EmbeddingStream.name, EmbeddingStream.dim).where(
-                EmbeddingStream.project_id == project_id, EmbeddingStream.name.in_(list(first))
-            )
-        ).all()
     )
 
 
@@ -366,54 +288,3 @@ def _copy_rows(conn: Connection, etype: str, rows: list[dict[str, Any]]) -> None
         pg_copy.copy_scores(conn, rows)
     else:
         pg_copy.copy_embeddings(conn, rows)
-
-
-def upsert_traces(conn: Connection, rows: list[dict[str, Any]]) -> None:
-    """Insert traces; a trace already known (e.g. made from its spans) is completed.
-
-    Given values win, missing ones keep what is stored, and attributes are merged, so
-    the pieces of a trace may arrive in any order.
-    """
-    stmt = _insert(conn, Trace)
-    ex = stmt.excluded
-    t = Trace.__table__.c
-    merge_attrs = (
-        t.attributes.op("||")(ex.attributes)
-        if conn.dialect.name == "postgresql"
-        else func.json_patch(t.attributes, ex.attributes)
-    )
-    keep = {
-        name: func.coalesce(ex[name], t[name])
-        for name in (
-            "started_at",
-            "ended_at",
-            "input_hash",
-            "entry_point",
-            "counterfactual_of",
-        )
-    }
-    stmt = stmt.on_conflict_do_update(
-        index_elements=["project_id", "trace_id"],
-        set_={
-            **keep,
-            "agent": func.coalesce(func.nullif(ex.agent, ""), t.agent),
-            "agent_version": func.coalesce(func.nullif(ex.agent_version, ""), t.agent_version),
-            "status": ex.status,
-            "source": ex.source,
-            "attributes": merge_attrs,
-            "updated_at": ex.updated_at,
-            "derived_at": None,
-            "step_profile": None,
-        },
-    )
-    # Two rows for one trace in one statement would hit ON CONFLICT twice: merge them first.
-    merged: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        prev = merged.get(row["trace_id"])
-        if prev is None:
-            merged[row["trace_id"]] = row
-        else:
-            attrs = {**prev["attributes"], **row["attributes"]}
-            prev.update({k: v for k, v in row.items() if v not in (None, "")})
-            prev["attributes"] = attrs
-    conn.execute(stmt, list(merged.values()))

@@ -6,7 +6,7 @@ spans have not changed: reading and mapping the spans into steps again was most 
 cycle (measured: 60% of the first monitor's window load at 10,000 traces/h went to the
 span rows and the step mapping). The steps of a trace are a function of its spans and
 span events alone, and every piece of a trace that arrives moves the trace's
-``updated_at`` (:func:`app.ingest.store.touch_traces`, the trace upsert, the OTLP
+``updated_at`` (:func:`app.ingest.trace_upsert.touch_traces`, the trace upsert, the OTLP
 receiver), which the window's key query reads already. So a trace's steps are kept under
 the ``updated_at`` they were read at, and reused only while it is still the stored one; a
 grown trace is read again. Everything else of a record — the trace row, its scores (a label

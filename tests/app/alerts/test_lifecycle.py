@@ -8,7 +8,8 @@ from typing import Any
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, select
 
-from app.alerts.lifecycle import fingerprint, matches
+from app.alerts.announce import matches
+from app.alerts.lifecycle import fingerprint
 from app.alerts.signing import verify
 from app.db import write_session
 from app.models import Alert, AlertEvent

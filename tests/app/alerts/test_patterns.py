@@ -8,7 +8,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, select
 
-from app.alerts.lifecycle import matches
+from app.alerts.announce import matches
 from app.db import write_session
 from app.models import Alert
 from app.models.base import utcnow
