@@ -3,19 +3,19 @@
 The alert page, the alert list and every notification (webhook, Slack, PagerDuty,
 Alertmanager) say the same thing: what changed, before -> after, where (agent, version,
 tool, stream, objective), since when and on how many traces or labels. The detectors'
-evidence carries the numbers; this module only words them, one function per failure mode.
+evidence carries the numbers; this module only words them, one function per failure mode
+(:mod:`app.alerts.mode_wording`).
 Unknown or partial evidence falls back to the detector's own ``summary`` and then to the
 statistic against its threshold, so a sentence is always produced and never raises.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-ARROW = "→"
+from app.alerts.mode_wording import WORDING, fmt_number, mapping
 
 # What each mode's run statistic is, for charts and the numbers line.
 STATISTIC_NAMES = {
@@ -39,311 +39,6 @@ PROSE_STARTS = frozenset(
 ) | {name.split()[0] for name in STATISTIC_NAMES.values()}
 
 
-def _n(x: Any, digits: int = 3) -> str:
-    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
-        return "?"
-    return f"{x:.{digits}g}"
-
-
-def _is_num(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def _pct(x: Any) -> str:
-    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
-        return "?"
-    return f"{x:.0%}" if abs(x) >= 0.01 or x == 0 else f"{x:.1%}"
-
-
-def _rows(value: Any) -> list[Mapping[str, Any]]:
-    return [r for r in value if isinstance(r, Mapping)] if isinstance(value, list) else []
-
-
-def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _fired_subtest(ev: Mapping[str, Any], name: str) -> bool:
-    sub = _map(ev.get("sub_tests") or ev.get("subtests")).get(name)
-    return bool(_map(sub).get("fired"))
-
-
-def _fm1(ev: Mapping[str, Any]) -> str | None:
-    ratio = ev.get("compounding_ratio")
-    parts = []
-    if _is_num(ratio) and (_fired_subtest(ev, "compounding") or "sub_tests" not in ev):
-        text = (
-            f"after a failed step, later steps of the same trace fail {_n(ratio, 2)}× as often "
-            "as independent errors predict"
-        )
-        if _is_num(ev.get("reference_ratio")):
-            text += f" (reference {_n(ev['reference_ratio'], 2)}×)"
-        if ev.get("compounding_begins_at_depth") is not None:
-            text += f", from step depth {ev['compounding_begins_at_depth']}"
-        if ev.get("steps_after_error") is not None:
-            text += f", over {ev['steps_after_error']} steps that followed an error"
-        parts.append(text)
-    tool_ratio = ev.get("tool_compounding_ratio")
-    if _is_num(tool_ratio) and _fired_subtest(ev, "tool_compounding"):
-        text = (
-            f"after a failed step, later tool calls of the same trace fail {_n(tool_ratio, 2)}× "
-            "as often as independent errors predict"
-        )
-        if _is_num(ev.get("tool_reference_ratio")):
-            text += f" (reference {_n(ev['tool_reference_ratio'], 2)}×)"
-        if ev.get("tool_steps_after_error") is not None:
-            text += f", over {ev['tool_steps_after_error']} tool calls that followed an error"
-        parts.append(text)
-    if _fired_subtest(ev, "coherence_illusion"):
-        change = ev.get("coherence_illusion_change")
-        parts.append(
-            f"confidence stays high after a low-confidence step ({_n(ev.get('coherence_illusion'))}"
-            + (f", up {_n(change)}" if change is not None else "")
-            + ")"
-        )
-    return "; ".join(parts) or None
-
-
-def _fm2(ev: Mapping[str, Any]) -> str | None:
-    parts = []
-    wrong = [r for r in _rows(ev.get("available_but_wrong")) if r.get("effect_ok")]
-    if wrong and (_fired_subtest(ev, "available_but_wrong") or "sub_tests" not in ev):
-        wrong.sort(key=lambda r: r.get("p_value", 1.0))
-        top = wrong[0]
-        text = (
-            f"tool {top.get('tool')} returns wrong results with a success status in "
-            f"{_pct(top.get('rate'))} of {top.get('calls')} calls ({_pct(top.get('reference_rate'))} "
-            "before)"
-        )
-        others = [
-            f"{r.get('tool')} {_pct(r.get('reference_rate'))} {ARROW} {_pct(r.get('rate'))}"
-            for r in wrong[1:3]
-        ]
-        if others:
-            text += "; also " + ", ".join(others)
-        parts.append(text)
-    lift = ev.get("cascade_lift")
-    if _is_num(lift) and (_fired_subtest(ev, "cascade_lift") or "sub_tests" not in ev):
-        text = (
-            f"after a failed tool call, what follows up to the next tool call fails {_n(lift, 3)}× "
-            "as often as after a good one"
-        )
-        if _is_num(ev.get("reference_lift")):
-            text += f" ({_n(ev['reference_lift'], 3)}× before)"
-        tools = _rows(ev.get("cascade_tools"))
-        if tools:
-            t = max(tools, key=lambda r: r.get("cascades", 0))
-            text += (
-                f"; cascades start most at {t.get('tool')} ({t.get('cascades')} of "
-                f"{t.get('failures')} failures)"
-            )
-        parts.append(text)
-    if _fired_subtest(ev, "latency_quality"):
-        parts.append(
-            "slower tool calls now return worse results (latency-quality correlation "
-            f"{_n(ev.get('reference_latency_quality_rho'), 2)} {ARROW} "
-            f"{_n(ev.get('latency_quality_rho'), 2)})"
-        )
-    return "; ".join(parts) or None
-
-
-def _fm3(ev: Mapping[str, Any]) -> str | None:
-    d = ev.get("decision_disagreement")
-    if not _is_num(d):
-        return None
-    text = (
-        f"the same input now gets a different decision {_pct(d)} of the time "
-        f"({_pct(ev.get('reference_decision_disagreement'))} before), over "
-        f"{ev.get('groups', '?')} repeated inputs"
-    )
-    worst = _rows(ev.get("most_inconsistent_inputs"))
-    if worst:
-        w = worst[0]
-        decisions = " / ".join(str(k) for k in _map(w.get("decisions")))
-        where = " ".join(str(x) for x in (w.get("agent"), w.get("agent_version")) if x)
-        text += f"; e.g. {where} decided {decisions} for one input"
-    return text
-
-
-def _fm4(ev: Mapping[str, Any]) -> str | None:
-    est, ref = ev.get("estimated_accuracy"), ev.get("reference_accuracy")
-    cov = ev.get("label_coverage")
-    parts = []
-    if (
-        _is_num(est)
-        and _is_num(ref)
-        and (_fired_subtest(ev, "estimated_accuracy") or "sub_tests" not in ev)
-    ):
-        text = f"estimated accuracy fell {_n(ref, 2)} {ARROW} {_n(est, 2)}"
-        interval = ev.get("estimated_accuracy_interval")
-        if isinstance(interval, list) and len(interval) == 2:
-            text += f" (interval {_n(interval[0], 2)}–{_n(interval[1], 2)})"
-        n, labels = ev.get("n_current_unlabeled_estimated"), ev.get("n_current_labeled")
-        if n is not None:
-            source = "trace features" if ev.get("estimator") == "trace_features" else "confidences"
-            text += f", {n} unlabeled traces estimated from {source}"
-        if labels is not None:
-            text += f" beside {labels} labels"
-        if cov is not None:
-            text += f"; label coverage {_pct(cov)}"
-        parts.append(text)
-    at_age = ev.get("coverage_at_age")
-    if isinstance(at_age, Mapping) and _fired_subtest(ev, "label_coverage_fall"):
-        hours = at_age.get("age_s", 0) / 3600
-        parts.append(
-            f"labels stopped arriving: {_pct(at_age.get('current'))} of traces labeled within "
-            f"{_n(hours, 2)} h, {_pct(at_age.get('reference'))} before"
-        )
-    if parts:
-        return "; ".join(parts)
-    if _is_num(cov):
-        cohorts = _rows(ev.get("cohorts_needing_labels"))
-        text = f"label coverage is {_pct(cov)}"
-        if cohorts:
-            c = max(cohorts, key=lambda r: r.get("n_traces", 0))
-            where = " ".join(str(c[k]) for k in ("agent", "agent_version", "task_type") if c.get(k))
-            text += (
-                f"; {len(cohorts)} cohorts need labels, the largest {where} "
-                f"({c.get('n_traces')} traces, {_pct(c.get('coverage'))} labeled)"
-            )
-        return text
-    return None
-
-
-def _fm5(ev: Mapping[str, Any]) -> str | None:
-    parts = []
-    for r in _rows(ev.get("coverage")):
-        if r.get("fired"):
-            parts.append(
-                f"{r.get('agent')}: {_pct(r.get('outside_fraction'))} of production inputs lie "
-                f"outside what the eval set covers ({_pct(r.get('reference_outside_fraction'))} "
-                "before)"
-            )
-    for r in _rows(ev.get("gaps")):
-        if r.get("fired"):
-            parts.append(
-                f"{r.get('agent')} {r.get('agent_version') or ''}".rstrip()
-                + f": eval success {_pct(r.get('eval_success'))} vs production "
-                f"{_pct(r.get('production_success'))} (gap {_n(r.get('reference_gap'), 2)} "
-                f"{ARROW} {_n(r.get('gap'), 2)})"
-            )
-    for r in _rows(ev.get("trends")):
-        if r.get("fired") and isinstance(r.get("summary"), str):
-            parts.append(r["summary"])
-    return "; ".join(parts) or None
-
-
-def _fm6(ev: Mapping[str, Any]) -> str | None:
-    streams = _map(ev.get("streams"))
-    shifts = _map(ev.get("centroid_shift"))
-    fired = [name for name, s in streams.items() if _map(s).get("fired")]
-    if not fired and isinstance(ev.get("most_drifted_stream"), str):
-        fired = [ev["most_drifted_stream"]]
-    if not fired:
-        return None
-    parts = []
-    for name in fired[:3]:
-        s, shift = _map(streams.get(name)), _map(shifts.get(name))
-        if "mean_similarity_reference" in s:
-            before, after = s["mean_similarity_reference"], s.get("mean_similarity_current")
-        else:
-            before, after = shift.get("mu0"), shift.get("mean_current")
-        text = f"stream {name} moved"
-        if before is not None and after is not None:
-            text += f": similarity to the reference centre {_n(before, 2)} {ARROW} {_n(after, 2)}"
-        if s.get("n_current") is not None:
-            text += f" on {s['n_current']} vectors ({s.get('n_reference', '?')} reference)"
-        parts.append(text)
-    if len(fired) > 3:
-        parts.append(f"and {len(fired) - 3} more streams")
-    text = "; ".join(parts)
-    if ev.get("silent") is True:
-        text += "; silent: the error-rate monitors are quiet"
-    elif ev.get("error_rate_alerts_open"):
-        ids = ", ".join(f"#{i}" for i in ev["error_rate_alerts_open"])
-        text += f"; error-rate alerts {ids} are open too"
-    return text
-
-
-def _fm7(ev: Mapping[str, Any]) -> str | None:
-    rose, fell = _rows(ev.get("proxy_rose")), _rows(ev.get("true_fell"))
-    parts = []
-    if rose or fell:
-        up = ", ".join(
-            f"{r.get('name')} {_n(r.get('reference_mean'), 2)} {ARROW} {_n(r.get('current_mean'), 2)}"
-            for r in rose[:3]
-        )
-        down = ", ".join(
-            f"{r.get('name')} {_n(r.get('reference_mean'), 2)} {ARROW} {_n(r.get('current_mean'), 2)}"
-            for r in fell[:3]
-        )
-        if up and down:
-            parts.append(f"proxies rose ({up}) while true objectives fell ({down})")
-        elif down:
-            parts.append(f"true objectives fell ({down})")
-        else:
-            parts.append(f"proxies rose ({up})")
-    diversity = _map(_map(ev.get("subtests")).get("diversity"))
-    if diversity.get("fired"):
-        top = _map(diversity.get("top_decision_current"))
-        text = (
-            f"decisions are less varied (entropy {_n(diversity.get('entropy_reference'), 2)} "
-            f"{ARROW} {_n(diversity.get('entropy_current'), 2)}"
-        )
-        if top:
-            text += f", {top.get('decision')} now {_pct(top.get('share'))}"
-        parts.append(text + ")")
-    counterfactual = _map(_map(ev.get("subtests")).get("counterfactual"))
-    if counterfactual.get("fired") and not parts and isinstance(ev.get("summary"), str):
-        return str(ev["summary"])
-    return "; ".join(parts) or None
-
-
-def _outcome_row(row: Mapping[str, Any]) -> str:
-    before, after, signal = row.get("before"), row.get("after"), row.get("signal")
-    name = row.get("name")
-    if signal == "objective":
-        return (
-            f"{name} fell {_n(before)} {ARROW} {_n(after)} on {row.get('n_current')} labels "
-            f"({row.get('n_reference')} reference)"
-        )
-    if signal == "tool_error_rate":
-        return (
-            f"tool {name} failed in {_pct(before)} {ARROW} {_pct(after)} of traces calling it "
-            f"({row.get('n_current')} traces)"
-        )
-    if signal == "trace_error_rate":
-        return f"failed traces {_pct(before)} {ARROW} {_pct(after)} ({row.get('n_current')} traces)"
-    if signal == "latency_s":
-        return f"median latency {_n(before)} s {ARROW} {_n(after)} s"
-    if signal == "steps_per_trace":
-        return f"median steps per trace {_n(before)} {ARROW} {_n(after)}"
-    return f"{name} {_n(before)} {ARROW} {_n(after)}"
-
-
-def _outcome(ev: Mapping[str, Any]) -> str | None:
-    best: dict[tuple[Any, Any], Mapping[str, Any]] = {}
-    for row in _rows(ev.get("objectives")) + _rows(ev.get("operations")):
-        key = (row.get("signal"), row.get("name"))
-        p = row.get("p_adjusted", 1.0)
-        if row.get("fired") and (key not in best or p < best[key].get("p_adjusted", 1.0)):
-            best[key] = row
-    rows = sorted(best.values(), key=lambda r: r.get("p_adjusted", 1.0))
-    return "; ".join(_outcome_row(r) for r in rows[:3]) or None
-
-
-WORDING: dict[str, Callable[[Mapping[str, Any]], str | None]] = {
-    "FM-1": _fm1,
-    "FM-2": _fm2,
-    "FM-3": _fm3,
-    "FM-4": _fm4,
-    "FM-5": _fm5,
-    "FM-6": _fm6,
-    "FM-7": _fm7,
-    "OUTCOME": _outcome,
-}
-
-
 def numbers(
     *,
     failure_mode: str,
@@ -353,7 +48,7 @@ def numbers(
 ) -> str:
     """The run's statistic against its threshold, named: ``cascade lift 10.1 over 3.7``."""
     name = STATISTIC_NAMES.get(failure_mode, "statistic")
-    text = f"{name} {_n(statistic, 4)} over threshold {_n(threshold, 4)}"
+    text = f"{name} {fmt_number(statistic, 4)} over threshold {fmt_number(threshold, 4)}"
     return text + (f", p={p_value:.2g}" if isinstance(p_value, float) else "")
 
 
@@ -366,7 +61,7 @@ def _where(scope: Mapping[str, Any] | None) -> str:
 
 
 def _since(ev: Mapping[str, Any], since: datetime | None) -> str:
-    started = _map(ev.get("baseline")).get("degradation_started_at")
+    started = mapping(ev.get("baseline")).get("degradation_started_at")
     if isinstance(started, str) and started:
         return started.replace("T", " ").replace(":00Z", " UTC").replace("Z", " UTC")
     return since.strftime("%Y-%m-%d %H:%M UTC") if since is not None else ""
@@ -390,7 +85,7 @@ def sentence(
     ...     "baseline": {"degradation_started_at": "2026-12-03T20:30:00Z"}}, n_current=272)
     'Tool http_fetch returns wrong results with a success status in 22% of 95 calls (0% before). Since 2026-12-03 20:30 UTC, on 272 traces.'
     """
-    ev = _map(evidence)
+    ev = mapping(evidence)
     said: str | None = None
     if ev.get("opened_by") == "sequential chart" and isinstance(ev.get("closest"), str):
         # No single run was significant; the chart added runs up. Say what moved.
@@ -424,7 +119,3 @@ def title(failure_mode: str, monitor_name: str) -> str:
     if monitor_name.startswith(failure_mode):
         return monitor_name
     return f"{failure_mode} {monitor_name}".strip()
-
-
-# Shared with the alert page's evidence tables (app.web.evidence_view).
-fmt_number, mapping, records = _n, _map, _rows

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from app.alerts.sentences import fmt_number, mapping, records
+from app.alerts.mode_wording import fmt_number, mapping, records
 
 
 def examples(evidence: Any) -> list[str]:
