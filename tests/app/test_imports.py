@@ -81,3 +81,22 @@ def test_the_api_and_the_pages_do_not_import_each_other() -> None:
     graph = _import_graph()
     assert "app.web" not in graph.get("app.api", set())
     assert "app.api" not in graph.get("app.web", set())
+
+
+def test_the_monitors_read_traces_through_the_store_not_the_otlp_receiver() -> None:
+    assert "app.otlp" not in _import_graph().get("app.monitors", set())
+
+
+def test_no_import_cycle_between_the_modules_of_a_monitor_run() -> None:
+    """Inside app/monitors, app/alerts, app/ingest and app/scheduler, module by module."""
+    graph: dict[str, set[str]] = {}
+    for package in ("monitors", "alerts", "ingest", "scheduler"):
+        for path in (APP / package).rglob("*.py"):
+            source = ".".join(("app", *path.relative_to(APP).with_suffix("").parts))
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    for name in [node.module] + [f"{node.module}.{a.name}" for a in node.names]:
+                        file = APP.parent / Path(*name.split(".")).with_suffix(".py")
+                        if name.startswith("app.") and file.is_file() and name != source:
+                            graph.setdefault(source, set()).add(name)
+    assert _cycles(graph) == []
