@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.monitors.load import RunWindows
 from app.monitors.plan import RunPlan
 from app.monitors.slots import Slot
-from app.monitors.windows.load import RunWindows
 from detectors.result import DetectorResult
 
 log = logging.getLogger("telltale.monitors")

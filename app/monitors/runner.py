@@ -1,7 +1,7 @@
 """Run one monitor: a frozen plan goes through load, detect and record, the one way every run goes.
 
 :func:`run_monitor` is the pipeline: :func:`app.monitors.plan.plan_run` decides what the
-run compares, :func:`app.monitors.windows.load.load` reads the windows through the cycle's
+run compares, :func:`app.monitors.load.load` reads the windows through the cycle's
 cache, :func:`app.monitors.detect.detect` calls the detector under its time limit and
 :func:`app.monitors.record.record` persists the run; no stage reaches back into the one
 before it. "Now" is a parameter so replays and tests can run at any time.
@@ -43,11 +43,11 @@ from app.models import DetectorRun
 from app.models.base import utcnow
 from app.monitors.detect import Outcome, detect, failure
 from app.monitors.detection import build_detector
+from app.monitors.load import load
 from app.monitors.plan import DetectorFactory, RunPlan, plan_run
 from app.monitors.record import record
 from app.monitors.slots import DetectorsBusy, DetectorSlots
 from app.monitors.windows.cache import WindowCache
-from app.monitors.windows.load import load
 from app.monitors.windows.step_cache import StepCache
 from detectors.result import DetectorResult
 

@@ -14,21 +14,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from app.monitors.plan import RunPlan
 from app.monitors.windows import label_counts, vectors
 from app.monitors.windows import trace_window as traces
 from app.monitors.windows.cache import WindowCache
 from app.scores import roles as score_roles
 from detectors import registry
 from detectors.signals import STREAM_SIGNALS, TRACE_EMBEDDING_SIGNALS
-
-if TYPE_CHECKING:  # the plan stage imports this package's cache: only types come back
-    from app.monitors.plan import RunPlan
 
 
 @dataclass(frozen=True)
