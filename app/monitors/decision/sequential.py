@@ -154,6 +154,28 @@ def arl0_observations(*, ert_days: float, share: float, observation_s: float) ->
     return ert_days / share * 86400.0 / observation_s
 
 
+def chart_for(
+    *, interval_seconds: float, current_seconds: float, reference_seconds: float, ert_days: float
+) -> tuple[float, float]:
+    """A monitor's chart: its in-control ARL in observations (half the false-alert budget,
+    :func:`arl0_observations`) and the variance inflation from the rolling reference its
+    observations share (:func:`variance_inflation`).
+
+    >>> arl0, inflation = chart_for(interval_seconds=900, current_seconds=7200,
+    ...                             reference_seconds=14400, ert_days=30)
+    >>> arl0, round(inflation, 3)  # 360 observations of 2 h in 30 days, on half the budget
+    (720.0, 1.267)
+    """
+    every = observation_seconds(
+        interval_seconds=interval_seconds, current_window_seconds=current_seconds
+    )
+    rho = shared_reference_correlation(
+        current_seconds=current_seconds, reference_seconds=reference_seconds, spacing_seconds=every
+    )
+    arl0 = arl0_observations(ert_days=ert_days, share=0.5, observation_s=every)
+    return arl0, variance_inflation(rho)
+
+
 def score(p_value: float) -> float:
     """``Φ⁻¹(1 − p)``, at least ``X_MIN``: 0 at p = 0.5, 3.09 at p = 0.001.
 

@@ -90,30 +90,6 @@ class Verdict:
     pending_since: datetime | None = None
 
 
-def chart_arl0(monitor: Monitor, policy: BaselinePolicy) -> float:
-    every = sequential.observation_seconds(
-        interval_seconds=monitor.interval_seconds,
-        current_window_seconds=policy.current.total_seconds(),
-    )
-    return sequential.arl0_observations(
-        ert_days=monitor.expected_days_between_false_alerts, share=0.5, observation_s=every
-    )
-
-
-def chart_inflation(monitor: Monitor, policy: BaselinePolicy) -> float:
-    """The chart's variance inflation from the rolling reference its observations share."""
-    spacing = sequential.observation_seconds(
-        interval_seconds=monitor.interval_seconds,
-        current_window_seconds=policy.current.total_seconds(),
-    )
-    rho = sequential.shared_reference_correlation(
-        current_seconds=policy.current.total_seconds(),
-        reference_seconds=policy.reference.total_seconds(),
-        spacing_seconds=spacing,
-    )
-    return sequential.variance_inflation(rho)
-
-
 def verdict(
     monitor: Monitor, policy: BaselinePolicy, state: MonitorState, w: Windows,
     result: DetectorResult, now: datetime,
@@ -149,9 +125,15 @@ def _verdict(
         # (app.monitors.decision.sequential). The run test, valid against any clean baseline, stays.
         paused = {"paused": f"the baseline is {w.mode}: every observation would share it"}
         return Verdict(fired, False, state.chart, {"sequential": paused})
+    arl0, inflation = sequential.chart_for(
+        interval_seconds=monitor.interval_seconds,
+        current_seconds=policy.current.total_seconds(),
+        reference_seconds=policy.reference.total_seconds(),
+        ert_days=monitor.expected_days_between_false_alerts,
+    )
     chart, ev = sequential.update(
         state.chart, p_value=p, window_start=w.current_start, window_end=w.current_end,
-        arl0=chart_arl0(monitor, policy), inflation=chart_inflation(monitor, policy),
+        arl0=arl0, inflation=inflation,
     )  # fmt: skip
     extra = {"sequential": ev}
     if ev["signal"] and not fired:

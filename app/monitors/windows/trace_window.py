@@ -92,18 +92,11 @@ def in_window(
 
 
 def load_trace_records(
-    session: Session,
-    sel: TraceSelection,
-    *,
-    start: datetime,
-    end: datetime,
-    as_of: datetime | None = None,
-    with_embeddings: bool = True,
+    session: Session, sel: TraceSelection, **bounds: Any
 ) -> list[records.TraceRecord]:
-    """The (sampled) traces that started in ``[start, end)``, oldest first."""
-    return load_trace_window(
-        session, sel, start=start, end=end, as_of=as_of, with_embeddings=with_embeddings
-    ).records
+    """The (sampled) traces that started in ``[start, end)``, oldest first: the records of
+    :func:`load_trace_window` (keywords as it takes them)."""
+    return load_trace_window(session, sel, **bounds).records
 
 
 def load_trace_window(
