@@ -2,14 +2,20 @@
 
 Every trace draws the same number of uniforms and normals whatever the effects in force
 (common random numbers), so an injected run differs from the clean run of the same seed
-only where the injected mechanism acts. Step layout (a ReAct loop)::
+only where the injected mechanism acts. Step layout (a tool-calling agent's loop)::
 
-    plan -> (llm.reason -> tool)* k -> llm.synthesize -> final_answer      k in 1..3
+    plan -> (llm.reason [-> llm.respond] -> tool)* k -> llm.synthesize -> final_answer
 
-Baseline mechanics: independent step failures (plan 1.5%, llm 2%, tool 5%, final 1%); a
-trace is ``error`` when its final step fails or two steps fail; confidences are calibrated
-to the intent's difficulty, low on failed steps, and hedged (lowered) after the first
-low-confidence step; success is Bernoulli(p_correct) and requires status ``ok``.
+Its shape follows real trajectories (τ-bench's gpt-4o airline, measured by
+``bench/traffic_shape.py``): about 18 steps and 6 tool calls a trace (``k`` is 1 plus a
+gamma(2) draw, at most 12); model steps almost never fail, tool calls do (about 6% of
+them, more on harder inputs, so a minority of traces holds most failures); after a failed
+call the agent often retries the same tool, and the retry fails again more often than a
+fresh call (the cause persists): the next tool call fails about 4× as often after a failed
+one as after an ok one, with model replies in between. A trace is ``error`` when its final
+step fails or three steps fail; confidences are calibrated to the intent's difficulty, low
+on failed steps, and hedged (lowered) after the first low-confidence step; success is
+Bernoulli(p_correct), lowered by each failed tool call, and requires status ``ok``.
 """
 
 from __future__ import annotations
@@ -23,9 +29,19 @@ from pipelines.scenarios.injections import Effects
 from pipelines.scenarios.profiles import ENTRY_POINTS, TOOL_LATENCY_S, AgentWorld
 
 N_TRACE_U, N_TRACE_Z = 24, 8
-MAX_STEPS, N_STEP_U, N_STEP_Z = 9, 8, 2
+MAX_TOOL_CALLS = 12
+TOOL_CALL_SCALE = 2.6  # k = 1 + gamma(2, scale): mean ~5.7, median 5, p90 ~11
+MAX_STEPS, N_STEP_U, N_STEP_Z = 3 + 3 * MAX_TOOL_CALLS, 11, 2
+# Step-row uniforms: 0 fails, 1 fails by an injection, 2 error type, 3 unsure confidence,
+# 4-7 a tool's result, 8 whether a user reply precedes the next step's tool call (read by
+# the step before), 9 which tool, 10 whether a call after a failed one retries it.
 
-BASE_FAIL = {"plan": 0.015, "llm": 0.02, "tool": 0.05, "step": 0.01}
+BASE_FAIL = {"plan": 0.003, "llm": 0.002, "tool": 0.005, "step": 0.002}
+TOOL_FAIL_DIFFICULTY = 0.45  # added tool failure rate per unit of (1 - p_correct)²
+RETRY_P, RETRY_FAIL = 0.6, 0.33  # retry after a failed call; chance the retry fails too
+CHAT_TURN_P = 0.75  # a reply to the user between a reasoning step and its tool call
+FAILED_TOOL_SUCCESS = 0.85  # success probability kept per failed tool call
+GIVE_UP_FAILURES = 3  # failed steps that end a trace in error
 ERROR_TYPES = {
     "plan": ("invalid_plan",),
     "llm": ("invalid_output", "context_overflow"),
@@ -135,89 +151,25 @@ def simulate_trace(
 
     # Confidence level: calibrated to the difficulty (and to FM-4's drop, as far as shown).
     level = _clip(p_correct - eff.confidence_drop + 0.05 * zt[0], 0.05, 0.99)
-    k = 1 + int(ut[6] * 3)
-    layout: list[tuple[str, str, str | None]] = [("plan", "plan", None)]
-    tool: str | None
+    k = min(MAX_TOOL_CALLS, 1 + int(TOOL_CALL_SCALE * (-math.log1p(-ut[6]) - math.log1p(-ut[17]))))
+    # Harder inputs meet more failing tool calls (the error-prone lookups), as in real
+    # trajectories where a few traces hold most of the failures.
+    tool_fail = BASE_FAIL["tool"] + TOOL_FAIL_DIFFICULTY * (1.0 - p_correct) ** 2
+    sim = _StepLoop(prof.tools, eff, level, tool_fail, t0, us, zs)
+    sim.step("plan", "plan")
     for it in range(k):
-        tool = prof.tools[int(ut[17 + it] * len(prof.tools))]
-        layout += [("llm", "llm.reason", None), ("tool", f"tool.{tool}", tool)]
-    layout += [("llm", "llm.synthesize", None), ("step", "final_answer", None)]
+        sim.step("llm", "llm.reason")
+        if sim.u_next(8) < CHAT_TURN_P:
+            sim.step("llm", "llm.respond")  # a reply to the user between tool calls
+        sim.tool_call(first=it == 0)
+    sim.step("llm", "llm.synthesize")
+    sim.step("step", "final_answer", final=True)
+    steps, n_failed = sim.steps, sim.n_failed
+    n_failed_tools = sum(s.kind == "tool" and s.status == "error" for s in steps)
 
-    steps: list[StepDraft] = []
-    t = t0
-    n_failed = 0
-    decision_error_seen = False
-    hedging = False
-    cascade_depth = 0  # > 0 while a tool failure is propagating
-    for j, (kind, name, step_tool) in enumerate(layout):
-        tool = step_tool
-        u, z = us[j], zs[j]
-        final = j == len(layout) - 1
-        extra = 0.0
-        compounding = kind != "tool" and decision_error_seen and eff.compound_p > 0
-        if compounding:
-            extra = eff.compound_p
-        if cascade_depth > 0 and eff.cascade_p > 0:
-            cascade = eff.cascade_p * 0.6 ** (cascade_depth - 1)
-            extra = 1.0 - (1.0 - extra) * (1.0 - cascade)
-        base_fail = u[0] < BASE_FAIL[kind]
-        extra_fail = not base_fail and u[1] < extra
-        failed = base_fail or extra_fail
-        error_type = None
-        if base_fail:
-            types = ERROR_TYPES[kind]
-            error_type = types[int(u[2] * len(types))]
-        elif extra_fail:
-            error_type = "missing_tool_result" if cascade_depth > 0 else "reasoning_error"
-
-        if kind == "tool":
-            assert tool is not None
-            latency = TOOL_LATENCY_S[tool] * math.exp(0.5 * z[1])
-        else:
-            latency = {"plan": 0.7, "llm": 1.2, "step": 0.15}[kind] * math.exp(0.4 * z[1])
-
-        conf: float | None = None
-        attrs: dict[str, Any] = {}
-        if kind == "tool":
-            attrs = _tool_result(tool or "", u, z, failed, eff)
-        else:
-            # Compounding failures keep the confidence of a healthy step (FM-1's illusion).
-            if failed and not (extra_fail and compounding):
-                conf = _clip(0.25 + 0.08 * z[0], 0.02, 0.45)
-            elif u[3] < 0.03 and not final:
-                conf = _clip(0.38 + 0.05 * z[0], 0.02, 0.49)  # unsure but fine
-            else:
-                conf = _clip(level + 0.04 * z[0], 0.05, 0.99)
-                if hedging:
-                    conf = _clip(conf - HEDGE_DROP * (1.0 - eff.coherence), 0.05, 0.99)
-            if conf < LOW_CONFIDENCE and not final:
-                hedging = True
-            if failed and not final:
-                decision_error_seen = True
-        if failed and kind == "tool":
-            hedging = True  # the agent noticed the missing tool result
-        steps.append(
-            StepDraft(
-                kind,
-                name,
-                tool,
-                "error" if failed else "ok",
-                error_type,
-                t,
-                t + latency,
-                conf,
-                attrs,
-            )
-        )
-        t += latency + 0.005
-        n_failed += failed
-        if kind == "tool":
-            cascade_depth = 1 if failed else 0
-        elif cascade_depth > 0:
-            cascade_depth = cascade_depth + 1 if failed else 0
-
-    status = "error" if steps[-1].status == "error" or n_failed >= 2 else "ok"
+    status = "error" if steps[-1].status == "error" or n_failed >= GIVE_UP_FAILURES else "ok"
     p_success = p_correct - eff.accuracy_drop - eff.true_loss
+    p_success *= FAILED_TOOL_SUCCESS**n_failed_tools  # a failed lookup spoils the answer
     if source == "eval" and version == prof.new_version:
         p_success += eff.eval_gain * (1.0 - p_success)  # it learned the eval set
     if collapsed and usual != 0:
@@ -246,6 +198,111 @@ def simulate_trace(
     )
     draft.scores = _scores(draft, eff, ut, zt)
     return draft
+
+
+class _StepLoop:
+    """The steps of one trace in order, step ``j`` drawing from row ``j`` of the block.
+
+    Injections act where their failure mode lives. FM-1 (``compound_p``): once a step has
+    failed, later tool calls fail more (except the call right after a failed one, which is
+    FM-2's cascade), and once a decision step has failed later decision steps fail more
+    with healthy-looking confidences (the coherence illusion). FM-2 (``cascade_p``): a
+    failed tool call makes the next tool calls fail, decaying down the run; the model
+    replies between them stay ok, as in real agents.
+    """
+
+    def __init__(
+        self,
+        tools: tuple[str, ...],
+        eff: Effects,
+        level: float,
+        tool_fail: float,
+        t0: float,
+        us: list[list[float]],
+        zs: list[list[float]],
+    ) -> None:
+        self.tools, self.eff, self.level, self.tool_fail = tools, eff, level, tool_fail
+        self.t, self.us, self.zs = t0, us, zs
+        self.steps: list[StepDraft] = []
+        self.n_failed = 0
+        self.error_seen = False  # any earlier failed step: later tool calls are exposed
+        self.decision_error_seen = False
+        self.hedging = False
+        self.last_tool: str | None = None
+        self.cascade_depth = 0  # failed tool calls in a row so far (0: the last call was ok)
+
+    def u_next(self, i: int) -> float:
+        return self.us[len(self.steps)][i]
+
+    def step(self, kind: str, name: str, *, final: bool = False) -> None:
+        """A model step (plan, reasoning, reply, synthesis) or the final answer."""
+        u, z = self.us[len(self.steps)], self.zs[len(self.steps)]
+        eff = self.eff
+        compounding = self.decision_error_seen and eff.compound_p > 0
+        base_fail = u[0] < BASE_FAIL[kind]
+        extra_fail = not base_fail and compounding and u[1] < eff.compound_p
+        failed = base_fail or extra_fail
+        error_type = None
+        if base_fail:
+            error_type = ERROR_TYPES[kind][int(u[2] * len(ERROR_TYPES[kind]))]
+        elif extra_fail:
+            error_type = "reasoning_error"
+        # Compounding failures keep the confidence of a healthy step (FM-1's illusion).
+        if failed and not extra_fail:
+            conf = _clip(0.25 + 0.08 * z[0], 0.02, 0.45)
+        elif u[3] < 0.03 and not final:
+            conf = _clip(0.38 + 0.05 * z[0], 0.02, 0.49)  # unsure but fine
+        else:
+            conf = _clip(self.level + 0.04 * z[0], 0.05, 0.99)
+            if self.hedging:
+                conf = _clip(conf - HEDGE_DROP * (1.0 - eff.coherence), 0.05, 0.99)
+        if conf < LOW_CONFIDENCE and not final:
+            self.hedging = True
+        if failed and not final:
+            self.decision_error_seen = True
+        latency = {"plan": 0.7, "llm": 1.2, "step": 0.15}[kind] * math.exp(0.4 * z[1])
+        self._append(
+            StepDraft(kind, name, None, "ok", error_type, self.t, 0.0, conf), failed, latency
+        )
+
+    def tool_call(self, *, first: bool) -> None:
+        u, z = self.us[len(self.steps)], self.zs[len(self.steps)]
+        eff = self.eff
+        after_failed = self.cascade_depth > 0
+        retry = after_failed and u[10] < RETRY_P
+        if retry:
+            assert self.last_tool is not None
+            tool = self.last_tool
+        else:
+            tool = self.tools[int(u[9] * len(self.tools))]
+        base_fail = u[0] < (RETRY_FAIL if retry else self.tool_fail)
+        extra, error_type = 0.0, None
+        if after_failed and eff.cascade_p > 0:
+            extra, error_type = eff.cascade_p * 0.6 ** (self.cascade_depth - 1), "upstream_error"
+        elif self.error_seen and not first and eff.compound_p > 0:
+            extra, error_type = eff.compound_p, "invalid_arguments"
+        extra_fail = not base_fail and u[1] < extra
+        failed = base_fail or extra_fail
+        if base_fail:
+            error_type = ERROR_TYPES["tool"][int(u[2] * len(ERROR_TYPES["tool"]))]
+        elif not extra_fail:
+            error_type = None
+        latency = TOOL_LATENCY_S[tool] * math.exp(0.5 * z[1])
+        attrs = _tool_result(tool, u, z, failed, eff)
+        draft = StepDraft("tool", f"tool.{tool}", tool, "ok", error_type, self.t, 0.0, None, attrs)
+        self._append(draft, failed, latency)
+        if failed:
+            self.hedging = True  # the agent noticed the missing tool result
+        self.last_tool = tool
+        self.cascade_depth = self.cascade_depth + 1 if failed else 0
+
+    def _append(self, draft: StepDraft, failed: bool, latency: float) -> None:
+        draft.status = "error" if failed else "ok"
+        draft.ended_at = self.t + latency
+        self.steps.append(draft)
+        self.t += latency + 0.005
+        self.n_failed += failed
+        self.error_seen = self.error_seen or failed
 
 
 def _tool_result(
