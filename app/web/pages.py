@@ -204,7 +204,12 @@ def traces_page(
                "source": source or "", "since": since or "", "until": until or "",
                "q": q or "", "trace_id": trace_id or ""}  # fmt: skip
     searched_from = start if text and not since else None
-    return web.render("traces.html", page=page, filters=filters, searched_from=searched_from)
+    totals = queries.trace_totals(
+        session, project_id=web.principal.project_id, trace_ids=[t.trace_id for t in page.traces]
+    )
+    return web.render(
+        "traces.html", page=page, filters=filters, searched_from=searched_from, totals=totals
+    )
 
 
 def _when(value: str | None, field: str) -> datetime | None:
