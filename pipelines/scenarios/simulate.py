@@ -157,11 +157,11 @@ def simulate_trace(
     tool_fail = BASE_FAIL["tool"] + TOOL_FAIL_DIFFICULTY * (1.0 - p_correct) ** 2
     sim = _StepLoop(prof.tools, eff, level, tool_fail, t0, us, zs)
     sim.step("plan", "plan")
-    for it in range(k):
+    for _ in range(k):
         sim.step("llm", "llm.reason")
         if sim.u_next(8) < CHAT_TURN_P:
             sim.step("llm", "llm.respond")  # a reply to the user between tool calls
-        sim.tool_call(first=it == 0)
+        sim.tool_call()
     sim.step("llm", "llm.synthesize")
     sim.step("step", "final_answer", final=True)
     steps, n_failed = sim.steps, sim.n_failed
@@ -265,7 +265,7 @@ class _StepLoop:
             StepDraft(kind, name, None, "ok", error_type, self.t, 0.0, conf), failed, latency
         )
 
-    def tool_call(self, *, first: bool) -> None:
+    def tool_call(self) -> None:
         u, z = self.us[len(self.steps)], self.zs[len(self.steps)]
         eff = self.eff
         after_failed = self.cascade_depth > 0
@@ -279,7 +279,7 @@ class _StepLoop:
         extra, error_type = 0.0, None
         if after_failed and eff.cascade_p > 0:
             extra, error_type = eff.cascade_p * 0.6 ** (self.cascade_depth - 1), "upstream_error"
-        elif self.error_seen and not first and eff.compound_p > 0:
+        elif self.error_seen and not after_failed and eff.compound_p > 0:
             extra, error_type = eff.compound_p, "invalid_arguments"
         extra_fail = not base_fail and u[1] < extra
         failed = base_fail or extra_fail
