@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 from scipy import stats
 
+from detectors.params import WindowTest, param
 from detectors.records import DetectorResult, TraceRecord
-from detectors.significance import (
-    check_window_test_params,
-    holm_verdict,
-    stop_after_for,
-    sub_test,
-)
+from detectors.significance import holm_verdict, stop_after_for, sub_test
 from detectors.step_profiles import (
     profile_steps,
     step_profile,
@@ -43,7 +40,8 @@ def log_mh_ratio(sums: np.ndarray) -> np.ndarray:
     return np.asarray(np.log((num + 0.5) / (den + 0.5)))
 
 
-class CompoundingErrorDetector:
+@dataclass(frozen=True, kw_only=True)
+class CompoundingErrorDetector(WindowTest):
     """FM-1: error hazard after an earlier error (decision or tool call), against independence.
 
     Two families of steps at depth ``d >= 1``, each recording whether the step failed
@@ -105,7 +103,8 @@ class CompoundingErrorDetector:
     n_permutations : int, default 999
     seed : int, default 0
     sources : sequence of str, default ("production",)
-        Trace sources analysed; eval runs and shadow replays are left out by default.
+        Trace sources analysed (some of production, eval, shadow); eval runs and shadow
+        replays are left out by default.
 
     Examples
     --------
@@ -132,43 +131,12 @@ class CompoundingErrorDetector:
     window_counts: ClassVar[tuple[str, ...]] = ()
     checks_silence: ClassVar[bool] = False
 
-    def __init__(
-        self,
-        *,
-        alpha: float = 0.01,
-        min_ratio: float = 1.5,
-        low_confidence: float = 0.5,
-        min_confidence_increase: float = 0.05,
-        min_traces: int = 30,
-        min_exposed: int = 10,
-        max_depth: int = 12,
-        n_permutations: int = 999,
-        seed: int = 0,
-        sources: Sequence[str] = ("production",),
-    ) -> None:
-        check_window_test_params(alpha=alpha, sources=sources, n_permutations=n_permutations)
-        if min_ratio < 1.0:
-            raise ValueError(f"min_ratio must be >= 1, got {min_ratio}")
-        if not 0.0 < low_confidence < 1.0:
-            raise ValueError(f"low_confidence must be in (0, 1), got {low_confidence}")
-        if min_confidence_increase < 0.0:
-            raise ValueError(f"min_confidence_increase must be >= 0, got {min_confidence_increase}")
-        if min_traces < 2:
-            raise ValueError(f"min_traces must be >= 2, got {min_traces}")
-        if min_exposed < 1:
-            raise ValueError(f"min_exposed must be >= 1, got {min_exposed}")
-        if max_depth < 1:
-            raise ValueError(f"max_depth must be >= 1, got {max_depth}")
-        self.alpha = alpha
-        self.min_ratio = min_ratio
-        self.low_confidence = low_confidence
-        self.min_confidence_increase = min_confidence_increase
-        self.min_traces = min_traces
-        self.min_exposed = min_exposed
-        self.max_depth = max_depth
-        self.n_permutations = n_permutations
-        self.seed = seed
-        self.sources = frozenset(sources)
+    min_ratio: float = param(1.5, ge=1.0)
+    low_confidence: float = param(0.5, gt=0.0, lt=1.0)
+    min_confidence_increase: float = param(0.05, ge=0.0)
+    min_traces: int = param(30, ge=2)
+    min_exposed: int = param(10, ge=1)
+    max_depth: int = param(12, ge=1)
 
     def _profile_counts(self, profile: str) -> tuple[np.ndarray, int]:
         """Counts (a, n1, c, n0) per depth of one trace's step profile

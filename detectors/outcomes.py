@@ -49,6 +49,7 @@ min_traces : int, default 30
 min_tool_calls : int, default 20
     Fewest traces calling a tool in each window.
 sources : sequence of str, default ("production",)
+    Trace sources watched (some of production, eval, shadow).
 
 Examples
 --------
@@ -75,20 +76,23 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 from scipy import stats
 
+from detectors.params import Parameters, TraceSources, param
 from detectors.proxy_convergence.objectives import objective_shift
 from detectors.records import DetectorResult, TraceRecord, is_tool_step, step_error
-from detectors.significance import check_integers_at_least, holm_into
+from detectors.significance import holm_into
 
 FAILURE_MODE = "OUTCOME"
 OBJECTIVE_KINDS = frozenset({"true", "guardrail"})
 
 
-class OutcomeRegressionDetector:
+@dataclass(frozen=True, kw_only=True)
+class OutcomeRegressionDetector(TraceSources, Parameters):
     """Objectives, error rates, latency and steps per trace: did any get worse?"""
 
     needs: ClassVar[tuple[str, ...]] = ("true_scores", "steps", "tool_steps")
@@ -96,43 +100,12 @@ class OutcomeRegressionDetector:
     window_counts: ClassVar[tuple[str, ...]] = ()
     checks_silence: ClassVar[bool] = False
 
-    def __init__(
-        self,
-        *,
-        alpha: float = 0.01,
-        min_effect: float = 0.1,
-        min_rate_increase: float = 0.03,
-        min_relative_increase: float = 0.2,
-        min_labels: int = 20,
-        min_traces: int = 30,
-        min_tool_calls: int = 20,
-        sources: Sequence[str] = ("production",),
-    ) -> None:
-        if not 0.0 < alpha < 1.0:
-            raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-        if not 0.0 <= min_effect < 5.0:
-            raise ValueError(f"min_effect must be in [0, 5), got {min_effect}")
-        if not 0.0 <= min_rate_increase < 1.0:
-            raise ValueError(f"min_rate_increase must be in [0, 1), got {min_rate_increase}")
-        if not 0.0 <= min_relative_increase < 10.0:
-            raise ValueError(
-                f"min_relative_increase must be in [0, 10), got {min_relative_increase}"
-            )
-        check_integers_at_least(
-            ("min_labels", min_labels, 4),
-            ("min_traces", min_traces, 4),
-            ("min_tool_calls", min_tool_calls, 4),
-        )
-        if isinstance(sources, str) or not sources:
-            raise ValueError("sources must name at least one trace source")
-        self.alpha = alpha
-        self.min_effect = min_effect
-        self.min_rate_increase = min_rate_increase
-        self.min_relative_increase = min_relative_increase
-        self.min_labels = int(min_labels)
-        self.min_traces = int(min_traces)
-        self.min_tool_calls = int(min_tool_calls)
-        self.sources = frozenset(sources)
+    min_effect: float = param(0.1, ge=0.0, lt=5.0)
+    min_rate_increase: float = param(0.03, ge=0.0, lt=1.0)
+    min_relative_increase: float = param(0.2, ge=0.0, lt=10.0)
+    min_labels: int = param(20, ge=4)
+    min_traces: int = param(30, ge=4)
+    min_tool_calls: int = param(20, ge=4)
 
     def test(
         self,

@@ -4,17 +4,14 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
+from detectors.params import WindowTest, param
 from detectors.records import DetectorResult, TraceRecord
-from detectors.significance import (
-    check_window_test_params,
-    holm_verdict,
-    stop_after_for,
-    sub_test,
-)
+from detectors.significance import holm_verdict, stop_after_for, sub_test
 from detectors.window_permutation import window_permutation_test
 
 FAILURE_MODE = "FM-3"
@@ -134,7 +131,8 @@ SUB_TESTS = {
 }
 
 
-class OutputDriftDetector:
+@dataclass(frozen=True, kw_only=True)
+class OutputDriftDetector(WindowTest):
     """FM-3: disagreement among repeated runs of the same input, against a reference.
 
     Traces are grouped by ``(agent, agent_version, input)``, the input being the trace
@@ -182,7 +180,8 @@ class OutputDriftDetector:
     n_permutations : int, default 999
     seed : int, default 0
     sources : sequence of str, default ("production",)
-        Trace sources analysed; eval runs and shadow replays are left out by default.
+        Trace sources analysed (some of production, eval, shadow); eval runs and shadow
+        replays are left out by default.
 
     Examples
     --------
@@ -206,35 +205,9 @@ class OutputDriftDetector:
     window_counts: ClassVar[tuple[str, ...]] = ()
     checks_silence: ClassVar[bool] = False
 
-    def __init__(
-        self,
-        *,
-        alpha: float = 0.01,
-        min_groups: int = 20,
-        min_disagreement_increase: float = 0.05,
-        min_distance_increase: float = 0.02,
-        n_permutations: int = 999,
-        seed: int = 0,
-        sources: Sequence[str] = ("production",),
-    ) -> None:
-        check_window_test_params(alpha=alpha, sources=sources, n_permutations=n_permutations)
-        if min_groups < 2:
-            raise ValueError(f"min_groups must be >= 2, got {min_groups}")
-        if not 0.0 <= min_disagreement_increase < 1.0:
-            raise ValueError(
-                f"min_disagreement_increase must be in [0, 1), got {min_disagreement_increase}"
-            )
-        if not 0.0 <= min_distance_increase < 2.0:
-            raise ValueError(
-                f"min_distance_increase must be in [0, 2), got {min_distance_increase}"
-            )
-        self.alpha = alpha
-        self.min_groups = min_groups
-        self.min_disagreement_increase = min_disagreement_increase
-        self.min_distance_increase = min_distance_increase
-        self.n_permutations = n_permutations
-        self.seed = seed
-        self.sources = frozenset(sources)
+    min_groups: int = param(20, ge=2)
+    min_disagreement_increase: float = param(0.05, ge=0.0, lt=1.0)
+    min_distance_increase: float = param(0.02, ge=0.0, lt=2.0)
 
     def test(
         self,

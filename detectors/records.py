@@ -56,6 +56,8 @@ __all__ = [
 ]
 
 LABEL_SOURCES = ("delayed", "human")
+# Where a trace comes from: live traffic, an eval harness run, or a shadow replay.
+TRACE_SOURCES = ("production", "eval", "shadow")
 
 
 @dataclass(frozen=True, slots=True)

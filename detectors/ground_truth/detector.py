@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -18,10 +19,10 @@ from detectors.ground_truth.label_coverage import (
     whole_window_labels,
 )
 from detectors.ground_truth.trace_features import OutcomeModel
+from detectors.params import Parameters, Seeded, TraceSources, param
 from detectors.records import DetectorResult, TraceRecord
 from detectors.significance import (
     SequentialPValue,
-    check_integers_at_least,
     holm_verdict,
     stop_after_for,
     sub_test,
@@ -30,10 +31,13 @@ from detectors.significance import (
 FAILURE_MODE = "FM-4"
 
 
-class GroundTruthAbsenceDetector:
+@dataclass(frozen=True, kw_only=True)
+class GroundTruthAbsenceDetector(TraceSources, Seeded, Parameters):
     r"""Label coverage per cohort and a CBPE-style label-free accuracy estimate.
 
-    Only ``source == "production"`` traces are used. A label is a ``true`` score from a
+    Only the traces of ``sources`` are used: production traffic, the only source allowed,
+    since the service counts a sampled window's labels over its production traces
+    (eval runs carry their outcome at once; a label delay means nothing there). A label is a ``true`` score from a
     ``delayed`` or ``human`` source, visible only once ``created_at <= now``; ``now``
     defaults to the latest ``ended_at`` in the current window.
 
@@ -94,6 +98,8 @@ class GroundTruthAbsenceDetector:
     trace_features : bool, default True
         Estimate from trace features when too few labeled traces carry a confidence.
     seed : int, default 0
+    sources : sequence of str, default ("production",)
+        Production only (see above); declared so that a monitor's config says so.
 
     Examples
     --------
@@ -124,44 +130,16 @@ class GroundTruthAbsenceDetector:
     # attaches them: detectors.step_profiles.RecordWindow.label_counts).
     window_counts: ClassVar[tuple[str, ...]] = ("labels",)
 
-    def __init__(
-        self,
-        *,
-        alpha: float = 0.01,
-        min_drop: float = 0.05,
-        min_coverage: float = 0.2,
-        min_labeled: int = 30,
-        min_current: int = 20,
-        min_cohort_size: int = 10,
-        n_bootstrap: int = 1000,
-        min_coverage_fall: float = 0.5,
-        trace_features: bool = True,
-        seed: int = 0,
-    ) -> None:
-        if not 0.0 < alpha < 1.0:
-            raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
-        if not 0.0 <= min_drop < 1.0:
-            raise ValueError(f"min_drop must be in [0, 1), got {min_drop!r}")
-        if not 0.0 <= min_coverage <= 1.0:
-            raise ValueError(f"min_coverage must be in [0, 1], got {min_coverage!r}")
-        check_integers_at_least(
-            ("min_labeled", min_labeled, 2),
-            ("min_current", min_current, 1),
-            ("min_cohort_size", min_cohort_size, 1),
-            ("n_bootstrap", n_bootstrap, 100),
-        )
-        self.alpha = float(alpha)
-        self.min_drop = float(min_drop)
-        self.min_coverage = float(min_coverage)
-        self.min_labeled = int(min_labeled)
-        self.min_current = int(min_current)
-        self.min_cohort_size = int(min_cohort_size)
-        if not 0.0 < min_coverage_fall <= 1.0:
-            raise ValueError(f"min_coverage_fall must be in (0, 1], got {min_coverage_fall!r}")
-        self.n_bootstrap = int(n_bootstrap)
-        self.min_coverage_fall = float(min_coverage_fall)
-        self.trace_features = bool(trace_features)
-        self.seed = int(seed)
+    min_drop: float = param(0.05, ge=0.0, lt=1.0)
+    min_coverage: float = param(0.2, ge=0.0, le=1.0)
+    min_labeled: int = param(30, ge=2)
+    min_current: int = param(20, ge=1)
+    min_cohort_size: int = param(10, ge=1)
+    n_bootstrap: int = param(1000, ge=100)
+    min_coverage_fall: float = param(0.5, gt=0.0, le=1.0)
+    trace_features: bool = param(True)
+    # Labels are counted over production traffic (by the service too, over a whole window).
+    sources: frozenset[str] = param(("production",), choices=("production",))
 
     def test(
         self,
@@ -170,8 +148,8 @@ class GroundTruthAbsenceDetector:
         *,
         now: float | None = None,
     ) -> DetectorResult:
-        cur = [t for t in current if t.source == "production"]
-        ref = [t for t in reference if t.source == "production"]
+        cur = [t for t in current if t.source in self.sources]
+        ref = [t for t in reference if t.source in self.sources]
         if not cur:
             return DetectorResult.insufficient(
                 FAILURE_MODE,
