@@ -9,16 +9,16 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy import stats
 
-from detectors.params import WindowTest, param
-from detectors.records import DetectorResult, TraceRecord
-from detectors.significance import holm_verdict, stop_after_for, sub_test
+from detectors.params import param
+from detectors.records import DetectorResult, TraceRecord, TraceWindow
+from detectors.significance import holm_verdict, sub_test
 from detectors.step_profiles import (
     profile_steps,
     step_profile,
     weighted_rows,
     whole_window_profiles,
 )
-from detectors.window_permutation import window_permutation_test
+from detectors.window_permutation import WindowTest
 
 FAILURE_MODE = "FM-1"
 # The two families of units, each with its own ratio and sub-test: name -> the prefix of
@@ -89,8 +89,7 @@ class CompoundingErrorDetector(WindowTest):
 
     Parameters
     ----------
-    alpha : float, default 0.01
-        Family-wise false-alarm rate per run.
+    alpha, n_permutations, seed, sources : see :class:`detectors.window_permutation.WindowTest`
     min_ratio : float, default 1.5
         Minimum effect: how many times the baseline ratio the current ratio must be.
     low_confidence : float, default 0.5
@@ -100,11 +99,7 @@ class CompoundingErrorDetector(WindowTest):
     min_exposed : int, default 10
         Steps after an earlier error needed in a window for the compounding sub-test.
     max_depth : int, default 12
-    n_permutations : int, default 999
-    seed : int, default 0
-    sources : sequence of str, default ("production",)
-        Trace sources analysed (some of production, eval, shadow); eval runs and shadow
-        replays are left out by default.
+        Depths at or beyond this are pooled into one stratum.
 
     Examples
     --------
@@ -127,7 +122,6 @@ class CompoundingErrorDetector(WindowTest):
     """
 
     needs: ClassVar[tuple[str, ...]] = ("steps", "step_confidence")
-    # Counts the service reads over every trace of a sampled window (none).
     window_counts: ClassVar[tuple[str, ...]] = ()
     checks_silence: ClassVar[bool] = False
 
@@ -189,7 +183,7 @@ class CompoundingErrorDetector(WindowTest):
         return None
 
     def _window(self, window: Sequence[TraceRecord]) -> dict[str, Any]:
-        traces = [t for t in window if t.source in self.sources]
+        traces = self.of_sources(window)
         multi = [t for t in traces if len(t.steps) >= 2]
         profiles = [step_profile(t.steps) for t in multi]
         rows = [self._profile_counts(p) for p in profiles]
@@ -248,11 +242,7 @@ class CompoundingErrorDetector(WindowTest):
         return table, begins
 
     def test(
-        self,
-        reference: Sequence[TraceRecord],
-        current: Sequence[TraceRecord],
-        *,
-        now: float | None = None,
+        self, reference: TraceWindow, current: TraceWindow, *, now: float | None = None
     ) -> DetectorResult:
         """Compare the windows; ``now`` is not used (the windows are already as of then)."""
         cur, ref = self._window(current), self._window(reference)
@@ -280,10 +270,8 @@ class CompoundingErrorDetector(WindowTest):
             if c["exposed"] < self.min_exposed:
                 continue
             if has_ref:
-                _, p = window_permutation_test(
+                _, p = self.permutation_test(
                     c["counts"], r["counts"], log_mh_ratio,
-                    n_permutations=self.n_permutations, seed=self.seed,
-                    stop_after=stop_after_for(self.alpha, self.n_permutations),
                     current_weights=cur["weights"], reference_weights=ref["weights"],
                 )  # fmt: skip
             else:

@@ -84,7 +84,7 @@ from scipy import stats
 
 from detectors.params import Parameters, TraceSources, param
 from detectors.proxy_convergence.objectives import objective_shift
-from detectors.records import DetectorResult, TraceRecord, is_tool_step, step_error
+from detectors.records import DetectorResult, TraceRecord, TraceWindow, is_tool_step, step_error
 from detectors.significance import holm_into
 
 FAILURE_MODE = "OUTCOME"
@@ -96,7 +96,6 @@ class OutcomeRegressionDetector(TraceSources, Parameters):
     """Objectives, error rates, latency and steps per trace: did any get worse?"""
 
     needs: ClassVar[tuple[str, ...]] = ("true_scores", "steps", "tool_steps")
-    # Counts the service reads over every trace of a sampled window (none).
     window_counts: ClassVar[tuple[str, ...]] = ()
     checks_silence: ClassVar[bool] = False
 
@@ -108,14 +107,10 @@ class OutcomeRegressionDetector(TraceSources, Parameters):
     min_tool_calls: int = param(20, ge=4)
 
     def test(
-        self,
-        reference: Sequence[TraceRecord],
-        current: Sequence[TraceRecord],
-        *,
-        now: float | None = None,
+        self, reference: TraceWindow, current: TraceWindow, *, now: float | None = None
     ) -> DetectorResult:
-        ref = [t for t in reference if t.source in self.sources]
-        cur = [t for t in current if t.source in self.sources]
+        ref = self.of_sources(reference)
+        cur = self.of_sources(current)
         if not cur:
             return DetectorResult.insufficient(FAILURE_MODE, "no traces in the current window")
         recent = recent_half(cur)

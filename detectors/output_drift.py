@@ -9,10 +9,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from detectors.params import WindowTest, param
-from detectors.records import DetectorResult, TraceRecord
-from detectors.significance import holm_verdict, stop_after_for, sub_test
-from detectors.window_permutation import window_permutation_test
+from detectors.params import param
+from detectors.records import DetectorResult, TraceRecord, TraceWindow
+from detectors.significance import holm_verdict, sub_test
+from detectors.window_permutation import WindowTest
 
 FAILURE_MODE = "FM-3"
 # Columns of one input group's counts: disagreeing / all decision pairs, disagreeing /
@@ -173,15 +173,10 @@ class OutputDriftDetector(WindowTest):
 
     Parameters
     ----------
-    alpha : float, default 0.01
+    alpha, n_permutations, seed, sources : see :class:`detectors.window_permutation.WindowTest`
     min_groups : int, default 20
     min_disagreement_increase : float, default 0.05
     min_distance_increase : float, default 0.02
-    n_permutations : int, default 999
-    seed : int, default 0
-    sources : sequence of str, default ("production",)
-        Trace sources analysed (some of production, eval, shadow); eval runs and shadow
-        replays are left out by default.
 
     Examples
     --------
@@ -201,7 +196,6 @@ class OutputDriftDetector(WindowTest):
     """
 
     needs: ClassVar[tuple[str, ...]] = ("input_hash", "decision", "entry_point", "output_embedding")
-    # Counts the service reads over every trace of a sampled window (none).
     window_counts: ClassVar[tuple[str, ...]] = ()
     checks_silence: ClassVar[bool] = False
 
@@ -210,15 +204,11 @@ class OutputDriftDetector(WindowTest):
     min_distance_increase: float = param(0.02, ge=0.0, lt=2.0)
 
     def test(
-        self,
-        reference: Sequence[TraceRecord],
-        current: Sequence[TraceRecord],
-        *,
-        now: float | None = None,
+        self, reference: TraceWindow, current: TraceWindow, *, now: float | None = None
     ) -> DetectorResult:
         """Compare the windows; ``now`` is not used (the windows are already as of then)."""
-        cur_groups = _groups([t for t in current if t.source in self.sources])
-        ref_groups = _groups([t for t in reference if t.source in self.sources])
+        cur_groups = _groups(self.of_sources(current))
+        ref_groups = _groups(self.of_sources(reference))
         if min(len(cur_groups), len(ref_groups)) < self.min_groups:
             return DetectorResult.insufficient(
                 FAILURE_MODE,
@@ -234,14 +224,7 @@ class OutputDriftDetector(WindowTest):
                 self.min_groups
             ):
                 continue
-            diff, p = window_permutation_test(
-                cur,
-                ref,
-                statistic,
-                n_permutations=self.n_permutations,
-                seed=self.seed,
-                stop_after=stop_after_for(self.alpha, self.n_permutations),
-            )
+            diff, p = self.permutation_test(cur, ref, statistic)
             ev[name] = float(statistic(cur.sum(axis=0)))
             ev[f"reference_{name}"] = float(statistic(ref.sum(axis=0)))
             sub_tests[name] = sub_test(p, diff >= self._min_increase(name))

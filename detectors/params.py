@@ -6,8 +6,9 @@ A detector is a frozen dataclass of its parameters: each field is declared with
 :class:`DetectorParameterError` that names the field. The parameters several detectors
 share are declared once here: ``alpha`` (on :class:`Parameters`), ``seed``
 (:class:`Seeded`), ``n_permutations`` (:class:`Resampled`) and ``sources``
-(:class:`TraceSources`); a detector whose statistic needs other bounds declares the field
-again with them.
+(:class:`TraceSources`), and the trace-permutation window tests' together
+(:class:`detectors.window_permutation.WindowTest`); a detector whose statistic needs other
+bounds declares the field again with them.
 
 Examples
 --------
@@ -38,7 +39,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from detectors.records import TRACE_SOURCES
+from detectors.records import TRACE_SOURCES, TraceRecord
 
 
 class DetectorParameterError(ValueError):
@@ -187,23 +188,15 @@ class TraceSources:
 
     sources: frozenset[str] = param(("production",), choices=TRACE_SOURCES)
 
-
-@dataclass(frozen=True, kw_only=True)
-class WindowTest(TraceSources, Resampled, Seeded, Parameters):
-    """The parameters of a trace-permutation window test (FM-1, FM-2, FM-3)."""
-
-    def _check_together(self) -> None:
-        # A permutation p-value is at least 1 / (n + 1): leave room for a few exceedances.
-        if (self.n_permutations + 1) * self.alpha < 4:
-            raise _refused(
-                "n_permutations", f"too small for alpha={self.alpha}: {self.n_permutations}"
-            )
+    def of_sources(self, window: Iterable[TraceRecord]) -> list[TraceRecord]:
+        """The window's traces from ``sources``."""
+        return [t for t in window if t.source in self.sources]
 
 
 def parameter_defaults(cls: type) -> dict[str, Any]:
     """The parameter names of a detector class with their defaults (tuples for sets).
 
-    >>> parameter_defaults(WindowTest)["sources"]
+    >>> parameter_defaults(TraceSources)["sources"]
     ('production',)
     """
     return {f.name: f.default for f in dataclasses.fields(cls) if "bounds" in f.metadata}

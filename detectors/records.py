@@ -31,7 +31,7 @@ Conventions shared by the ingest contract, the scenario generator and the detect
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
@@ -48,6 +48,7 @@ __all__ = [
     "Score",
     "Step",
     "TraceRecord",
+    "TraceWindow",
     "epoch_seconds",
     "from_rows",
     "is_tool_step",
@@ -164,6 +165,10 @@ class TraceRecord:
         s = self.score("success")
         return bool(s.value >= 0.5) if s is not None else self.status == "ok"
 
+
+# What a trace detector's ``test`` compares: a window's records (the service's windows
+# may also carry counts over every trace of a sampled window: detectors.step_profiles).
+TraceWindow = Sequence[TraceRecord]
 
 TOOL_KINDS = frozenset({"tool", "retrieval"})
 

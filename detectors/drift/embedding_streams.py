@@ -69,7 +69,6 @@ class EmbeddingDriftDetector(Resampled, Seeded, Parameters):
     """
 
     needs: ClassVar[tuple[str, ...]] = ("stream_embeddings",)
-    # Counts the service reads over every trace of a sampled window (none).
     window_counts: ClassVar[tuple[str, ...]] = ()
     # A firing run is told whether the error-rate monitors are quiet (a silent drift).
     checks_silence: ClassVar[bool] = True

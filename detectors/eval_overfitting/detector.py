@@ -12,7 +12,7 @@ from scipy import stats
 from detectors.eval_overfitting.input_coverage import input_coverage
 from detectors.eval_overfitting.version_trend import version_trend
 from detectors.params import Parameters, Seeded, TraceSources, param
-from detectors.records import DetectorResult, TraceRecord
+from detectors.records import DetectorResult, TraceRecord, TraceWindow
 from detectors.significance import holm_verdict
 
 FAILURE_MODE = "FM-5"
@@ -108,7 +108,6 @@ class EvalOverfittingDetector(TraceSources, Seeded, Parameters):
     """
 
     needs: ClassVar[tuple[str, ...]] = ("eval_traces", "input_embedding")
-    # Counts the service reads over every trace of a sampled window (none).
     window_counts: ClassVar[tuple[str, ...]] = ()
     checks_silence: ClassVar[bool] = False
 
@@ -125,11 +124,7 @@ class EvalOverfittingDetector(TraceSources, Seeded, Parameters):
     sources: frozenset[str] = param(("production",), choices=("production", "shadow"))
 
     def test(
-        self,
-        reference: Sequence[TraceRecord],
-        current: Sequence[TraceRecord],
-        *,
-        now: float | None = None,
+        self, reference: TraceWindow, current: TraceWindow, *, now: float | None = None
     ) -> DetectorResult:
         """Compare the windows; ``now`` is not used (the windows are already as of then)."""
         reference, current = self._sides(reference), self._sides(current)

@@ -20,7 +20,7 @@ from detectors.ground_truth.label_coverage import (
 )
 from detectors.ground_truth.trace_features import OutcomeModel
 from detectors.params import Parameters, Seeded, TraceSources, param
-from detectors.records import DetectorResult, TraceRecord
+from detectors.records import DetectorResult, TraceRecord, TraceWindow
 from detectors.significance import (
     SequentialPValue,
     holm_verdict,
@@ -142,14 +142,10 @@ class GroundTruthAbsenceDetector(TraceSources, Seeded, Parameters):
     sources: frozenset[str] = param(("production",), choices=("production",))
 
     def test(
-        self,
-        reference: Sequence[TraceRecord],
-        current: Sequence[TraceRecord],
-        *,
-        now: float | None = None,
+        self, reference: TraceWindow, current: TraceWindow, *, now: float | None = None
     ) -> DetectorResult:
-        cur = [t for t in current if t.source in self.sources]
-        ref = [t for t in reference if t.source in self.sources]
+        cur = self.of_sources(current)
+        ref = self.of_sources(reference)
         if not cur:
             return DetectorResult.insufficient(
                 FAILURE_MODE,

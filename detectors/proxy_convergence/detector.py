@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -19,7 +18,7 @@ from detectors.proxy_convergence.objectives import (
     objective_shift,
     rank_correlations,
 )
-from detectors.records import DetectorResult, TraceRecord
+from detectors.records import DetectorResult, TraceWindow
 from detectors.significance import holm_verdict
 
 FAILURE_MODE = "FM-7"
@@ -105,7 +104,6 @@ class ProxyConvergenceDetector(TraceSources, Resampled, Seeded, Parameters):
         "decision",
         "counterfactual_runs",
     )
-    # Counts the service reads over every trace of a sampled window (none).
     window_counts: ClassVar[tuple[str, ...]] = ()
     checks_silence: ClassVar[bool] = False
 
@@ -117,15 +115,11 @@ class ProxyConvergenceDetector(TraceSources, Resampled, Seeded, Parameters):
     n_permutations: int = param(999, ge=99)
 
     def test(
-        self,
-        reference: Sequence[TraceRecord],
-        current: Sequence[TraceRecord],
-        *,
-        now: float | None = None,
+        self, reference: TraceWindow, current: TraceWindow, *, now: float | None = None
     ) -> DetectorResult:
         """Compare the windows; ``now`` is not used (the windows are already as of then)."""
-        ref = [t for t in reference if t.source in self.sources]
-        cur = [t for t in current if t.source in self.sources]
+        ref = self.of_sources(reference)
+        cur = self.of_sources(current)
         kinds = objective_kinds([*reference, *current])
         proxies = sorted(n for n, k in kinds.items() if k == "proxy")
         trues = sorted(n for n, k in kinds.items() if k == "true")

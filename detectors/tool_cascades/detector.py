@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 from scipy import stats
 
-from detectors.params import WindowTest, param
-from detectors.records import DetectorResult, TraceRecord
-from detectors.significance import holm_verdict, stop_after_for, sub_test
+from detectors.params import param
+from detectors.records import DetectorResult, TraceWindow
+from detectors.significance import holm_verdict, sub_test
 from detectors.step_profiles import whole_window_profiles
 from detectors.tool_cascades.tool_calls import (
     depth_histogram,
@@ -20,7 +19,7 @@ from detectors.tool_cascades.tool_calls import (
     spearman_rho,
     tool_window,
 )
-from detectors.window_permutation import window_permutation_test
+from detectors.window_permutation import WindowTest
 
 FAILURE_MODE = "FM-2"
 
@@ -73,7 +72,7 @@ class ToolCascadeDetector(WindowTest):
 
     Parameters
     ----------
-    alpha : float, default 0.01
+    alpha, n_permutations, seed, sources : see :class:`detectors.window_permutation.WindowTest`
     min_lift : float, default 1.5
     min_failures : int, default 10
         Failed and ok tool calls with a following step needed per window for the lift.
@@ -82,11 +81,7 @@ class ToolCascadeDetector(WindowTest):
     min_traces : int, default 30
         Traces with a tool call (and varying latency and quality) for the correlation.
     min_rho_drop : float, default 0.2
-    n_permutations : int, default 999
-    seed : int, default 0
-    sources : sequence of str, default ("production",)
-        Trace sources analysed (some of production, eval, shadow); eval runs and shadow
-        replays are left out by default.
+        Smallest fall of the latency-quality rank correlation that counts.
 
     Examples
     --------
@@ -108,7 +103,6 @@ class ToolCascadeDetector(WindowTest):
     """
 
     needs: ClassVar[tuple[str, ...]] = ("steps", "tool_steps", "true_scores")
-    # Counts the service reads over every trace of a sampled window (none).
     window_counts: ClassVar[tuple[str, ...]] = ()
     checks_silence: ClassVar[bool] = False
 
@@ -135,10 +129,8 @@ class ToolCascadeDetector(WindowTest):
             baseline = max(ref_lift, 1.0)
             # The increase is tested on the excess risk, not on the lift: with rare failures
             # after ok calls the lift's denominator is noisy and would waste power.
-            _, p_shift = window_permutation_test(
+            _, p_shift = self.permutation_test(
                 cur["pairs"], ref["pairs"], excess_risk,
-                n_permutations=self.n_permutations, seed=self.seed,
-                stop_after=stop_after_for(self.alpha, self.n_permutations),
                 current_weights=cur["pair_weights"], reference_weights=ref["pair_weights"],
             )  # fmt: skip
             ev["lift_increase_p_value"] = p_shift
@@ -185,16 +177,12 @@ class ToolCascadeDetector(WindowTest):
         return float(stats.norm.sf(z)), rho_c < 0 and rho_r - rho_c >= self.min_rho_drop
 
     def test(
-        self,
-        reference: Sequence[TraceRecord],
-        current: Sequence[TraceRecord],
-        *,
-        now: float | None = None,
+        self, reference: TraceWindow, current: TraceWindow, *, now: float | None = None
     ) -> DetectorResult:
         """Compare the windows; ``now`` is not used (the windows are already as of then)."""
         cur, ref = (
             tool_window(
-                [t for t in window if t.source in self.sources],
+                self.of_sources(window),
                 whole_window_profiles(window, self.sources),
             )
             for window in (current, reference)
