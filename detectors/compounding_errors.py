@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy import stats
 
+from detectors.mantel_haenszel import cmh_greater, log_mh_ratio
 from detectors.params import param
 from detectors.records import DetectorResult, TraceRecord, TraceWindow
 from detectors.significance import holm_verdict, sub_test
@@ -24,20 +25,6 @@ FAILURE_MODE = "FM-1"
 # The two families of units, each with its own ratio and sub-test: name -> the prefix of
 # its evidence keys (the decisions' keep the names they always had).
 FAMILIES: dict[str, str] = {"compounding": "", "tool_compounding": "tool_"}
-
-
-def log_mh_ratio(sums: np.ndarray) -> np.ndarray:
-    """Log Mantel-Haenszel risk ratio from (..., K*4) sums of (a, n1, c, n0) per stratum.
-
-    ``a`` errors among ``n1`` exposed steps, ``c`` among ``n0`` unexposed; 0.5 is added to
-    numerator and denominator (Haldane) so empty cells stay finite.
-    """
-    cells = sums.reshape(*sums.shape[:-1], -1, 4)
-    a, n1, c, n0 = (cells[..., i] for i in range(4))
-    n = np.maximum(n1 + n0, 1.0)
-    num = (a * n0 / n).sum(axis=-1)
-    den = (c * n1 / n).sum(axis=-1)
-    return np.asarray(np.log((num + 0.5) / (den + 0.5)))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -275,7 +262,7 @@ class CompoundingErrorDetector(WindowTest):
                     current_weights=cur["weights"], reference_weights=ref["weights"],
                 )  # fmt: skip
             else:
-                p = _cmh_greater(c["sums"])
+                p = cmh_greater(c["sums"])
             ok = c["ratio"] >= self.min_ratio * baseline
             sub_tests[family] = sub_test(p, ok, reference_used=has_ref)
             ratios[family] = (c["ratio"], self.min_ratio * baseline)
@@ -311,20 +298,6 @@ class CompoundingErrorDetector(WindowTest):
             fired=verdict.fired,
             evidence=evidence,
         )
-
-
-def _cmh_greater(sums: np.ndarray) -> float:
-    """One-sided Cochran-Mantel-Haenszel test (no continuity correction) of ratio > 1."""
-    a, n1, c, n0 = sums.reshape(-1, 4).T
-    n = n1 + n0
-    m1 = a + c
-    keep = n >= 2
-    expected = (n1 * m1 / np.maximum(n, 1))[keep]
-    var = (n1 * n0 * m1 * (n - m1) / np.maximum(n * n * (n - 1), 1))[keep]
-    if var.sum() <= 0:
-        return 1.0
-    z = (a[keep].sum() - expected.sum()) / np.sqrt(var.sum())
-    return float(stats.norm.sf(z))
 
 
 def _welch_greater(x: np.ndarray, y: np.ndarray) -> float:

@@ -3,7 +3,7 @@
 Rules (docs/guides/derived-signals.md); a value the telemetry gave explicitly always wins:
 
 - **input identity**: :mod:`app.derive.identity` on the user side of the first LLM call
-  (step order, :func:`detectors.records.step_order_key`); the *input text* embedded is
+  (step order, :func:`detectors.stored_times.step_order_key`); the *input text* embedded is
   that text with the exclude patterns removed and whitespace collapsed (case kept);
 - **decision**: per agent, a JSON path or regex on the final output text; by default the
   tools the agent executed (tool spans, else the calls its LLM steps requested) joined by
@@ -32,7 +32,7 @@ from app.derive.identity import embedding_text, input_hash
 from app.derive.json_path import read_json_path
 from app.derive.messages import CallContent, call_content
 from app.derive.patterns import extract
-from detectors.records import step_order_key
+from detectors.stored_times import step_order_key
 
 DERIVED = "telltale.derived"
 ENVIRONMENT_KEYS = ("resource.deployment.environment.name", "resource.deployment.environment")
