@@ -3,7 +3,7 @@
 Monitors store a failure mode ("FM-1" ... "FM-7") and a JSON dict of parameters; the engine
 calls :func:`build_detector` with them and then, whatever the mode,
 ``detector.test(reference, current, now=now)``. What the windows hold is said by the
-detector's ``needs`` (:mod:`detectors.signals`): trace records for every mode but FM-6,
+detector's ``needs`` (:mod:`detectors.needs`): trace records for every mode but FM-6,
 whose windows map an embedding stream's name to its vectors. Unknown parameter names are
 refused here (a typo in a monitor's config must not silently run the defaults); values are
 checked against the bounds each detector declares (:mod:`detectors.params`); either way the
@@ -19,19 +19,19 @@ from detectors.compounding_errors import CompoundingErrorDetector
 from detectors.drift.embedding_streams import EmbeddingDriftDetector
 from detectors.eval_overfitting import EvalOverfittingDetector
 from detectors.ground_truth import GroundTruthAbsenceDetector
+from detectors.needs import STREAM_NEEDS
 from detectors.outcomes import OutcomeRegressionDetector
 from detectors.output_drift import OutputDriftDetector
 from detectors.params import DetectorParameterError, parameter_defaults
 from detectors.proxy_convergence import ProxyConvergenceDetector
 from detectors.result import DetectorResult
-from detectors.signals import STREAM_SIGNALS
 from detectors.tool_cascades import ToolCascadeDetector
 
 
 class Detector(Protocol):
     """What the engine calls, for every failure mode."""
 
-    needs: tuple[str, ...]  # names from detectors.signals.SIGNALS
+    needs: tuple[str, ...]  # names from detectors.needs.NEEDS
     # Counts the service must read over every trace of a sampled window ("labels": FM-4's
     # coverage and delays), beside the sampled records.
     window_counts: tuple[str, ...]
@@ -73,7 +73,7 @@ def checks_silence(mode: str) -> bool:
 
 # The modes whose windows are trace records (FM-6 reads embedding streams).
 TRACE_DETECTORS: dict[str, type[Any]] = {
-    mode: cls for mode, cls in DETECTORS.items() if not STREAM_SIGNALS & set(cls.needs)
+    mode: cls for mode, cls in DETECTORS.items() if not STREAM_NEEDS & set(cls.needs)
 }
 
 

@@ -1,4 +1,5 @@
-"""The signals of one settled trace, from its spans and their GenAI events.
+"""The derived fields of one settled trace (input identity, decision, confidence, source),
+from its spans and their GenAI events.
 
 Rules (docs/guides/derived-signals.md); a value the telemetry gave explicitly always wins:
 
@@ -40,7 +41,7 @@ _MAX_DECISION = 256
 
 
 @dataclass
-class TraceSignals:
+class DerivedFields:
     """What was derived; None where nothing was (or an explicit value stands)."""
 
     input_text: str | None = None
@@ -66,14 +67,14 @@ def derive_trace(
     spans: Sequence[Mapping[str, Any]],
     events: Mapping[str, list[dict[str, Any]]],
     config: SignalConfig,
-) -> TraceSignals:
+) -> DerivedFields:
     ordered = sorted(spans, key=step_order_key)
     llm = [s for s in ordered if s.get("kind") == "llm"]
     calls = [
         call_content(dict(s.get("attributes") or {}), events.get(s["span_id"], [])) for s in llm
     ]
     attrs = trace.get("attributes") or {}
-    out = TraceSignals()
+    out = DerivedFields()
     ident = config.input_identity
     first = next((c for c in calls if c.user or c.system), None)
     if first is not None:
