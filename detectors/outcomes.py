@@ -116,8 +116,7 @@ class OutcomeRegressionDetector(TraceSources, Parameters):
     def test(
         self, reference: TraceWindow, current: TraceWindow, *, now: float | None = None
     ) -> DetectorResult:
-        ref = self.of_sources(reference)
-        cur = self.of_sources(current)
+        ref, cur = self.of_sources(reference), self.of_sources(current)
         if not cur:
             return DetectorResult.insufficient(FAILURE_MODE, "no traces in the current window")
         recent = recent_half(cur)

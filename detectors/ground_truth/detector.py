@@ -143,8 +143,7 @@ class GroundTruthAbsenceDetector(TraceSources, Seeded, Parameters):
     def test(
         self, reference: TraceWindow, current: TraceWindow, *, now: float | None = None
     ) -> DetectorResult:
-        cur = self.of_sources(current)
-        ref = self.of_sources(reference)
+        ref, cur = self.of_sources(reference), self.of_sources(current)
         if not cur:
             return DetectorResult.insufficient(
                 FAILURE_MODE,

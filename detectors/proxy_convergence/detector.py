@@ -118,8 +118,7 @@ class ProxyConvergenceDetector(TraceSources, Resampled, Seeded, Parameters):
         self, reference: TraceWindow, current: TraceWindow, *, now: float | None = None
     ) -> DetectorResult:
         """Compare the windows; ``now`` is not used (the windows are already as of then)."""
-        ref = self.of_sources(reference)
-        cur = self.of_sources(current)
+        ref, cur = self.of_sources(reference), self.of_sources(current)
         kinds = objective_kinds([*reference, *current])
         proxies = sorted(n for n, k in kinds.items() if k == "proxy")
         trues = sorted(n for n, k in kinds.items() if k == "true")
