@@ -39,7 +39,8 @@ from app.monitors.readiness_counts import WindowCounts
 from app.monitors.remedies import REMEDIES, score_role_remedies
 from app.scores import roles as score_roles
 from detectors import registry
-from detectors.signals import SIGNALS, STREAM_SIGNALS
+from detectors.needs import NEEDS as SIGNALS
+from detectors.needs import STREAM_NEEDS as STREAM_SIGNALS
 
 # The sets of needs with which some sub-test of the mode can run (from each detector's
 # docstring): FM-3 compares decisions or output vectors of repeated inputs; FM-7 runs its

@@ -47,8 +47,9 @@ from app.monitors.detection import Detector, build_detector
 from app.monitors.slots import DetectorsBusy, DetectorSlots
 from app.scores import roles as score_roles
 from detectors import registry
+from detectors.needs import STREAM_NEEDS as STREAM_SIGNALS
+from detectors.needs import TRACE_EMBEDDING_NEEDS as TRACE_EMBEDDING_SIGNALS
 from detectors.result import DetectorResult
-from detectors.signals import STREAM_SIGNALS, TRACE_EMBEDDING_SIGNALS
 
 log = logging.getLogger("telltale.monitors")
 

@@ -24,7 +24,7 @@ from app.monitors.step_cache import StepCache
 from app.otlp.span_events import tool_calls_by_span
 from app.scores.roles import DEFAULT_ROLES, ScoreRoles
 from detectors import records
-from detectors.signals import STEP_ATTRIBUTES
+from detectors.needs import STEP_ATTRIBUTES
 
 
 def chunks(ids: list[Any], size: int = 1000) -> list[list[Any]]:

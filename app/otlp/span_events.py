@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from app.db import one_of
 from app.models import SpanEvent
-from app.otlp.tool_calls import REQUESTED, RESULTS
+from app.otlp.message_tool_calls import REQUESTED, RESULTS
 
 
 def span_events_of_trace(

@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 from app.derive.messages import call_content
 from app.models import SpanEvent
 from app.monitors.window_rows import chunk_records
-from app.otlp.tool_calls import REQUESTED, RESULTS, event_tool_calls
+from app.otlp.message_tool_calls import REQUESTED, RESULTS, event_tool_calls
 from app.scores.roles import get_roles
 
 # A tool span's arguments and result, under the names the conventions give them.
