@@ -48,7 +48,7 @@ def test_no_page_has_a_serious_accessibility_violation(world, browser):  # noqa:
     paths = [
         "/", f"/monitors/{world['fm2']['id']}", "/alerts", f"/alerts/{alert_id}", "/traces",
         str(trace), "/settings/keys", "/settings/monitors", "/settings/channels",
-        "/settings/silences", "/settings/scores", "/settings/retention", "/label",
+        "/settings/silences", "/settings/scores", "/settings/derived", "/settings/retention", "/label",
         "/label/support",
     ]  # fmt: skip
     for path in paths:
