@@ -22,6 +22,12 @@ success 0.42):
   (the real failures of the same tasks): success 0.42 -> 0.20, the size of the gap between
   gpt-4o and gpt-4o-mini on this domain.
 * ``regression-25``: the same, with 25% of traces labeled (before and after).
+* ``domain-shift``: half the traces become Who&When's multi-agent runs on GAIA and
+  AssistantBench questions (tests/data/who_and_when, MIT): another domain, code
+  execution instead of airline tools, every run failed.
+
+``--traffic who-and-when`` replays Who&When's logs as the whole traffic instead (a second
+real agent for the clean scenario's false alerts).
 
 Prints one JSON object: per monitor, the alert episodes before the onset (false), the
 first alert after it (hours), the share of evaluations after the onset with an alert
@@ -50,6 +56,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 DATA = Path(__file__).resolve().parent.parent / "tests/data/tau_bench/gpt-4o-airline.json.gz"
+WHO_AND_WHEN = (
+    Path(__file__).resolve().parent.parent / "tests/data/who_and_when/algorithm-generated.json.gz"
+)
+SHIFTED_SHARE = 0.5  # of the traffic after a domain shift
 START = datetime(2026, 9, 7, tzinfo=UTC)  # a Monday, well before the real clock
 TICK = timedelta(minutes=15)
 AGENT = "airline-agent"
@@ -78,8 +88,11 @@ def schedule(
     hours: float,
     rate: float,
     seed: int,
+    shifted: list[dict[str, Any]] | None = None,
 ) -> tuple[list[Trace], datetime]:
-    """Poisson arrivals over the clean hours and the scenario's hours; returns the onset."""
+    """Poisson arrivals over the clean hours and the scenario's hours; returns the onset.
+
+    ``shifted``: the other domain's trajectories that ``domain-shift`` mixes in."""
     rng = np.random.default_rng(seed)
     by_task: dict[int, list[dict[str, Any]]] = {}
     for t in trajectories:
@@ -98,6 +111,9 @@ def schedule(
             failing = [t for t in trials if t["reward"] < 1.0]
             pool = failing or trials
             trajectory = pool[int(rng.integers(len(pool)))]
+        elif scenario == "domain-shift" and at >= onset and rng.random() < SHIFTED_SHARE:
+            assert shifted, "domain-shift needs the other domain's trajectories"
+            trajectory = shifted[int(rng.integers(len(shifted)))]
         else:
             trajectory = trajectories[int(rng.integers(len(trajectories)))]
         out.append(
@@ -308,10 +324,11 @@ class Replay:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    data = load_trajectories(args.data)
+    data = load_trajectories(WHO_AND_WHEN if args.traffic == "who-and-when" else args.data)
+    shifted = load_trajectories(WHO_AND_WHEN)["trajectories"]
     traces, onset = schedule(
         data["trajectories"], scenario=args.scenario, clean_hours=args.clean_hours,
-        hours=args.hours, rate=args.rate, seed=args.seed,
+        hours=args.hours, rate=args.rate, seed=args.seed, shifted=shifted,
     )  # fmt: skip
     end = onset + timedelta(hours=args.hours)
     rng = np.random.default_rng(args.seed + 1)
@@ -434,7 +451,9 @@ def _dt(value: str) -> datetime:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenario", default="regression",
-                        choices=["clean", "regression", "regression-25"])  # fmt: skip
+                        choices=["clean", "regression", "regression-25", "domain-shift"])  # fmt: skip
+    parser.add_argument("--traffic", default="tau-bench", choices=["tau-bench", "who-and-when"],
+                        help="whose trajectories are the clean traffic")  # fmt: skip
     parser.add_argument("--clean-hours", type=float, default=28.0)
     parser.add_argument("--hours", type=float, default=20.0, help="after the onset")
     parser.add_argument("--rate", type=float, default=80.0, help="traces per hour")
@@ -447,7 +466,8 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
-    report = {"scenario": args.scenario, "rate": args.rate, "seed": args.seed,
+    report = {"scenario": args.scenario, "traffic": args.traffic, "rate": args.rate,
+              "seed": args.seed,
               "clean_hours": args.clean_hours, "hours": args.hours, **run(args)}  # fmt: skip
     print(json.dumps(report, indent=2))
 

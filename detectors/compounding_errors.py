@@ -3,25 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 from scipy import stats
 
-from detectors.records import DetectorResult, TraceRecord
-from detectors.significance import (
-    check_window_test_params,
-    holm_verdict,
-    stop_after_for,
-    sub_test,
-)
+from detectors.mantel_haenszel import cmh_greater, log_mh_ratio
+from detectors.params import param
+from detectors.records import DetectorResult, TraceRecord, TraceWindow
+from detectors.significance import holm_verdict, sub_test
 from detectors.step_profiles import (
     profile_steps,
     step_profile,
     weighted_rows,
     whole_window_profiles,
 )
-from detectors.window_permutation import window_permutation_test
+from detectors.window_permutation import WindowTest
 
 FAILURE_MODE = "FM-1"
 # The two families of units, each with its own ratio and sub-test: name -> the prefix of
@@ -29,21 +27,8 @@ FAILURE_MODE = "FM-1"
 FAMILIES: dict[str, str] = {"compounding": "", "tool_compounding": "tool_"}
 
 
-def log_mh_ratio(sums: np.ndarray) -> np.ndarray:
-    """Log Mantel-Haenszel risk ratio from (..., K*4) sums of (a, n1, c, n0) per stratum.
-
-    ``a`` errors among ``n1`` exposed steps, ``c`` among ``n0`` unexposed; 0.5 is added to
-    numerator and denominator (Haldane) so empty cells stay finite.
-    """
-    cells = sums.reshape(*sums.shape[:-1], -1, 4)
-    a, n1, c, n0 = (cells[..., i] for i in range(4))
-    n = np.maximum(n1 + n0, 1.0)
-    num = (a * n0 / n).sum(axis=-1)
-    den = (c * n1 / n).sum(axis=-1)
-    return np.asarray(np.log((num + 0.5) / (den + 0.5)))
-
-
-class CompoundingErrorDetector:
+@dataclass(frozen=True, kw_only=True)
+class CompoundingErrorDetector(WindowTest):
     """FM-1: error hazard after an earlier error (decision or tool call), against independence.
 
     Two families of steps at depth ``d >= 1``, each recording whether the step failed
@@ -91,8 +76,7 @@ class CompoundingErrorDetector:
 
     Parameters
     ----------
-    alpha : float, default 0.01
-        Family-wise false-alarm rate per run.
+    alpha, n_permutations, seed, sources : see :class:`detectors.window_permutation.WindowTest`
     min_ratio : float, default 1.5
         Minimum effect: how many times the baseline ratio the current ratio must be.
     low_confidence : float, default 0.5
@@ -102,10 +86,7 @@ class CompoundingErrorDetector:
     min_exposed : int, default 10
         Steps after an earlier error needed in a window for the compounding sub-test.
     max_depth : int, default 12
-    n_permutations : int, default 999
-    seed : int, default 0
-    sources : sequence of str, default ("production",)
-        Trace sources analysed; eval runs and shadow replays are left out by default.
+        Depths at or beyond this are pooled into one stratum.
 
     Examples
     --------
@@ -128,47 +109,15 @@ class CompoundingErrorDetector:
     """
 
     needs: ClassVar[tuple[str, ...]] = ("steps", "step_confidence")
-    # Counts the service reads over every trace of a sampled window (none).
     window_counts: ClassVar[tuple[str, ...]] = ()
     checks_silence: ClassVar[bool] = False
 
-    def __init__(
-        self,
-        *,
-        alpha: float = 0.01,
-        min_ratio: float = 1.5,
-        low_confidence: float = 0.5,
-        min_confidence_increase: float = 0.05,
-        min_traces: int = 30,
-        min_exposed: int = 10,
-        max_depth: int = 12,
-        n_permutations: int = 999,
-        seed: int = 0,
-        sources: Sequence[str] = ("production",),
-    ) -> None:
-        check_window_test_params(alpha=alpha, sources=sources, n_permutations=n_permutations)
-        if min_ratio < 1.0:
-            raise ValueError(f"min_ratio must be >= 1, got {min_ratio}")
-        if not 0.0 < low_confidence < 1.0:
-            raise ValueError(f"low_confidence must be in (0, 1), got {low_confidence}")
-        if min_confidence_increase < 0.0:
-            raise ValueError(f"min_confidence_increase must be >= 0, got {min_confidence_increase}")
-        if min_traces < 2:
-            raise ValueError(f"min_traces must be >= 2, got {min_traces}")
-        if min_exposed < 1:
-            raise ValueError(f"min_exposed must be >= 1, got {min_exposed}")
-        if max_depth < 1:
-            raise ValueError(f"max_depth must be >= 1, got {max_depth}")
-        self.alpha = alpha
-        self.min_ratio = min_ratio
-        self.low_confidence = low_confidence
-        self.min_confidence_increase = min_confidence_increase
-        self.min_traces = min_traces
-        self.min_exposed = min_exposed
-        self.max_depth = max_depth
-        self.n_permutations = n_permutations
-        self.seed = seed
-        self.sources = frozenset(sources)
+    min_ratio: float = param(1.5, ge=1.0)
+    low_confidence: float = param(0.5, gt=0.0, lt=1.0)
+    min_confidence_increase: float = param(0.05, ge=0.0)
+    min_traces: int = param(30, ge=2)
+    min_exposed: int = param(10, ge=1)
+    max_depth: int = param(12, ge=1)
 
     def _profile_counts(self, profile: str) -> tuple[np.ndarray, int]:
         """Counts (a, n1, c, n0) per depth of one trace's step profile
@@ -221,7 +170,7 @@ class CompoundingErrorDetector:
         return None
 
     def _window(self, window: Sequence[TraceRecord]) -> dict[str, Any]:
-        traces = [t for t in window if t.source in self.sources]
+        traces = self.of_sources(window)
         multi = [t for t in traces if len(t.steps) >= 2]
         profiles = [step_profile(t.steps) for t in multi]
         rows = [self._profile_counts(p) for p in profiles]
@@ -280,11 +229,7 @@ class CompoundingErrorDetector:
         return table, begins
 
     def test(
-        self,
-        reference: Sequence[TraceRecord],
-        current: Sequence[TraceRecord],
-        *,
-        now: float | None = None,
+        self, reference: TraceWindow, current: TraceWindow, *, now: float | None = None
     ) -> DetectorResult:
         """Compare the windows; ``now`` is not used (the windows are already as of then)."""
         cur, ref = self._window(current), self._window(reference)
@@ -312,14 +257,12 @@ class CompoundingErrorDetector:
             if c["exposed"] < self.min_exposed:
                 continue
             if has_ref:
-                _, p = window_permutation_test(
+                _, p = self.permutation_test(
                     c["counts"], r["counts"], log_mh_ratio,
-                    n_permutations=self.n_permutations, seed=self.seed,
-                    stop_after=stop_after_for(self.alpha, self.n_permutations),
                     current_weights=cur["weights"], reference_weights=ref["weights"],
                 )  # fmt: skip
             else:
-                p = _cmh_greater(c["sums"])
+                p = cmh_greater(c["sums"])
             ok = c["ratio"] >= self.min_ratio * baseline
             sub_tests[family] = sub_test(p, ok, reference_used=has_ref)
             ratios[family] = (c["ratio"], self.min_ratio * baseline)
@@ -355,20 +298,6 @@ class CompoundingErrorDetector:
             fired=verdict.fired,
             evidence=evidence,
         )
-
-
-def _cmh_greater(sums: np.ndarray) -> float:
-    """One-sided Cochran-Mantel-Haenszel test (no continuity correction) of ratio > 1."""
-    a, n1, c, n0 = sums.reshape(-1, 4).T
-    n = n1 + n0
-    m1 = a + c
-    keep = n >= 2
-    expected = (n1 * m1 / np.maximum(n, 1))[keep]
-    var = (n1 * n0 * m1 * (n - m1) / np.maximum(n * n * (n - 1), 1))[keep]
-    if var.sum() <= 0:
-        return 1.0
-    z = (a[keep].sum() - expected.sum()) / np.sqrt(var.sum())
-    return float(stats.norm.sf(z))
 
 
 def _welch_greater(x: np.ndarray, y: np.ndarray) -> float:

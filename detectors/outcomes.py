@@ -49,6 +49,7 @@ min_traces : int, default 30
 min_tool_calls : int, default 20
     Fewest traces calling a tool in each window.
 sources : sequence of str, default ("production",)
+    Trace sources watched (some of production, eval, shadow).
 
 Examples
 --------
@@ -73,82 +74,55 @@ False
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 from scipy import stats
 
+from detectors.outcome_summary import describe, example_trace_ids, summary
+from detectors.outcome_values import (
+    label_counts,
+    latencies,
+    objective_names,
+    recent_half,
+    step_counts,
+    tool_calls,
+)
+from detectors.params import Parameters, TraceSources, param
 from detectors.proxy_convergence.objectives import objective_shift
-from detectors.records import DetectorResult, TraceRecord, is_tool_step, step_error
-from detectors.significance import check_integers_at_least, holm_into
+from detectors.records import DetectorResult, TraceRecord, TraceWindow
+from detectors.significance import holm_into
 
 FAILURE_MODE = "OUTCOME"
-OBJECTIVE_KINDS = frozenset({"true", "guardrail"})
 
 
-class OutcomeRegressionDetector:
+@dataclass(frozen=True, kw_only=True)
+class OutcomeRegressionDetector(TraceSources, Parameters):
     """Objectives, error rates, latency and steps per trace: did any get worse?"""
 
     needs: ClassVar[tuple[str, ...]] = ("true_scores", "steps", "tool_steps")
-    # Counts the service reads over every trace of a sampled window (none).
     window_counts: ClassVar[tuple[str, ...]] = ()
     checks_silence: ClassVar[bool] = False
 
-    def __init__(
-        self,
-        *,
-        alpha: float = 0.01,
-        min_effect: float = 0.1,
-        min_rate_increase: float = 0.03,
-        min_relative_increase: float = 0.2,
-        min_labels: int = 20,
-        min_traces: int = 30,
-        min_tool_calls: int = 20,
-        sources: Sequence[str] = ("production",),
-    ) -> None:
-        if not 0.0 < alpha < 1.0:
-            raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-        if not 0.0 <= min_effect < 5.0:
-            raise ValueError(f"min_effect must be in [0, 5), got {min_effect}")
-        if not 0.0 <= min_rate_increase < 1.0:
-            raise ValueError(f"min_rate_increase must be in [0, 1), got {min_rate_increase}")
-        if not 0.0 <= min_relative_increase < 10.0:
-            raise ValueError(
-                f"min_relative_increase must be in [0, 10), got {min_relative_increase}"
-            )
-        check_integers_at_least(
-            ("min_labels", min_labels, 4),
-            ("min_traces", min_traces, 4),
-            ("min_tool_calls", min_tool_calls, 4),
-        )
-        if isinstance(sources, str) or not sources:
-            raise ValueError("sources must name at least one trace source")
-        self.alpha = alpha
-        self.min_effect = min_effect
-        self.min_rate_increase = min_rate_increase
-        self.min_relative_increase = min_relative_increase
-        self.min_labels = int(min_labels)
-        self.min_traces = int(min_traces)
-        self.min_tool_calls = int(min_tool_calls)
-        self.sources = frozenset(sources)
+    min_effect: float = param(0.1, ge=0.0, lt=5.0)
+    min_rate_increase: float = param(0.03, ge=0.0, lt=1.0)
+    min_relative_increase: float = param(0.2, ge=0.0, lt=10.0)
+    min_labels: int = param(20, ge=4)
+    min_traces: int = param(30, ge=4)
+    min_tool_calls: int = param(20, ge=4)
 
     def test(
-        self,
-        reference: Sequence[TraceRecord],
-        current: Sequence[TraceRecord],
-        *,
-        now: float | None = None,
+        self, reference: TraceWindow, current: TraceWindow, *, now: float | None = None
     ) -> DetectorResult:
-        ref = [t for t in reference if t.source in self.sources]
-        cur = [t for t in current if t.source in self.sources]
+        ref, cur = self.of_sources(reference), self.of_sources(current)
         if not cur:
             return DetectorResult.insufficient(FAILURE_MODE, "no traces in the current window")
         recent = recent_half(cur)
         objectives = [
             {**row, "scope": scope}
-            for name in sorted(_objective_names(ref) & _objective_names(cur))
+            for name in sorted(objective_names(ref) & objective_names(cur))
             for scope, traces in (("recent half", recent), ("whole window", cur))
             if (row := self._objective(name, ref, traces)) is not None
         ]
@@ -156,8 +130,8 @@ class OutcomeRegressionDetector:
             {**row, "scope": "recent half"}
             for row in (
                 self._trace_errors(ref, recent),
-                self._spread("latency_s", _latencies(ref), _latencies(recent)),
-                self._spread("steps_per_trace", _step_counts(ref), _step_counts(recent)),
+                self._spread("latency_s", latencies(ref), latencies(recent)),
+                self._spread("steps_per_trace", step_counts(ref), step_counts(recent)),
                 *self._tool_errors(ref, recent),
             )
             if row is not None
@@ -167,7 +141,7 @@ class OutcomeRegressionDetector:
                 FAILURE_MODE,
                 "no objective with enough labels and no operational signal with enough "
                 "traces in both windows",
-                labels=_label_counts(ref, cur),
+                labels=label_counts(ref, cur),
             )
         for family in (objectives, operations):
             if not family:
@@ -183,16 +157,16 @@ class OutcomeRegressionDetector:
         evidence: dict[str, Any] = {
             "objectives": objectives,
             "operations": operations,
-            "labels": _label_counts(ref, cur),
+            "labels": label_counts(ref, cur),
             "n_reference": len(ref),
             "n_current": len(cur),
         }
-        evidence["summary"] = _summary(rows, fired)
+        evidence["summary"] = summary(rows, fired)
         # What moved most, fired or not: the words for an alert that a chart over several
         # runs opens while no single run is significant (app.alerts.lifecycle).
         closest = min(rows, key=lambda r: r["p_adjusted"])
-        evidence["closest"] = f"{_describe(closest)}, p={closest['p_adjusted']:.2g}"
-        evidence["example_trace_ids"] = _examples(cur, objectives, operations)
+        evidence["closest"] = f"{describe(closest)}, p={closest['p_adjusted']:.2g}"
+        evidence["example_trace_ids"] = example_trace_ids(cur, objectives, operations)
         return DetectorResult(
             failure_mode=FAILURE_MODE,
             statistic=float(-np.log10(max(p_min, 1e-300))),
@@ -236,7 +210,7 @@ class OutcomeRegressionDetector:
     def _tool_errors(
         self, ref: Sequence[TraceRecord], cur: Sequence[TraceRecord]
     ) -> list[dict[str, Any]]:
-        calls_cur, calls_ref = _tool_calls(cur), _tool_calls(ref)
+        calls_cur, calls_ref = tool_calls(cur), tool_calls(ref)
         rows = []
         for tool in sorted(set(calls_cur) & set(calls_ref)):
             (kc, nc), (kr, nr) = calls_cur[tool], calls_ref[tool]
@@ -272,20 +246,6 @@ class OutcomeRegressionDetector:
         }
 
 
-def recent_half(traces: Sequence[TraceRecord]) -> list[TraceRecord]:
-    """The traces of the later half of the window's time span.
-
-    Labels arrive hours late, so a window short enough to see a change soon holds few
-    of them: objectives are tested on the whole window and on its recent half (Holm over
-    both), the signals every trace carries at once on the recent half alone.
-    """
-    if not traces:
-        return []
-    starts = [t.started_at for t in traces]
-    middle = (min(starts) + max(starts)) / 2.0
-    return [t for t in traces if t.started_at >= middle]
-
-
 def _rate_row(
     signal: str, unit: str, kc: int, nc: int, kr: int, nr: int, min_increase: float
 ) -> dict[str, Any]:
@@ -303,125 +263,3 @@ def _rate_row(
         "effect_ok": rise >= min_increase,
         "p_value": p,
     }
-
-
-def _objective_names(traces: Sequence[TraceRecord]) -> set[str]:
-    return {s.name for t in traces for s in t.scores if s.kind in OBJECTIVE_KINDS}
-
-
-def _objective_values(traces: Sequence[TraceRecord], name: str) -> np.ndarray:
-    values = []
-    for t in traces:
-        found = [s for s in t.scores if s.name == name and s.kind in OBJECTIVE_KINDS]
-        if found:
-            values.append(max(found, key=lambda s: s.created_at).value)
-    return np.asarray(values, dtype=float)
-
-
-def _label_counts(ref: Sequence[TraceRecord], cur: Sequence[TraceRecord]) -> dict[str, Any]:
-    """Traces with each objective, per window: what an outcome alert rests on."""
-    out: dict[str, Any] = {}
-    for name in sorted(_objective_names(ref) | _objective_names(cur)):
-        out[name] = {
-            "reference": int(_objective_values(ref, name).size),
-            "current": int(_objective_values(cur, name).size),
-        }
-    return out
-
-
-def _latencies(traces: Sequence[TraceRecord]) -> np.ndarray:
-    return np.asarray(
-        [t.ended_at - t.started_at for t in traces if t.ended_at > t.started_at], dtype=float
-    )
-
-
-def _step_counts(traces: Sequence[TraceRecord]) -> np.ndarray:
-    return np.asarray([len(t.steps) for t in traces if t.steps], dtype=float)
-
-
-def _tool_calls(traces: Sequence[TraceRecord]) -> dict[str, tuple[int, int]]:
-    """Per tool: (traces with a failed call of it, traces that called it).
-
-    Counted by trace, not by call: an agent retries a failing call, so the calls of one
-    trace fail together and a per-call Fisher test took a clean τ-bench hour's 30% -> 50%
-    for a change (p = 0.003 on clean traffic).
-    """
-    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for t in traces:
-        called: dict[str, bool] = {}
-        for step in t.steps:
-            if is_tool_step(step):
-                tool = step.tool_name or step.name
-                called[tool] = called.get(tool, False) or step_error(step)
-        for tool, failed in called.items():
-            counts[tool][0] += failed
-            counts[tool][1] += 1
-    return {tool: (k, n) for tool, (k, n) in counts.items()}
-
-
-def _describe(row: dict[str, Any]) -> str:
-    before, after = row["before"], row["after"]
-    if row["signal"] == "objective":
-        return (
-            f"{row['name']} fell {before:.3g} -> {after:.3g} on {row['n_current']} labels "
-            f"(reference {row['n_reference']})"
-        )
-    if row["signal"] == "tool_error_rate":
-        return (
-            f"tool {row['name']} failed in {after:.1%} of {row['n_current']} traces calling it "
-            f"(reference {before:.1%})"
-        )
-    if row["signal"] == "trace_error_rate":
-        return f"{after:.1%} of {row['n_current']} traces failed (reference {before:.1%})"
-    unit = " s" if row["signal"] == "latency_s" else ""
-    label = "median latency" if row["signal"] == "latency_s" else "median steps per trace"
-    return f"{label} rose {before:.3g}{unit} -> {after:.3g}{unit}"
-
-
-def _summary(rows: Sequence[dict[str, Any]], fired: bool) -> str:
-    best: dict[tuple[str, str], dict[str, Any]] = {}
-    for row in rows:  # one line per signal: its most significant scope
-        key = (row["signal"], row["name"])
-        if row["fired"] and (key not in best or row["p_adjusted"] < best[key]["p_adjusted"]):
-            best[key] = row
-    fired_rows = list(best.values())
-    if fired_rows:
-        return "; ".join(
-            f"{_describe(r)}, p={r['p_adjusted']:.2g}"
-            for r in sorted(fired_rows, key=lambda r: r["p_adjusted"])
-        )
-    nearest = min(rows, key=lambda r: r["p_adjusted"])
-    return f"no outcome got worse; closest: {_describe(nearest)}, p={nearest['p_adjusted']:.2g}"
-
-
-def _examples(
-    cur: Sequence[TraceRecord], objectives: list[dict[str, Any]], operations: list[dict[str, Any]]
-) -> list[str]:
-    """Up to five current traces that show the worst fired signal."""
-    fired = sorted(
-        (r for r in objectives + operations if r["fired"]), key=lambda r: r["p_adjusted"]
-    )
-    if not fired:
-        return []
-    row = fired[0]
-    if row["signal"] == "objective":
-        threshold = row["before"]
-        picked = [
-            t.trace_id
-            for t in cur
-            if (v := _objective_values([t], row["name"])).size and v[0] < threshold
-        ]
-    elif row["signal"] == "tool_error_rate":
-        picked = [
-            t.trace_id
-            for t in cur
-            if any(is_tool_step(s) and (s.tool_name or s.name) == row["name"] and step_error(s)
-                   for s in t.steps)
-        ]  # fmt: skip
-    elif row["signal"] == "trace_error_rate":
-        picked = [t.trace_id for t in cur if t.status == "error"]
-    else:
-        key = _latencies if row["signal"] == "latency_s" else _step_counts
-        ordered = sorted(cur, key=lambda t: float(np.sum(key([t]))), reverse=True)
-        picked = [t.trace_id for t in ordered]
-    return picked[:5]

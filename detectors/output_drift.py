@@ -4,18 +4,15 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
-from detectors.records import DetectorResult, TraceRecord
-from detectors.significance import (
-    check_window_test_params,
-    holm_verdict,
-    stop_after_for,
-    sub_test,
-)
-from detectors.window_permutation import window_permutation_test
+from detectors.params import param
+from detectors.records import DetectorResult, TraceRecord, TraceWindow
+from detectors.significance import holm_verdict, sub_test
+from detectors.window_permutation import WindowTest
 
 FAILURE_MODE = "FM-3"
 # Columns of one input group's counts: disagreeing / all decision pairs, disagreeing /
@@ -134,7 +131,8 @@ SUB_TESTS = {
 }
 
 
-class OutputDriftDetector:
+@dataclass(frozen=True, kw_only=True)
+class OutputDriftDetector(WindowTest):
     """FM-3: disagreement among repeated runs of the same input, against a reference.
 
     Traces are grouped by ``(agent, agent_version, input)``, the input being the trace
@@ -175,14 +173,10 @@ class OutputDriftDetector:
 
     Parameters
     ----------
-    alpha : float, default 0.01
+    alpha, n_permutations, seed, sources : see :class:`detectors.window_permutation.WindowTest`
     min_groups : int, default 20
     min_disagreement_increase : float, default 0.05
     min_distance_increase : float, default 0.02
-    n_permutations : int, default 999
-    seed : int, default 0
-    sources : sequence of str, default ("production",)
-        Trace sources analysed; eval runs and shadow replays are left out by default.
 
     Examples
     --------
@@ -202,50 +196,19 @@ class OutputDriftDetector:
     """
 
     needs: ClassVar[tuple[str, ...]] = ("input_hash", "decision", "entry_point", "output_embedding")
-    # Counts the service reads over every trace of a sampled window (none).
     window_counts: ClassVar[tuple[str, ...]] = ()
     checks_silence: ClassVar[bool] = False
 
-    def __init__(
-        self,
-        *,
-        alpha: float = 0.01,
-        min_groups: int = 20,
-        min_disagreement_increase: float = 0.05,
-        min_distance_increase: float = 0.02,
-        n_permutations: int = 999,
-        seed: int = 0,
-        sources: Sequence[str] = ("production",),
-    ) -> None:
-        check_window_test_params(alpha=alpha, sources=sources, n_permutations=n_permutations)
-        if min_groups < 2:
-            raise ValueError(f"min_groups must be >= 2, got {min_groups}")
-        if not 0.0 <= min_disagreement_increase < 1.0:
-            raise ValueError(
-                f"min_disagreement_increase must be in [0, 1), got {min_disagreement_increase}"
-            )
-        if not 0.0 <= min_distance_increase < 2.0:
-            raise ValueError(
-                f"min_distance_increase must be in [0, 2), got {min_distance_increase}"
-            )
-        self.alpha = alpha
-        self.min_groups = min_groups
-        self.min_disagreement_increase = min_disagreement_increase
-        self.min_distance_increase = min_distance_increase
-        self.n_permutations = n_permutations
-        self.seed = seed
-        self.sources = frozenset(sources)
+    min_groups: int = param(20, ge=2)
+    min_disagreement_increase: float = param(0.05, ge=0.0, lt=1.0)
+    min_distance_increase: float = param(0.02, ge=0.0, lt=2.0)
 
     def test(
-        self,
-        reference: Sequence[TraceRecord],
-        current: Sequence[TraceRecord],
-        *,
-        now: float | None = None,
+        self, reference: TraceWindow, current: TraceWindow, *, now: float | None = None
     ) -> DetectorResult:
         """Compare the windows; ``now`` is not used (the windows are already as of then)."""
-        cur_groups = _groups([t for t in current if t.source in self.sources])
-        ref_groups = _groups([t for t in reference if t.source in self.sources])
+        cur_groups = _groups(self.of_sources(current))
+        ref_groups = _groups(self.of_sources(reference))
         if min(len(cur_groups), len(ref_groups)) < self.min_groups:
             return DetectorResult.insufficient(
                 FAILURE_MODE,
@@ -261,14 +224,7 @@ class OutputDriftDetector:
                 self.min_groups
             ):
                 continue
-            diff, p = window_permutation_test(
-                cur,
-                ref,
-                statistic,
-                n_permutations=self.n_permutations,
-                seed=self.seed,
-                stop_after=stop_after_for(self.alpha, self.n_permutations),
-            )
+            diff, p = self.permutation_test(cur, ref, statistic)
             ev[name] = float(statistic(cur.sum(axis=0)))
             ev[f"reference_{name}"] = float(statistic(ref.sum(axis=0)))
             sub_tests[name] = sub_test(p, diff >= self._min_increase(name))

@@ -25,15 +25,14 @@ Conventions shared by the ingest contract, the scenario generator and the detect
   (:mod:`detectors.requested_tools`);
 * *step order*: spans sort by ``step_index``, spans without one after every indexed span,
   then by start time, then by ``span_id``; ``Step.index`` is the position in that order
-  (0, 1, 2, ... with no gaps), see :func:`step_order_key`.
+  (0, 1, 2, ... with no gaps), see :func:`detectors.stored_times.step_order_key`.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
@@ -42,20 +41,22 @@ import numpy as np
 from detectors.agent_steps import agent_steps
 from detectors.requested_tools import with_requested_calls
 from detectors.result import DetectorResult
+from detectors.stored_times import epoch_seconds, step_order_key
 
 __all__ = [
     "DetectorResult",
     "Score",
     "Step",
     "TraceRecord",
-    "epoch_seconds",
+    "TraceWindow",
     "from_rows",
     "is_tool_step",
     "step_error",
-    "step_order_key",
 ]
 
 LABEL_SOURCES = ("delayed", "human")
+# Where a trace comes from: live traffic, an eval harness run, or a shadow replay.
+TRACE_SOURCES = ("production", "eval", "shadow")
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +164,10 @@ class TraceRecord:
         return bool(s.value >= 0.5) if s is not None else self.status == "ok"
 
 
+# What a trace detector's ``test`` compares: a window's records (the service's windows
+# may also carry counts over every trace of a sampled window: detectors.step_profiles).
+TraceWindow = Sequence[TraceRecord]
+
 TOOL_KINDS = frozenset({"tool", "retrieval"})
 
 
@@ -184,7 +189,6 @@ def step_error(step: Step) -> bool:
     )
 
 
-_ISO_BASES: dict[str, float] = {}
 # A monitor's window holds tens of thousands of traces of ~7 steps each, whose kinds, names,
 # statuses and tool names repeat: one shared copy of each string (``sys.intern``) and one
 # read-only empty mapping for every step without attributes: two 20,000-trace windows of
@@ -202,52 +206,6 @@ def _shared_or_none(value: Any) -> str | None:
 
 def _attributes(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return dict(value) if value else _NO_ATTRIBUTES
-
-
-_NO_INDEX = float("inf")
-
-
-def epoch_seconds(value: str | float | datetime | None, default: float = 0.0) -> float:
-    """A stored time as float epoch seconds: a number, a ``datetime`` or an ISO-8601 string.
-
-    ``None`` gives ``default``. A naive ``datetime`` is read as local time (``timestamp()``).
-
-    >>> epoch_seconds("2025-03-03T00:00:01.500Z"), epoch_seconds(None, 7.0)
-    (1740960001.5, 7.0)
-    """
-    if value is None:
-        return default
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, datetime):
-        return value.timestamp()
-    if len(value) == 24 and value[19] == "." and value[23] == "Z":  # the generator's format
-        base = _ISO_BASES.get(value[:19])
-        if base is None:  # parsing is the hot path of the scenario converter: cache per second
-            if len(_ISO_BASES) > 200_000:
-                _ISO_BASES.clear()
-            base = _ISO_BASES[value[:19]] = datetime.fromisoformat(
-                value[:19] + "+00:00"
-            ).timestamp()
-        return base + int(value[20:23]) / 1000.0
-    return datetime.fromisoformat(value).timestamp()
-
-
-def step_order_key(span: Mapping[str, Any]) -> tuple[float, float, str]:
-    """Sort key of a stored span in its trace: ``step_index`` (none: last), start, ``span_id``.
-
-    >>> spans = [{"span_id": "b", "step_index": None, "started_at": 0.0},
-    ...          {"span_id": "a", "step_index": 1, "started_at": 5.0},
-    ...          {"span_id": "c", "step_index": 0, "started_at": 9.0}]
-    >>> [s["span_id"] for s in sorted(spans, key=step_order_key)]
-    ['c', 'a', 'b']
-    """
-    index = span.get("step_index")
-    return (
-        _NO_INDEX if index is None else float(index),
-        epoch_seconds(span.get("started_at")),
-        str(span.get("span_id") or ""),
-    )
 
 
 def from_rows(

@@ -3,15 +3,15 @@
 Monitors store a failure mode ("FM-1" ... "FM-7") and a JSON dict of parameters; the engine
 calls :func:`build_detector` with them and then, whatever the mode,
 ``detector.test(reference, current, now=now)``. What the windows hold is said by the
-detector's ``needs`` (:mod:`detectors.signals`): trace records for every mode but FM-6,
+detector's ``needs`` (:mod:`detectors.needs`): trace records for every mode but FM-6,
 whose windows map an embedding stream's name to its vectors. Unknown parameter names are
 refused here (a typo in a monitor's config must not silently run the defaults); values are
-checked by each class; either way the :class:`DetectorParameterError` names the parameter.
+checked against the bounds each detector declares (:mod:`detectors.params`); either way the
+:class:`DetectorParameterError` names the parameter.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -19,18 +19,19 @@ from detectors.compounding_errors import CompoundingErrorDetector
 from detectors.drift.embedding_streams import EmbeddingDriftDetector
 from detectors.eval_overfitting import EvalOverfittingDetector
 from detectors.ground_truth import GroundTruthAbsenceDetector
+from detectors.needs import STREAM_NEEDS
 from detectors.outcomes import OutcomeRegressionDetector
 from detectors.output_drift import OutputDriftDetector
+from detectors.params import DetectorParameterError, parameter_defaults
 from detectors.proxy_convergence import ProxyConvergenceDetector
 from detectors.result import DetectorResult
-from detectors.signals import STREAM_SIGNALS
 from detectors.tool_cascades import ToolCascadeDetector
 
 
 class Detector(Protocol):
     """What the engine calls, for every failure mode."""
 
-    needs: tuple[str, ...]  # names from detectors.signals.SIGNALS
+    needs: tuple[str, ...]  # names from detectors.needs.NEEDS
     # Counts the service must read over every trace of a sampled window ("labels": FM-4's
     # coverage and delays), beside the sampled records.
     window_counts: tuple[str, ...]
@@ -72,20 +73,8 @@ def checks_silence(mode: str) -> bool:
 
 # The modes whose windows are trace records (FM-6 reads embedding streams).
 TRACE_DETECTORS: dict[str, type[Any]] = {
-    mode: cls for mode, cls in DETECTORS.items() if not STREAM_SIGNALS & set(cls.needs)
+    mode: cls for mode, cls in DETECTORS.items() if not STREAM_NEEDS & set(cls.needs)
 }
-
-
-class DetectorParameterError(ValueError):
-    """A monitor's parameters do not build its detector.
-
-    ``parameter`` names the parameter at fault, or is None when the message cannot be tied
-    to one (e.g. a value of the wrong type).
-    """
-
-    def __init__(self, message: str, *, parameter: str | None) -> None:
-        super().__init__(message)
-        self.parameter = parameter
 
 
 def detector_parameters(failure_mode: str) -> dict[str, Any]:
@@ -98,13 +87,7 @@ def detector_parameters(failure_mode: str) -> dict[str, Any]:
     >>> detector_parameters("FM-6")["method"]
     'cosine'
     """
-    cls = _detector_class(failure_mode)
-    signature = inspect.signature(cls)
-    return {
-        name: p.default
-        for name, p in signature.parameters.items()
-        if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
-    }
+    return parameter_defaults(_detector_class(failure_mode))
 
 
 def build_detector(failure_mode: str, params: Mapping[str, Any] | None = None) -> Any:
@@ -112,7 +95,7 @@ def build_detector(failure_mode: str, params: Mapping[str, Any] | None = None) -
 
     Raises ``ValueError`` naming the failure mode when it is unknown, and
     :class:`DetectorParameterError` (a ``ValueError``) naming the parameter when a name is
-    not one of the detector's or (from the detector) a value is out of range.
+    not one of the detector's or a value is not one its declaration allows.
 
     Examples
     --------
@@ -122,7 +105,7 @@ def build_detector(failure_mode: str, params: Mapping[str, Any] | None = None) -
     >>> build_detector("FM-5", {"min_gapp": 0.1})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    detectors.registry.DetectorParameterError: unknown parameter 'min_gapp' for FM-5 ...
+    detectors.params.DetectorParameterError: unknown parameter 'min_gapp' for FM-5 ...
     >>> try:
     ...     build_detector("FM-6", {"method": "mmd", "alpha": 1.5})
     ... except DetectorParameterError as exc:
@@ -139,14 +122,7 @@ def build_detector(failure_mode: str, params: Mapping[str, Any] | None = None) -
                 f"expected some of: {', '.join(sorted(allowed))}",
                 parameter=name if isinstance(name, str) else None,
             )
-    try:
-        return cls(**params)
-    except (TypeError, ValueError) as exc:
-        # Every detector's messages start with the parameter's name ("alpha must be ...").
-        first = str(exc).split(" ", 1)[0]
-        raise DetectorParameterError(
-            str(exc), parameter=first if first in allowed else None
-        ) from None
+    return cls(**params)
 
 
 def _detector_class(failure_mode: str) -> type[Any]:

@@ -1,9 +1,9 @@
 """Significance tools the trace detectors share.
 
-The Holm step-down adjustment and the combination of a detector's sub-tests with it, the
-parameter checks every window test makes, and the sequential Monte Carlo p-value the
-window permutation test (:mod:`detectors.window_permutation`) and the resampling tests
-stop early with.
+The Holm step-down adjustment and the combination of a detector's sub-tests with it, and the
+sequential Monte Carlo p-value the window permutation test
+(:mod:`detectors.window_permutation`) and the resampling tests stop early with. (Parameter
+checks are :mod:`detectors.params`.)
 
 Monte Carlo p-values stop early (Besag & Clifford 1991, "Sequential Monte Carlo p-values",
 Biometrika 78(2)): resampling stops at the ``h``-th resampled statistic at least as
@@ -24,31 +24,6 @@ from collections.abc import MutableMapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
-
-
-def check_window_test_params(*, alpha: float, sources: Sequence[str], n_permutations: int) -> None:
-    """ValueError unless alpha is in (0, 1), sources is non-empty and the permutation
-    count can reach p <= alpha with a few exceedances to spare."""
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-    if not sources:
-        raise ValueError("sources must name at least one trace source")
-    if (n_permutations + 1) * alpha < 4:
-        raise ValueError(f"n_permutations too small for alpha={alpha}: {n_permutations}")
-
-
-def check_integers_at_least(*checks: tuple[str, float, int]) -> None:
-    """ValueError naming the first ``(name, value, low)`` whose value is not a whole number
-    at least ``low``.
-
-    >>> check_integers_at_least(("min_traces", 30, 4), ("n_bootstrap", 50, 100))
-    Traceback (most recent call last):
-    ...
-    ValueError: n_bootstrap must be an integer >= 100, got 50
-    """
-    for name, value, low in checks:
-        if int(value) != value or value < low:
-            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
 
 
 def holm(p_values: Sequence[float]) -> np.ndarray:

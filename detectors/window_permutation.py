@@ -5,17 +5,26 @@ Units are rows of additive counts. Large windows are drawn by groups of identica
 (the same permutation distribution, multivariate hypergeometric counts per distinct row),
 and a window may come as its distinct rows with multiplicities (every trace of a window,
 counted in the database: :mod:`detectors.step_profiles`). Resampling stops early as
-:class:`detectors.significance.SequentialPValue` says.
+:class:`detectors.significance.SequentialPValue` says. :class:`WindowTest` is the
+parameters FM-1, FM-2 and FM-3 share to run it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
-from detectors.significance import SequentialPValue
+from detectors.params import (
+    DetectorParameterError,
+    Parameters,
+    Resampled,
+    Seeded,
+    TraceSources,
+)
+from detectors.significance import SequentialPValue, stop_after_for
 
 
 def window_permutation_test(
@@ -69,6 +78,49 @@ def window_permutation_test(
         current_sums, total, observed, statistic,
         n_permutations=n_permutations, chunk=chunk, stop_after=stop_after,
     )  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class WindowTest(TraceSources, Resampled, Seeded, Parameters):
+    """The parameters of a trace-permutation window test (FM-1, FM-2, FM-3).
+
+    Parameters
+    ----------
+    alpha : float, default 0.01
+    n_permutations : int, default 999
+        Resamples at the most (the test stops early: :mod:`detectors.significance`);
+        ``(n_permutations + 1) * alpha`` must be at least 4.
+    seed : int, default 0
+    sources : sequence of str, default ("production",)
+        Trace sources analysed (some of production, eval, shadow); eval runs and shadow
+        replays are left out by default.
+    """
+
+    def _check_together(self) -> None:
+        # A permutation p-value is at least 1 / (n + 1): leave room for a few exceedances.
+        if (self.n_permutations + 1) * self.alpha < 4:
+            raise DetectorParameterError(
+                f"n_permutations too small for alpha={self.alpha}: {self.n_permutations}",
+                parameter="n_permutations",
+            )
+
+    def permutation_test(
+        self,
+        current: np.ndarray,
+        reference: np.ndarray,
+        statistic: Callable[[np.ndarray], np.ndarray],
+        *,
+        current_weights: np.ndarray | None = None,
+        reference_weights: np.ndarray | None = None,
+    ) -> tuple[float, float]:
+        """:func:`window_permutation_test` with this test's resamples and seed, stopping
+        early where no decision at ``alpha`` can change (:func:`stop_after_for`)."""
+        return window_permutation_test(
+            current, reference, statistic,
+            n_permutations=self.n_permutations, seed=self.seed,
+            stop_after=stop_after_for(self.alpha, self.n_permutations),
+            current_weights=current_weights, reference_weights=reference_weights,
+        )  # fmt: skip
 
 
 def _resample(

@@ -5,6 +5,7 @@ from fastapi import APIRouter
 from app.api.routes import (
     alerts,
     channels,
+    derived_fields,
     findings,
     health,
     ingest,
@@ -16,7 +17,6 @@ from app.api.routes import (
     otlp_logs,
     retention,
     scores,
-    signals,
     silences,
     streams,
     traces,
@@ -41,4 +41,4 @@ api_router.include_router(silences.router)
 api_router.include_router(channels.router)
 api_router.include_router(media.router)
 api_router.include_router(retention.router)
-api_router.include_router(signals.router)
+api_router.include_router(derived_fields.router)

@@ -1,9 +1,9 @@
-"""The derive job: signals for every settled trace, in batches, leader-only.
+"""The derive job: derived fields for every settled trace, in batches, leader-only.
 
 A periodic job of the scheduler (:mod:`app.scheduler.jobs`, one process per interval
 through the DB lease, like data retention). Each batch: read the settled traces with their
-spans and GenAI events (:mod:`app.derive.load`), derive each one's signals
-(:mod:`app.derive.trace_signals`), embed the input and output texts in one encoder call
+spans and GenAI events (:mod:`app.derive.load`), derive each one's fields
+(:mod:`app.derive.trace_fields`), embed the input and output texts in one encoder call
 and store them (:mod:`app.derive.text_vectors`), then in one short write transaction
 assign input groups, pair counterfactuals and write the traces.
 
@@ -43,8 +43,8 @@ from app.derive.text_vectors import (
     embed_items,
     write_vectors,
 )
+from app.derive.trace_fields import DerivedFields, derive_trace, is_explicit, owned
 from app.derive.trace_rows import TRACE_UPDATE, update_row
-from app.derive.trace_signals import TraceSignals, derive_trace, is_explicit, owned
 from app.models.base import utcnow
 from app.monitors.windows.trace_window import step_profiles_of
 from app.settings import Settings
@@ -117,7 +117,7 @@ def derive_pending(
     return report
 
 
-def _digest(sig: TraceSignals) -> str:
+def _digest(sig: DerivedFields) -> str:
     return hashlib.sha256(f"{sig.input_text}\x00{sig.output_text}".encode()).hexdigest()[:16]
 
 
@@ -160,22 +160,22 @@ def _only(batch: Batch, t: dict[str, Any]) -> Batch:
 def _derive_together(
     engine: Engine, batch: Batch, *, now: datetime, encoder: TextEncoder | None
 ) -> int:
-    signals: dict[Key, TraceSignals] = {}
+    derived: dict[Key, DerivedFields] = {}
     for t in batch.traces:
         key = (t["project_id"], t["trace_id"])
-        signals[key] = derive_trace(
+        derived[key] = derive_trace(
             t, batch.spans[key], batch.events[key], batch.configs[t["project_id"]]
         )
     hashes = {
         key: (
             t["input_hash"]
             if is_explicit(t, "input_hash", t["input_hash"])
-            else signals[key].input_hash
+            else derived[key].input_hash
         )
         for t in batch.traces
         for key in [(t["project_id"], t["trace_id"])]
     }
-    embedded, written = _embed(engine, batch, signals, encoder)
+    embedded, written = _embed(engine, batch, derived, encoder)
     profiles = _step_profiles(engine, batch)
     with write_transaction(engine) as conn:
         groups = _assign_groups(conn, batch, hashes, embedded)
@@ -184,7 +184,7 @@ def _derive_together(
         for t in batch.traces:
             key = (t["project_id"], t["trace_id"])
             found = (groups.get(key), pairs.get(key), embedded.get(key))
-            row = update_row(t, signals[key], hashes[key], *found, now)
+            row = update_row(t, derived[key], hashes[key], *found, now)
             row["b_profile"] = profiles.get(key)
             rows.append(row)
         conn.execute(TRACE_UPDATE, rows)
@@ -192,7 +192,7 @@ def _derive_together(
 
 
 def _step_profiles(engine: Engine, batch: Batch) -> dict[Key, str]:
-    """The batch's step profiles, stored with its signals so that the monitors' sampled
+    """The batch's step profiles, stored with its derived fields so that the monitors' sampled
     windows find them (app/monitors/windows/profiles.py) instead of reading spans in the
     cycle: at 100,000 traces/h profiling one interval's traffic there took ~14 s of it."""
     by_project: dict[int, list[str]] = {}
@@ -207,7 +207,7 @@ def _step_profiles(engine: Engine, batch: Batch) -> dict[Key, str]:
 
 
 def _embed(
-    engine: Engine, batch: Batch, signals: dict[Key, TraceSignals], encoder: TextEncoder | None
+    engine: Engine, batch: Batch, derived: dict[Key, DerivedFields], encoder: TextEncoder | None
 ) -> tuple[dict[Key, tuple[str, Any]], int]:
     """Embed what changed; ``({key: (digest, input vector or None)}, vectors written)``."""
     if encoder is None:
@@ -216,7 +216,7 @@ def _embed(
     digests: dict[Key, str] = {}
     for t in batch.traces:
         key = (t["project_id"], t["trace_id"])
-        sig = signals[key]
+        sig = derived[key]
         if not batch.configs[t["project_id"]].text_embeddings.enabled:
             continue
         if sig.input_text is None and sig.output_text is None:

@@ -1,7 +1,7 @@
 """What one LLM call said and was told, read from whichever convention carried it.
 
-The same facts arrive under several names (compare :mod:`app.otlp.tool_calls`, which reads
-the tool calls the same way). Read here, per convention, from a span's attributes or from
+The same facts arrive under several names (compare :mod:`app.otlp.message_tool_calls`, which
+reads the tool calls the same way). Read here, per convention, from a span's attributes or from
 one of its GenAI events (an OTLP log record stored in ``span_events``, or an OTLP span
 event kept under ``otel.events``):
 
@@ -29,7 +29,7 @@ from typing import Any
 
 import orjson
 
-from app.otlp.tool_calls import REQUESTED, add_tool_calls, event_tool_calls
+from app.otlp.message_tool_calls import REQUESTED, add_tool_calls, event_tool_calls
 
 _OI_MESSAGE = re.compile(
     r"^llm\.(input|output)_messages\.(\d{1,9})\.message\."

@@ -1,7 +1,7 @@
 """What the derive job writes back to a trace row: its derived values, remembered as ours.
 
 A value the telemetry gave explicitly is kept; what the job derived is also recorded under
-``telltale.derived`` (:mod:`app.derive.trace_signals`) so a later run may replace it. The
+``telltale.derived`` (:mod:`app.derive.trace_fields`) so a later run may replace it. The
 update matches on the ``updated_at`` the trace was read with: a trace that grew meanwhile
 is left to be derived again. A successful derivation clears ``derive_error``.
 """
@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import bindparam, update
 
 from app.derive.groups import INPUT_GROUP
-from app.derive.trace_signals import DERIVED, TraceSignals, is_explicit, owned
+from app.derive.trace_fields import DERIVED, DerivedFields, is_explicit, owned
 from app.models import Trace
 
 TRACE_UPDATE = (
@@ -37,7 +37,7 @@ TRACE_UPDATE = (
 
 def update_row(
     t: dict[str, Any],
-    sig: TraceSignals,
+    sig: DerivedFields,
     final_hash: str | None,
     group: str | None,
     pair: str | None,

@@ -236,6 +236,16 @@ class LeaseEnded(ResponseModel):
     status: Literal["skipped", "pending"]
 
 
+class LeaseReturned(ResponseModel):
+    """An undone answer: the item is leased again to the annotator who gave it."""
+
+    item_id: int
+    undone: Literal["labeled", "skipped"]
+    status: Literal["leased"]
+    lease_token: str
+    lease_expires_at: Time
+
+
 class RejectedLabelOut(ResponseModel):
     id: int
     label: str | float

@@ -26,7 +26,7 @@ from app.monitors.windows import trace_window as traces
 from app.monitors.windows.cache import WindowCache
 from app.scores import roles as score_roles
 from detectors import registry
-from detectors.signals import STREAM_SIGNALS, TRACE_EMBEDDING_SIGNALS
+from detectors.needs import STREAM_NEEDS, TRACE_EMBEDDING_NEEDS
 
 
 @dataclass(frozen=True)
@@ -49,10 +49,10 @@ def load(
     """The plan's windows read through ``data`` (step profiles computed on the way are
     written through ``write_engine``)."""
     needs = set(plan.detector.needs if plan.detector is not None else ())
-    if needs & STREAM_SIGNALS:
+    if needs & STREAM_NEEDS:
         return _streams(plan, data=data, cycle=cycle)
     return _traces(plan, data=data, cycle=cycle, write_engine=write_engine,
-                   with_embeddings=bool(needs & TRACE_EMBEDDING_SIGNALS))  # fmt: skip
+                   with_embeddings=bool(needs & TRACE_EMBEDDING_NEEDS))  # fmt: skip
 
 
 def _streams(plan: RunPlan, *, data: Session, cycle: WindowCache) -> RunWindows:

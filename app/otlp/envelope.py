@@ -21,6 +21,19 @@ M = TypeVar("M", bound=Message)
 _ID_KEYS = {"traceId": 32, "spanId": 16, "trace_id": 32, "span_id": 16}
 
 
+def parse_request(body: bytes, *, wire: str, message: type[M]) -> M:
+    """:func:`parse_envelope`, with an empty body read as the spec has it.
+
+    Zero bytes are the valid protobuf encoding of an empty Export*ServiceRequest (the
+    OpenTelemetry Collector answers 200); for JSON they are no document at all.
+    """
+    if not body and wire == "protobuf":
+        return message()
+    if not body:
+        raise MalformedBody(f"request body is empty; expected an {message.DESCRIPTOR.name}")
+    return parse_envelope(body, wire=wire, message=message)
+
+
 def parse_envelope(body: bytes, *, wire: str, message: type[M]) -> M:
     """The request as ``message``; :class:`MalformedBody` (a 400) when it is not one."""
     name = message.DESCRIPTOR.name

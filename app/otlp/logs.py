@@ -7,7 +7,8 @@ trace and span id it is stored as a ``span_event`` of that span (joined when rea
 either may arrive first); a ``gen_ai.evaluation.result`` with a numeric
 ``gen_ai.evaluation.score.value`` is also a score of the trace (kind ``proxy``) named by
 ``gen_ai.evaluation.name``. The tool calls an event's messages requested, and the tool
-results they carry, are kept on the event (:func:`app.otlp.tool_calls.event_tool_calls`).
+results they carry, are kept on the event
+(:func:`app.otlp.message_tool_calls.event_tool_calls`).
 Every other log record is counted, not stored.
 
 A re-sent record is a duplicate: its event id hashes what it says. A record with a bad
@@ -27,7 +28,7 @@ from app.ingest.events import ValidEvent
 from app.ingest.limits import IngestLimits
 from app.otlp.decode import TooDeep, clean, hex_id, pb_attributes, pb_value, too_deep
 from app.otlp.mapping import MAX_MESSAGES, ns_to_datetime
-from app.otlp.tool_calls import event_tool_calls
+from app.otlp.message_tool_calls import event_tool_calls
 
 GENAI_PREFIX = "gen_ai."
 EVALUATION = "gen_ai.evaluation.result"

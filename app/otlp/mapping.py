@@ -8,7 +8,8 @@ Conventions read, first match wins:
 - agent: the outermost agent span's own name (:func:`app.otlp.trace_rows.agent_identity`), else a workflow's,
   else the resource's ``service.name`` / ``service.version``;
 - tool: only a tool span names one (an LLM span's ``gen_ai.tool.name`` lists tools offered);
-  the calls an LLM span requested are read from its messages (:mod:`app.otlp.tool_calls`);
+  the calls an LLM span requested are read from its messages
+  (:mod:`app.otlp.message_tool_calls`);
 - models, tokens, cost and error types under one name each (:mod:`app.otlp.normalise`);
 - ``telltale.*`` extras (docs/guides/otlp.md) fill trace and span
   columns and scores; trace-level ones may ride on the resource (``OTEL_RESOURCE_ATTRIBUTES``). A bad ``telltale.*`` value does not cost the span: the value is left
@@ -31,8 +32,8 @@ from app.ingest.events import SCORE_KINDS, SCORE_SOURCES, ValidEvent
 from app.ingest.limits import IngestLimits
 from app.otlp.decode import STATUS_ERROR, DecodedSpan
 from app.otlp.evals import EVALUATION_PREFIXES, evaluation_scores
+from app.otlp.message_tool_calls import FLAT_PREFIXES, add_tool_calls
 from app.otlp.normalise import NO_COLUMNS, columns, error_type, latency_ms, normalise
-from app.otlp.tool_calls import FLAT_PREFIXES, add_tool_calls
 from app.otlp.trace_rows import TraceAcc, given
 
 _GENAI_KIND = {
@@ -219,7 +220,9 @@ def map_spans(
         acc = traces.get(sp.trace_id)
         if acc is None:
             acc = traces[sp.trace_id] = TraceAcc(sp.trace_id)
-        acc.add(sp, kind, failed, started, ended, out, telltale=says or bool(telltale_keys))
+        ignored = acc.add(sp, kind, failed, started, ended, telltale=says or bool(telltale_keys))
+        if ignored is not None:
+            out.note(ignored)
     out.traces = [acc.row() for acc in traces.values()]
     return out
 

@@ -7,13 +7,10 @@ into the stored trace rows by :mod:`app.otlp.traces`, in any arrival order.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from app.ingest.events import SOURCES
 from app.otlp.decode import DecodedSpan
-
-if TYPE_CHECKING:
-    from app.otlp.mapping import MappedBatch
 
 
 def _text(value: Any, limit: int) -> str | None:
@@ -91,12 +88,12 @@ class TraceAcc:
         failed: bool,
         started: datetime | None,
         ended: datetime | None,
-        out: MappedBatch,
         *,
         telltale: bool = True,
-    ) -> None:
+    ) -> str | None:
         """Fold one span in; ``telltale=False`` says neither the span nor its resource has a
-        ``telltale.*`` attribute, so the trace fields they could set are not looked up."""
+        ``telltale.*`` attribute, so the trace fields they could set are not looked up.
+        Returns what the request's answer should say about a value it ignored, else None."""
         if started is not None and (self.started is None or started < self.started):
             self.started = started
         if ended is not None and (self.ended is None or ended > self.ended):
@@ -121,7 +118,7 @@ class TraceAcc:
             self.has_resource = True
             self.attributes.update({f"resource.{k}": v for k, v in res.items()})
         if not telltale:
-            return
+            return None
         # given(), inlined: this runs for every span that carries a telltale.* key.
         for column, name, limit in _TRACE_FIELDS:
             value = attrs.get(name)
@@ -136,11 +133,12 @@ class TraceAcc:
             if value is not None and (is_root or column not in self.attributes):
                 self.attributes[column] = value
         source = given("telltale.source", attrs, res)
-        if source is not None:
-            if source in SOURCES:
-                self.source = source
-            else:
-                out.note(f"span {sp.span_id}: telltale.source must be one of {SOURCES}; ignored")
+        if source is None:
+            return None
+        if source not in SOURCES:
+            return f"span {sp.span_id}: telltale.source must be one of {SOURCES}; ignored"
+        self.source = source
+        return None
 
     @property
     def agent_key(self) -> str:

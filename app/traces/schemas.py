@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import RootModel
+
 from app.response_model import ResponseModel, Time
 
 
@@ -71,3 +73,16 @@ class TraceSteps(ResponseModel):
 class TraceDetail(TraceOut):
     spans: list[SpanOut]
     scores: list[ScoreOut]
+
+
+class SpanEventOut(ResponseModel):
+    """A GenAI event (an OTLP log record: prompt, choice, evaluation...) of one span."""
+
+    name: str
+    time: Time | None
+    attributes: dict[str, Any]
+    body: Any = None
+
+
+class SpanEventsOut(RootModel[dict[str, list[SpanEventOut]]]):
+    """A trace's GenAI events by span: ``{span_id: [event, ...]}``, each in time order."""

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from app.models import Score, Span, Trace
 from app.pagination import Page, paginate, where_given
 from app.traces.schemas import ScoreOut, SpanOut, TraceDetail, TraceOut, TraceSteps
-from detectors.records import step_order_key
+from detectors.stored_times import step_order_key
 
 
 def list_traces(

@@ -19,6 +19,7 @@ from fastapi.responses import RedirectResponse
 
 from app.alerts import lifecycle
 from app.alerts import store as alerts
+from app.alerts.schemas import SilenceCreate
 from app.db import write_session
 from app.deps import EngineDep, Int4Id, Int8Id, SessionDep
 from app.labeling import queues
@@ -143,9 +144,10 @@ def alert_action(
     engine: EngineDep,
     csrf: str = Form(""),
 ) -> Any:
-    """Acknowledge or resolve from the alert page without JavaScript (the page's script
-    calls the JSON API instead); the annotate role, as the API asks."""
-    if action not in ("ack", "resolve"):
+    """Acknowledge, resolve or silence (4 hours, this alert's mode and monitor) from the
+    alert page without JavaScript (the page's script calls the JSON API instead); the
+    annotate role, as the API asks."""
+    if action not in ("ack", "resolve", "silence"):
         raise HTTPException(404, f"no alert action {action!r}")
     web.check_form(csrf, role="annotate")
     public_url = web.request.app.state.settings.public_url
@@ -156,11 +158,32 @@ def alert_action(
             )
             if alert is None:
                 raise HTTPException(404, f"alert {alert_id} not found in this project")
-            step = lifecycle.acknowledge if action == "ack" else lifecycle.resolve
-            step(session, alert, actor=web.principal.actor, now=utcnow(), public_url=public_url)
+            if action == "silence":
+                _silence_for(session, web, alert)
+            else:
+                step = lifecycle.acknowledge if action == "ack" else lifecycle.resolve
+                step(session, alert, actor=web.principal.actor, now=utcnow(), public_url=public_url)
     except lifecycle.TransitionError as exc:
         raise HTTPException(409, str(exc)) from None
     return RedirectResponse(f"/alerts/{alert_id}", status_code=303)
+
+
+def _silence_for(session: Any, web: Any, alert: Any) -> None:
+    """The silence the alert page's button asks for: 4 hours on this failure mode (and
+    monitor), as its script sends to ``POST /api/v1/silences``."""
+    matchers = [{"name": "failure_mode", "op": "=", "value": alert.failure_mode}]
+    monitor = monitors.get_monitor(session, project_id=web.principal.project_id,
+                                   monitor_id=alert.monitor_id) if alert.monitor_id else None  # fmt: skip
+    if monitor is not None:
+        matchers.append({"name": "monitor", "op": "=", "value": monitor.name})
+    body = SilenceCreate.model_validate({
+        "matchers": matchers, "duration_seconds": 4 * 3600,
+        "comment": f"silenced from the alert page (alert {alert.id})",
+    })  # fmt: skip
+    alerts.create_silence(
+        session, project_id=web.principal.project_id, body=body,
+        actor=web.principal.actor, now=utcnow(),
+    )  # fmt: skip
 
 
 @router.get("/traces")
@@ -204,7 +227,12 @@ def traces_page(
                "source": source or "", "since": since or "", "until": until or "",
                "q": q or "", "trace_id": trace_id or ""}  # fmt: skip
     searched_from = start if text and not since else None
-    return web.render("traces.html", page=page, filters=filters, searched_from=searched_from)
+    totals = queries.trace_totals(
+        session, project_id=web.principal.project_id, trace_ids=[t.trace_id for t in page.traces]
+    )
+    return web.render(
+        "traces.html", page=page, filters=filters, searched_from=searched_from, totals=totals
+    )
 
 
 def _when(value: str | None, field: str) -> datetime | None:

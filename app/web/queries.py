@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.models import Alert, IngestMinute, Monitor, Trace
+from app.models import Alert, IngestMinute, Monitor, Span, Trace
 from app.models.base import utcnow
 from app.monitors import store as monitors
 from app.monitors.readiness import report as readiness
@@ -139,4 +139,26 @@ def monitor_row(
         "readiness": readiness.monitor_readiness(
             session, monitor=monitor, now=now, counts_cache=counts if counts is not None else {}
         ),
+    }
+
+
+def trace_totals(
+    session: Session, *, project_id: int, trace_ids: list[str]
+) -> dict[str, dict[str, float | None]]:
+    """Tokens and cost summed over each listed trace's spans (one grouped read over the
+    spans' unique index, bounded by the page's 50 ids); a trace without either is absent."""
+    if not trace_ids:
+        return {}
+    tokens = func.coalesce(
+        Span.total_tokens,
+        func.coalesce(Span.input_tokens, 0) + func.coalesce(Span.output_tokens, 0),
+    )
+    rows = session.execute(
+        select(Span.trace_id, func.sum(tokens), func.sum(Span.cost))
+        .where(Span.project_id == project_id, Span.trace_id.in_(trace_ids))
+        .group_by(Span.trace_id)
+    )
+    return {
+        tid: {"tokens": int(t) if t else None, "cost": float(c) if c is not None else None}
+        for tid, t, c in rows
     }

@@ -54,7 +54,7 @@ def svg(points: Sequence[RunPoint], *, marks: Marks, label: str) -> Markup:
     )
     if not drawn:
         return Markup(
-            head + f'<text x="{W / 2}" y="{H / 2}" text-anchor="middle" fill="#6b7386">'
+            head + f'<text x="{W / 2}" y="{H / 2}" text-anchor="middle" fill="#555d70">'
             "No run with a statistic in this period</text></svg>"
         )
     times = [p.at for p in drawn]
@@ -100,12 +100,12 @@ def svg(points: Sequence[RunPoint], *, marks: Marks, label: str) -> Markup:
         parts.append(
             f'<line x1="{LEFT}" x2="{W - RIGHT}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#e2e5ec"/>'
             f'<text x="{LEFT - 6}" y="{y(v) + 4:.1f}" text-anchor="end" font-size="11" '
-            f'fill="#6b7386">{v:.3g}</text>'
+            f'fill="#555d70">{v:.3g}</text>'
         )
     parts.append(
-        f'<text x="{LEFT}" y="{H - 12}" font-size="11" fill="#6b7386">'
+        f'<text x="{LEFT}" y="{H - 12}" font-size="11" fill="#555d70">'
         f"{_fmt(datetime.fromtimestamp(t0, tz=drawn[0].at.tzinfo))}</text>"
-        f'<text x="{W - RIGHT}" y="{H - 12}" text-anchor="end" font-size="11" fill="#6b7386">'
+        f'<text x="{W - RIGHT}" y="{H - 12}" text-anchor="end" font-size="11" fill="#555d70">'
         f"{_fmt(datetime.fromtimestamp(t1, tz=drawn[0].at.tzinfo))} UTC</text>"
     )
     if marks.onset is not None:
@@ -113,7 +113,7 @@ def svg(points: Sequence[RunPoint], *, marks: Marks, label: str) -> Markup:
         parts.append(
             f'<line class="onset" x1="{a:.1f}" x2="{a:.1f}" y1="{TOP}" y2="{bottom}" '
             'stroke="#b7791f" stroke-width="2"><title>degradation onset</title></line>'
-            f'<text x="{a + 4:.1f}" y="{TOP + 12}" font-size="11" fill="#b7791f">onset</text>'
+            f'<text x="{a + 4:.1f}" y="{TOP + 12}" font-size="11" fill="#85560f">onset</text>'
         )
     thr = [(p.at, p.threshold) for p in drawn if _finite(p.threshold)]
     if thr:

@@ -1,5 +1,5 @@
-"""Settings pages (admin only): API keys, silences, score roles, retention; monitors'
-forms in :mod:`app.web.monitor_settings`, channels in :mod:`app.web.channel_pages`.
+"""Settings pages (admin only): API keys, silences, score roles, derived fields, retention;
+monitors' forms in :mod:`app.web.monitor_settings`, channels in :mod:`app.web.channel_pages`.
 
 Each form posts to its page with the login's CSRF token; the values go through the API's
 own request models and service functions (never an HTTP call), so a bad value is refused
@@ -8,6 +8,7 @@ with the message the API gives, naming the field, in a 422 page that keeps what 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +21,7 @@ from app.alerts import store as alert_store
 from app.alerts.schemas import SilenceCreate
 from app.db import project_row, write_session
 from app.deps import EngineDep, Int4Id, SessionDep
+from app.derive.config import SignalConfig, set_signal_config, signals_view
 from app.keys import KeyCreate
 from app.models import Project, Silence
 from app.models.base import utcnow
@@ -81,6 +83,12 @@ def settings_page(
         project = session.get(Project, pid)
         settings = web.request.app.state.settings
         data["retention"] = retention_view(project, default_days=settings.retention_days)
+    elif tab == "derived":
+        project = session.get(Project, pid)
+        settings = web.request.app.state.settings
+        view = signals_view(project, server_embeddings=settings.derive_text_embeddings)
+        data["derived"] = view
+        data["derived_json"] = json.dumps(view.config.model_dump(mode="json"), indent=2)
     return web.render("settings.html", status_code=status, **data)
 
 
@@ -120,7 +128,14 @@ def settings_home(web: WebDep) -> Any:
 @router.get("/{tab}")
 def settings_tab(tab: str, web: WebDep, session: SessionDep) -> Any:
     require_admin(web)
-    if tab not in ("keys", "monitors", "silences", "scores", "retention"):  # channels: own module
+    if tab not in (
+        "keys",
+        "monitors",
+        "silences",
+        "scores",
+        "derived",
+        "retention",
+    ):  # channels: own module
         raise HTTPException(404, f"no settings page {tab!r}")
     return settings_page(web, session, tab)
 
@@ -260,3 +275,31 @@ def put_retention(
         )
 
     return act(web, session, "retention", csrf, action, {"retention_days": retention_days})
+
+
+@router.post("/derived")
+def put_derived(
+    web: WebDep,
+    session: SessionDep,
+    csrf: str = Form(""),
+    rules: str = Form("", max_length=100_000),
+    reset: str = Form(""),
+) -> Any:
+    """The derived-field rules as the API takes them (``PUT /api/v1/project/signals``), as
+    JSON in a text box; or back to every default."""
+
+    def action() -> str:
+        config: SignalConfig | None = None
+        if not reset:
+            try:
+                data = json.loads(rules or "{}")
+            except json.JSONDecodeError as exc:
+                raise FormError(f"rules: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+            config = parse_form(SignalConfig, data)
+        set_signal_config(session, project_id=web.principal.project_id, config=config)
+        session.commit()
+        if config is None:
+            return "Derived fields follow every default again; new traces are derived by them."
+        return "Derived-field rules saved; traces that arrive from now on are derived by them."
+
+    return act(web, session, "derived", csrf, action, {"rules": rules})

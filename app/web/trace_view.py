@@ -11,6 +11,7 @@ steps are the monitors' own records (:mod:`detectors.records`).
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,13 +23,19 @@ from sqlalchemy.orm import Session
 from app.derive.messages import call_content
 from app.models import SpanEvent
 from app.monitors.windows.rows import chunk_records
-from app.otlp.tool_calls import REQUESTED, RESULTS, event_tool_calls
+from app.otlp.message_tool_calls import REQUESTED, RESULTS, event_tool_calls
 from app.scores.roles import get_roles
 
 # A tool span's arguments and result, under the names the conventions give them.
 TOOL_INPUT = ("gen_ai.tool.call.arguments", "input.value", "traceloop.entity.input")
 TOOL_OUTPUT = ("gen_ai.tool.call.result", "output.value", "traceloop.entity.output")
+INPUT, SYSTEM = "gen_ai.input.messages", "gen_ai.system_instructions"
+OTHER_INPUTS = ("llm.input_messages", "gen_ai.prompt")  # other conventions' input messages
 FOLD_AT = 600  # characters shown before the rest folds behind "show all"
+# A span's attribute values shown in full up to this length: an LLM span's input repeats
+# the conversation so far, so a long trace's raw attributes grow with the square of its
+# length (19 MB of HTML for 500 spans): each value shows as much as a chat message before it folds; the whole values stay in the traces API.
+ATTR_SHOW = 600
 
 
 @dataclass
@@ -117,18 +124,26 @@ def conversation(
             shown[key] = this_call[key]
             chat.append(msg)
 
+    before: tuple[Any, Any, Counter[tuple[str, str]]] = (None, None, Counter())
     for s in spans:
         attrs = dict(s.get("attributes") or {})
         sid = s["span_id"]
         if s.get("kind") == "llm":
-            content = call_content(attrs, events.get(sid, []))
-            this_call: Counter[tuple[str, str]] = Counter()
+            suffix = _repeats(before, attrs) if not events.get(sid) else None
+            if suffix is None:
+                content = call_content(attrs, events.get(sid, []))
+                this_call: Counter[tuple[str, str]] = Counter()
+            else:  # only what this call adds to the previous call's input is read
+                attrs_new = {k: v for k, v in attrs.items() if k != SYSTEM}
+                content = call_content({**attrs_new, INPUT: suffix}, [])
+                this_call = before[2].copy()
             for text in content.system:
                 add(ChatMessage("system", text, sid), this_call)
             for text in content.user:
                 add(ChatMessage("user", text, sid), this_call)
             for text in content.tool:
                 add(ChatMessage("tool", text, sid), this_call)
+            before = (attrs.get(INPUT), attrs.get(SYSTEM), this_call.copy())
             requested, _ = _requested(attrs, events.get(sid, []))
             calls = [
                 {
@@ -167,7 +182,35 @@ def conversation(
                     error=s.get("error_type"),
                 )  # fmt: skip
             )
+            if result:  # the next call's input repeats it as a tool message: shown already
+                shown[("tool", result)] += 1
     return chat
+
+
+def _repeats(
+    before: tuple[Any, Any, Counter[tuple[str, str]]], attrs: dict[str, Any]
+) -> str | None:
+    """What an LLM call's ``gen_ai.input.messages`` adds to the previous call's, as a JSON
+    array, when it repeats that call's array as its prefix under the same system
+    instructions and nothing else describes its input; None otherwise.
+
+    Instrumentations send the whole conversation with every call, so reading each call's
+    input in full costs the square of the trace's length (2 s for a 500-span trace); the
+    previous call's counts of what it showed stand in for the prefix.
+    """
+    prev, system, _ = before
+    cur = attrs.get(INPUT)
+    if not (isinstance(prev, str) and isinstance(cur, str)) or attrs.get(SYSTEM) != system:
+        return None
+    if any(k.startswith(OTHER_INPUTS) for k in attrs):
+        return None
+    head = prev.rstrip()
+    if not head.endswith("]") or not cur.startswith(head[:-1]):
+        return None
+    rest = cur[len(head) - 1 :].lstrip()
+    if rest.startswith(","):
+        return "[" + rest[1:]
+    return "[]" if rest == "]" else None
 
 
 def waterfall(spans: list[dict[str, Any]], depth: dict[str, int]) -> dict[str, Any]:
@@ -244,6 +287,18 @@ def scores(
     return out
 
 
+def attribute_dump(attrs: dict[str, Any], limit: int = ATTR_SHOW) -> str:
+    """The attributes as indented JSON, each string value past ``limit`` characters cut
+    with a note of how much more there is."""
+
+    def cut(value: Any) -> Any:
+        if isinstance(value, str) and len(value) > limit:
+            return f"{value[:limit]}… [{len(value) - limit:,} more characters]"
+        return value
+
+    return json.dumps({k: cut(v) for k, v in attrs.items()}, indent=2, default=str)
+
+
 def trace_view(
     session: Session, *, project_id: int, trace: dict[str, Any], depth: dict[str, int]
 ) -> dict[str, Any]:
@@ -251,6 +306,10 @@ def trace_view(
     events = events_of(session, project_id, trace["trace_id"])
     has_row = "agent" in trace
     return {
+        "attribute_dumps": {
+            s["span_id"]: attribute_dump(s["attributes"]) for s in spans if s.get("attributes")
+        },
+        "trace_attributes": attribute_dump(trace.get("attributes") or {}),
         "chat": conversation(spans, events),
         "waterfall": waterfall(spans, depth),
         "steps": (

@@ -12,6 +12,7 @@ says why).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -19,14 +20,16 @@ import numpy as np
 from detectors.drift.centroid_score import centroid_shift, shift_score
 from detectors.drift.cosine import cosine_drift
 from detectors.drift.mmd import mmd_drift
+from detectors.params import Parameters, Resampled, Seeded, param
 from detectors.result import DetectorResult
-from detectors.significance import check_integers_at_least, stop_after_for
+from detectors.significance import stop_after_for
 
 FAILURE_MODE = "FM-6"
 METHODS = ("cosine", "mmd")
 
 
-class EmbeddingDriftDetector:
+@dataclass(frozen=True, kw_only=True)
+class EmbeddingDriftDetector(Resampled, Seeded, Parameters):
     """FM-6: drift in embedding streams, by ``cosine`` (KS on cosine) or ``mmd``.
 
     ``reference`` and ``current`` map a stream name to its window's ``(n, d)`` vectors.
@@ -66,36 +69,14 @@ class EmbeddingDriftDetector:
     """
 
     needs: ClassVar[tuple[str, ...]] = ("stream_embeddings",)
-    # Counts the service reads over every trace of a sampled window (none).
     window_counts: ClassVar[tuple[str, ...]] = ()
     # A firing run is told whether the error-rate monitors are quiet (a silent drift).
     checks_silence: ClassVar[bool] = True
 
-    def __init__(
-        self,
-        *,
-        method: str = "cosine",
-        alpha: float = 0.01,
-        min_samples: int = 30,
-        n_permutations: int = 200,
-        max_samples: int = 5000,
-        seed: int = 0,
-    ) -> None:
-        if method not in METHODS:
-            raise ValueError(f"method must be 'cosine' or 'mmd', got {method!r}")
-        if not 0.0 < alpha < 1.0:
-            raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
-        check_integers_at_least(
-            ("min_samples", min_samples, 2),
-            ("n_permutations", n_permutations, 20),
-            ("max_samples", max_samples, 2),
-        )
-        self.method = method
-        self.alpha = float(alpha)
-        self.min_samples = int(min_samples)
-        self.n_permutations = int(n_permutations)
-        self.max_samples = int(max_samples)
-        self.seed = int(seed)
+    method: str = param("cosine", choices=METHODS)
+    min_samples: int = param(30, ge=2)
+    n_permutations: int = param(200, ge=20)
+    max_samples: int = param(5000, ge=2)
 
     def test(
         self,

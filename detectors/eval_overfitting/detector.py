@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -10,8 +11,9 @@ from scipy import stats
 
 from detectors.eval_overfitting.input_coverage import input_coverage
 from detectors.eval_overfitting.version_trend import version_trend
-from detectors.records import DetectorResult, TraceRecord
-from detectors.significance import check_integers_at_least, holm_verdict
+from detectors.params import Parameters, Seeded, TraceSources, param
+from detectors.records import DetectorResult, TraceRecord, TraceWindow
+from detectors.significance import holm_verdict
 
 FAILURE_MODE = "FM-5"
 
@@ -29,7 +31,8 @@ def _var(successes: int, n: int) -> float:
     return p * (1 - p) / (n + 2)
 
 
-class EvalOverfittingDetector:
+@dataclass(frozen=True, kw_only=True)
+class EvalOverfittingDetector(TraceSources, Seeded, Parameters):
     r"""Eval-vs-production success gap per version, version trend, and input coverage.
 
     **Gap** (per agent and version in the current window, ``>= min_traces`` eval and
@@ -83,6 +86,10 @@ class EvalOverfittingDetector:
     max_samples : int, default 2000
         Embeddings per side beyond this are subsampled (seeded) for the coverage tests.
     seed : int, default 0
+    sources : sequence of str, default ("production",)
+        The traffic the eval harness is held against: production, or shadow replays of
+        real inputs (a candidate version's traffic before it serves), or both (then read
+        as one side). ``eval`` is refused: eval runs are the other side of every test.
 
     Examples
     --------
@@ -101,62 +108,26 @@ class EvalOverfittingDetector:
     """
 
     needs: ClassVar[tuple[str, ...]] = ("eval_traces", "input_embedding")
-    # Counts the service reads over every trace of a sampled window (none).
     window_counts: ClassVar[tuple[str, ...]] = ()
     checks_silence: ClassVar[bool] = False
 
-    def __init__(
-        self,
-        *,
-        alpha: float = 0.01,
-        min_gap: float = 0.05,
-        min_traces: int = 30,
-        min_versions: int = 3,
-        min_auc: float = 0.55,
-        min_outside: float = 0.1,
-        coverage_quantile: float = 0.95,
-        fire_on_coverage: bool = True,
-        n_folds: int = 5,
-        max_samples: int = 2000,
-        seed: int = 0,
-    ) -> None:
-        for name, value, low, high in (
-            ("alpha", alpha, 0.0, 1.0),
-            ("min_gap", min_gap, -1e-12, 1.0),
-            ("min_auc", min_auc, 0.5 - 1e-12, 1.0),
-            ("min_outside", min_outside, -1e-12, 1.0),
-            ("coverage_quantile", coverage_quantile, 0.5, 1.0),
-        ):
-            if not low < value < high:
-                raise ValueError(f"{name} must be in ({max(low, 0.0)}, {high}), got {value!r}")
-        check_integers_at_least(
-            ("min_traces", min_traces, 10),
-            ("min_versions", min_versions, 3),
-            ("n_folds", n_folds, 2),
-            ("max_samples", max_samples, 50),
-        )
-        if not isinstance(fire_on_coverage, bool):
-            raise ValueError(f"fire_on_coverage must be a bool, got {fire_on_coverage!r}")
-        self.alpha = float(alpha)
-        self.min_gap = float(min_gap)
-        self.min_traces = int(min_traces)
-        self.min_versions = int(min_versions)
-        self.min_auc = float(min_auc)
-        self.min_outside = float(min_outside)
-        self.coverage_quantile = float(coverage_quantile)
-        self.fire_on_coverage = fire_on_coverage
-        self.n_folds = int(n_folds)
-        self.max_samples = int(max_samples)
-        self.seed = int(seed)
+    min_gap: float = param(0.05, ge=0.0, lt=1.0)
+    min_traces: int = param(30, ge=10)
+    min_versions: int = param(3, ge=3)
+    min_auc: float = param(0.55, ge=0.5, lt=1.0)
+    min_outside: float = param(0.1, ge=0.0, lt=1.0)
+    coverage_quantile: float = param(0.95, gt=0.5, lt=1.0)
+    fire_on_coverage: bool = param(True)
+    n_folds: int = param(5, ge=2)
+    max_samples: int = param(2000, ge=50)
+    # The traffic the eval harness is held against (eval runs are the other side).
+    sources: frozenset[str] = param(("production",), choices=("production", "shadow"))
 
     def test(
-        self,
-        reference: Sequence[TraceRecord],
-        current: Sequence[TraceRecord],
-        *,
-        now: float | None = None,
+        self, reference: TraceWindow, current: TraceWindow, *, now: float | None = None
     ) -> DetectorResult:
         """Compare the windows; ``now`` is not used (the windows are already as of then)."""
+        reference, current = self._sides(reference), self._sides(current)
         gaps, trends, coverage = [], [], []
         for agent in sorted({t.agent for t in current if t.source == "eval"}):
             ref = [t for t in reference if t.agent == agent]
@@ -207,6 +178,16 @@ class EvalOverfittingDetector:
             fired=verdict.fired,
             evidence=evidence,
         )
+
+    def _sides(self, window: Sequence[TraceRecord]) -> list[TraceRecord]:
+        """The window as the tests read it: eval runs, and the traces of ``sources`` as the
+        production side; other traces keep only their place in the versions' order."""
+        role = {source: "production" for source in self.sources}
+        out = []
+        for t in window:
+            side = "eval" if t.source == "eval" else role.get(t.source, "unread")
+            out.append(t if side == t.source else replace(t, source=side))
+        return out
 
     def _gaps(
         self, agent: str, ref: Sequence[TraceRecord], cur: Sequence[TraceRecord]

@@ -3,25 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 from scipy import stats
 from sklearn.isotonic import IsotonicRegression
 
-from detectors.ground_truth.calibration import bootstrap_drop, labels_and_confidences
+from detectors.ground_truth.calibration import bootstrap_drop
 from detectors.ground_truth.label_coverage import (
     LabelCounts,
     coverage_at_age,
     label_coverage,
-    visible_label,
     whole_window_labels,
 )
-from detectors.ground_truth.trace_features import OutcomeModel
-from detectors.records import DetectorResult, TraceRecord
+from detectors.ground_truth.scores import calibration_scores
+from detectors.params import Parameters, Seeded, TraceSources, param
+from detectors.records import DetectorResult, TraceRecord, TraceWindow
 from detectors.significance import (
     SequentialPValue,
-    check_integers_at_least,
     holm_verdict,
     stop_after_for,
     sub_test,
@@ -30,10 +30,13 @@ from detectors.significance import (
 FAILURE_MODE = "FM-4"
 
 
-class GroundTruthAbsenceDetector:
+@dataclass(frozen=True, kw_only=True)
+class GroundTruthAbsenceDetector(TraceSources, Seeded, Parameters):
     r"""Label coverage per cohort and a CBPE-style label-free accuracy estimate.
 
-    Only ``source == "production"`` traces are used. A label is a ``true`` score from a
+    Only the traces of ``sources`` are used: production traffic, the only source allowed,
+    since the service counts a sampled window's labels over its production traces
+    (eval runs carry their outcome at once; a label delay means nothing there). A label is a ``true`` score from a
     ``delayed`` or ``human`` source, visible only once ``created_at <= now``; ``now``
     defaults to the latest ``ended_at`` in the current window.
 
@@ -94,6 +97,8 @@ class GroundTruthAbsenceDetector:
     trace_features : bool, default True
         Estimate from trace features when too few labeled traces carry a confidence.
     seed : int, default 0
+    sources : sequence of str, default ("production",)
+        Production only (see above); declared so that a monitor's config says so.
 
     Examples
     --------
@@ -124,54 +129,21 @@ class GroundTruthAbsenceDetector:
     # attaches them: detectors.step_profiles.RecordWindow.label_counts).
     window_counts: ClassVar[tuple[str, ...]] = ("labels",)
 
-    def __init__(
-        self,
-        *,
-        alpha: float = 0.01,
-        min_drop: float = 0.05,
-        min_coverage: float = 0.2,
-        min_labeled: int = 30,
-        min_current: int = 20,
-        min_cohort_size: int = 10,
-        n_bootstrap: int = 1000,
-        min_coverage_fall: float = 0.5,
-        trace_features: bool = True,
-        seed: int = 0,
-    ) -> None:
-        if not 0.0 < alpha < 1.0:
-            raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
-        if not 0.0 <= min_drop < 1.0:
-            raise ValueError(f"min_drop must be in [0, 1), got {min_drop!r}")
-        if not 0.0 <= min_coverage <= 1.0:
-            raise ValueError(f"min_coverage must be in [0, 1], got {min_coverage!r}")
-        check_integers_at_least(
-            ("min_labeled", min_labeled, 2),
-            ("min_current", min_current, 1),
-            ("min_cohort_size", min_cohort_size, 1),
-            ("n_bootstrap", n_bootstrap, 100),
-        )
-        self.alpha = float(alpha)
-        self.min_drop = float(min_drop)
-        self.min_coverage = float(min_coverage)
-        self.min_labeled = int(min_labeled)
-        self.min_current = int(min_current)
-        self.min_cohort_size = int(min_cohort_size)
-        if not 0.0 < min_coverage_fall <= 1.0:
-            raise ValueError(f"min_coverage_fall must be in (0, 1], got {min_coverage_fall!r}")
-        self.n_bootstrap = int(n_bootstrap)
-        self.min_coverage_fall = float(min_coverage_fall)
-        self.trace_features = bool(trace_features)
-        self.seed = int(seed)
+    min_drop: float = param(0.05, ge=0.0, lt=1.0)
+    min_coverage: float = param(0.2, ge=0.0, le=1.0)
+    min_labeled: int = param(30, ge=2)
+    min_current: int = param(20, ge=1)
+    min_cohort_size: int = param(10, ge=1)
+    n_bootstrap: int = param(1000, ge=100)
+    min_coverage_fall: float = param(0.5, gt=0.0, le=1.0)
+    trace_features: bool = param(True)
+    # Labels are counted over production traffic (by the service too, over a whole window).
+    sources: frozenset[str] = param(("production",), choices=("production",))
 
     def test(
-        self,
-        reference: Sequence[TraceRecord],
-        current: Sequence[TraceRecord],
-        *,
-        now: float | None = None,
+        self, reference: TraceWindow, current: TraceWindow, *, now: float | None = None
     ) -> DetectorResult:
-        cur = [t for t in current if t.source == "production"]
-        ref = [t for t in reference if t.source == "production"]
+        ref, cur = self.of_sources(reference), self.of_sources(current)
         if not cur:
             return DetectorResult.insufficient(
                 FAILURE_MODE,
@@ -232,48 +204,6 @@ class GroundTruthAbsenceDetector:
             evidence=evidence,
         )
 
-    def _scores(
-        self, ref: Sequence[TraceRecord], cur: Sequence[TraceRecord], now: float, ev: dict
-    ) -> tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | str:
-        """What the estimate calibrates: the traces' confidence where enough labeled traces
-        carry one, else the outcome model's score from trace features. Returns
-        ``(estimator, ref labels, ref scores, cur labels, cur labeled scores, cur unlabeled
-        scores)`` or why not."""
-        ref_y, ref_c = labels_and_confidences(ref, now)
-        cur_y, cur_lc = labels_and_confidences(cur, now)
-        unlabeled = [t for t in cur if visible_label(t, now) is None]
-        if ref_y.size < self.min_labeled:
-            return f"{ref_y.size} labeled reference traces (< {self.min_labeled})"
-        x = np.concatenate([ref_c, cur_lc])
-        y = np.concatenate([ref_y, cur_y])
-        has_conf = np.isfinite(x)
-        if (
-            has_conf.sum() >= self.min_labeled
-            and np.ptp(x[has_conf]) > 0
-            and np.ptp(y[has_conf]) > 0
-        ):
-            uc = np.array([t.confidence for t in unlabeled if t.confidence is not None], float)
-            uc = uc[np.isfinite(uc)]
-            ev["n_current_without_confidence"] = int(len(unlabeled) - uc.size)
-            return "confidence", ref_y, ref_c, cur_y, cur_lc, uc
-        if not self.trace_features:
-            return (
-                f"{int(has_conf.sum())} labeled traces with a confidence (< {self.min_labeled})"
-                " and the trace-feature estimate is off"
-            )
-        ref_labeled = [t for t in ref if visible_label(t, now) is not None]
-        if np.ptp(ref_y) == 0:
-            return "every labeled reference trace has the same label: nothing to learn from"
-        cur_labeled = [t for t in cur if visible_label(t, now) is not None]
-        model = OutcomeModel(seed=self.seed)
-        ref_scores = model.fit_out_of_fold(ref_labeled, ref_y)
-        if not model.informative:
-            return "no confidence, and the trace features do not vary: nothing to estimate from"
-        ev["outcome_model_weights"] = model.weights()
-        ev["n_current_without_confidence"] = 0
-        cur_lc = model.score(cur_labeled)
-        return "trace_features", ref_y, ref_scores, cur_y, cur_lc, model.score(unlabeled)
-
     def _estimate(
         self,
         ref: Sequence[TraceRecord],
@@ -283,7 +213,10 @@ class GroundTruthAbsenceDetector:
         reasons: list[str],
     ) -> tuple[float, bool] | None:
         """The label-free accuracy estimate's drop test (p-value, effect gate), or None."""
-        found = self._scores(ref, cur, now, ev)
+        found = calibration_scores(
+            ref, cur, now, ev,
+            min_labeled=self.min_labeled, trace_features=self.trace_features, seed=self.seed,
+        )  # fmt: skip
         if isinstance(found, str):
             reasons.append(found)
             return None

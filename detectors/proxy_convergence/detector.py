@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
+from detectors.params import Parameters, Resampled, Seeded, TraceSources, param
 from detectors.proxy_convergence.counterfactual import counterfactual_test
 from detectors.proxy_convergence.diversity import diversity_test
 from detectors.proxy_convergence.objectives import (
@@ -17,19 +18,21 @@ from detectors.proxy_convergence.objectives import (
     objective_shift,
     rank_correlations,
 )
-from detectors.records import DetectorResult, TraceRecord
-from detectors.significance import check_integers_at_least, holm_verdict
+from detectors.records import DetectorResult, TraceWindow
+from detectors.significance import holm_verdict
 
 FAILURE_MODE = "FM-7"
 
 
-class ProxyConvergenceDetector:
+@dataclass(frozen=True, kw_only=True)
+class ProxyConvergenceDetector(TraceSources, Resampled, Seeded, Parameters):
     r"""Proxy-up / true-down trends, proxy-true decoupling, counterfactual pairs, collapse.
 
     Objectives are trace scores by name; a name's kind (``proxy`` or ``true``) is the kind
-    most of its scores carry (guardrails are ignored). Trends and diversity use the
-    ``source == "production"`` traces (shadow replays and eval runs are not traffic); a
-    trace's value is its latest score by name.
+    most of its scores carry (guardrails are ignored). Trends, correlations and
+    diversity use the traces of ``sources`` (production by default: shadow replays and
+    eval runs are not traffic); counterfactual pairs are read whatever their source (the
+    replays are usually shadow runs). A trace's value is its latest score by name.
 
     Four sub-tests, each an intersection-union test whose p-value is the larger of its two
     Holm-adjusted parts (so each is level ``alpha`` even when only one part moves):
@@ -72,6 +75,8 @@ class ProxyConvergenceDetector:
         Fewest counterfactual pairs with the score.
     n_permutations : int, default 999
     seed : int, default 0
+    sources : sequence of str, default ("production",)
+        Trace sources whose objectives are trended (some of production, eval, shadow).
 
     Examples
     --------
@@ -99,55 +104,21 @@ class ProxyConvergenceDetector:
         "decision",
         "counterfactual_runs",
     )
-    # Counts the service reads over every trace of a sampled window (none).
     window_counts: ClassVar[tuple[str, ...]] = ()
     checks_silence: ClassVar[bool] = False
 
-    def __init__(
-        self,
-        *,
-        alpha: float = 0.01,
-        min_effect: float = 0.1,
-        min_correlation_drop: float = 0.2,
-        min_entropy_drop: float = 0.1,
-        min_traces: int = 30,
-        min_pairs: int = 10,
-        n_permutations: int = 999,
-        seed: int = 0,
-    ) -> None:
-        if not 0.0 < alpha < 1.0:
-            raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
-        for name, value in (
-            ("min_effect", min_effect),
-            ("min_correlation_drop", min_correlation_drop),
-            ("min_entropy_drop", min_entropy_drop),
-        ):
-            if not 0.0 <= value < 2.0 or value != value:
-                raise ValueError(f"{name} must be in [0, 2), got {value!r}")
-        check_integers_at_least(
-            ("min_traces", min_traces, 4),
-            ("min_pairs", min_pairs, 5),
-            ("n_permutations", n_permutations, 99),
-        )
-        self.alpha = float(alpha)
-        self.min_effect = float(min_effect)
-        self.min_correlation_drop = float(min_correlation_drop)
-        self.min_entropy_drop = float(min_entropy_drop)
-        self.min_traces = int(min_traces)
-        self.min_pairs = int(min_pairs)
-        self.n_permutations = int(n_permutations)
-        self.seed = int(seed)
+    min_effect: float = param(0.1, ge=0.0, lt=2.0)
+    min_correlation_drop: float = param(0.2, ge=0.0, lt=2.0)
+    min_entropy_drop: float = param(0.1, ge=0.0, lt=2.0)
+    min_traces: int = param(30, ge=4)
+    min_pairs: int = param(10, ge=5)
+    n_permutations: int = param(999, ge=99)
 
     def test(
-        self,
-        reference: Sequence[TraceRecord],
-        current: Sequence[TraceRecord],
-        *,
-        now: float | None = None,
+        self, reference: TraceWindow, current: TraceWindow, *, now: float | None = None
     ) -> DetectorResult:
         """Compare the windows; ``now`` is not used (the windows are already as of then)."""
-        ref = [t for t in reference if t.source == "production"]
-        cur = [t for t in current if t.source == "production"]
+        ref, cur = self.of_sources(reference), self.of_sources(current)
         kinds = objective_kinds([*reference, *current])
         proxies = sorted(n for n, k in kinds.items() if k == "proxy")
         trues = sorted(n for n, k in kinds.items() if k == "true")

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 from scipy import stats
 
-from detectors.records import DetectorResult, TraceRecord
-from detectors.significance import (
-    check_window_test_params,
-    holm_verdict,
-    stop_after_for,
-    sub_test,
-)
+from detectors.params import param
+from detectors.records import DetectorResult, TraceWindow
+from detectors.significance import holm_verdict, sub_test
 from detectors.step_profiles import whole_window_profiles
 from detectors.tool_cascades.tool_calls import (
     depth_histogram,
@@ -23,12 +19,13 @@ from detectors.tool_cascades.tool_calls import (
     spearman_rho,
     tool_window,
 )
-from detectors.window_permutation import window_permutation_test
+from detectors.window_permutation import WindowTest
 
 FAILURE_MODE = "FM-2"
 
 
-class ToolCascadeDetector:
+@dataclass(frozen=True, kw_only=True)
+class ToolCascadeDetector(WindowTest):
     """FM-2: tool failures that cascade, and tool results that are available but wrong.
 
     For every tool call ``t`` with a later step, *what follows* is the steps after it up
@@ -75,7 +72,7 @@ class ToolCascadeDetector:
 
     Parameters
     ----------
-    alpha : float, default 0.01
+    alpha, n_permutations, seed, sources : see :class:`detectors.window_permutation.WindowTest`
     min_lift : float, default 1.5
     min_failures : int, default 10
         Failed and ok tool calls with a following step needed per window for the lift.
@@ -84,10 +81,7 @@ class ToolCascadeDetector:
     min_traces : int, default 30
         Traces with a tool call (and varying latency and quality) for the correlation.
     min_rho_drop : float, default 0.2
-    n_permutations : int, default 999
-    seed : int, default 0
-    sources : sequence of str, default ("production",)
-        Trace sources analysed; eval runs and shadow replays are left out by default.
+        Smallest fall of the latency-quality rank correlation that counts.
 
     Examples
     --------
@@ -109,47 +103,15 @@ class ToolCascadeDetector:
     """
 
     needs: ClassVar[tuple[str, ...]] = ("steps", "tool_steps", "true_scores")
-    # Counts the service reads over every trace of a sampled window (none).
     window_counts: ClassVar[tuple[str, ...]] = ()
     checks_silence: ClassVar[bool] = False
 
-    def __init__(
-        self,
-        *,
-        alpha: float = 0.01,
-        min_lift: float = 1.5,
-        min_failures: int = 10,
-        min_tool_calls: int = 30,
-        min_abw_increase: float = 0.05,
-        min_traces: int = 30,
-        min_rho_drop: float = 0.2,
-        n_permutations: int = 999,
-        seed: int = 0,
-        sources: Sequence[str] = ("production",),
-    ) -> None:
-        check_window_test_params(alpha=alpha, sources=sources, n_permutations=n_permutations)
-        if min_lift < 1.0:
-            raise ValueError(f"min_lift must be >= 1, got {min_lift}")
-        if min_failures < 1:
-            raise ValueError(f"min_failures must be >= 1, got {min_failures}")
-        if min_tool_calls < 1:
-            raise ValueError(f"min_tool_calls must be >= 1, got {min_tool_calls}")
-        if not 0.0 <= min_abw_increase < 1.0:
-            raise ValueError(f"min_abw_increase must be in [0, 1), got {min_abw_increase}")
-        if min_traces < 4:
-            raise ValueError(f"min_traces must be >= 4, got {min_traces}")
-        if not 0.0 <= min_rho_drop < 2.0:
-            raise ValueError(f"min_rho_drop must be in [0, 2), got {min_rho_drop}")
-        self.alpha = alpha
-        self.min_lift = min_lift
-        self.min_failures = min_failures
-        self.min_tool_calls = min_tool_calls
-        self.min_abw_increase = min_abw_increase
-        self.min_traces = min_traces
-        self.min_rho_drop = min_rho_drop
-        self.n_permutations = n_permutations
-        self.seed = seed
-        self.sources = frozenset(sources)
+    min_lift: float = param(1.5, ge=1.0)
+    min_failures: int = param(10, ge=1)
+    min_tool_calls: int = param(30, ge=1)
+    min_abw_increase: float = param(0.05, ge=0.0, lt=1.0)
+    min_traces: int = param(30, ge=4)
+    min_rho_drop: float = param(0.2, ge=0.0, lt=2.0)
 
     def _has_lift_data(self, window: dict[str, Any]) -> bool:
         _, n1, _, n0 = window["pair_sums"]
@@ -167,10 +129,8 @@ class ToolCascadeDetector:
             baseline = max(ref_lift, 1.0)
             # The increase is tested on the excess risk, not on the lift: with rare failures
             # after ok calls the lift's denominator is noisy and would waste power.
-            _, p_shift = window_permutation_test(
+            _, p_shift = self.permutation_test(
                 cur["pairs"], ref["pairs"], excess_risk,
-                n_permutations=self.n_permutations, seed=self.seed,
-                stop_after=stop_after_for(self.alpha, self.n_permutations),
                 current_weights=cur["pair_weights"], reference_weights=ref["pair_weights"],
             )  # fmt: skip
             ev["lift_increase_p_value"] = p_shift
@@ -217,16 +177,12 @@ class ToolCascadeDetector:
         return float(stats.norm.sf(z)), rho_c < 0 and rho_r - rho_c >= self.min_rho_drop
 
     def test(
-        self,
-        reference: Sequence[TraceRecord],
-        current: Sequence[TraceRecord],
-        *,
-        now: float | None = None,
+        self, reference: TraceWindow, current: TraceWindow, *, now: float | None = None
     ) -> DetectorResult:
         """Compare the windows; ``now`` is not used (the windows are already as of then)."""
         cur, ref = (
             tool_window(
-                [t for t in window if t.source in self.sources],
+                self.of_sources(window),
                 whole_window_profiles(window, self.sources),
             )
             for window in (current, reference)

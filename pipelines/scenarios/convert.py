@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from detectors.records import TraceRecord, epoch_seconds, from_rows
+from detectors.records import TraceRecord, from_rows
+from detectors.stored_times import epoch_seconds
 
 _HEADS: dict[int, str] = {}
 

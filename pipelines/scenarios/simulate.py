@@ -2,54 +2,47 @@
 
 Every trace draws the same number of uniforms and normals whatever the effects in force
 (common random numbers), so an injected run differs from the clean run of the same seed
-only where the injected mechanism acts. Step layout (a ReAct loop)::
+only where the injected mechanism acts. Step layout (a tool-calling agent's loop)::
 
-    plan -> (llm.reason -> tool)* k -> llm.synthesize -> final_answer      k in 1..3
+    plan -> (llm.reason [-> llm.respond] -> tool)* k -> llm.synthesize -> final_answer
 
-Baseline mechanics: independent step failures (plan 1.5%, llm 2%, tool 5%, final 1%); a
-trace is ``error`` when its final step fails or two steps fail; confidences are calibrated
-to the intent's difficulty, low on failed steps, and hedged (lowered) after the first
-low-confidence step; success is Bernoulli(p_correct) and requires status ``ok``.
+Its shape follows real trajectories (τ-bench's gpt-4o airline, measured by
+``bench/traffic_shape.py``): about 18 steps and 6 tool calls a trace (``k`` is 1 plus a
+gamma(2) draw, at most 12); model steps almost never fail, tool calls do (about 6% of
+them, more on harder inputs, so a minority of traces holds most failures); after a failed
+call the agent often retries the same tool, and the retry fails again more often than a
+fresh call (the cause persists): the next tool call fails about 4× as often after a failed
+one as after an ok one, with model replies in between. A trace is ``error`` when its final
+step fails or three steps fail; confidences are calibrated to the intent's difficulty, low
+on failed steps, and hedged (lowered) after the first low-confidence step; success is
+Bernoulli(p_correct), lowered by each failed tool call, and requires status ``ok``.
 """
 
 from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from pipelines.scenarios.injections import Effects
-from pipelines.scenarios.profiles import ENTRY_POINTS, TOOL_LATENCY_S, AgentWorld
+from pipelines.scenarios.profiles import ENTRY_POINTS, AgentWorld
+from pipelines.scenarios.steps import BASE_FAIL, StepDraft, StepLoop, clip
 
 N_TRACE_U, N_TRACE_Z = 24, 8
-MAX_STEPS, N_STEP_U, N_STEP_Z = 9, 8, 2
+MAX_TOOL_CALLS = 12
+TOOL_CALL_SCALE = 2.6  # k = 1 + gamma(2, scale): mean ~5.7, median 5, p90 ~11
+MAX_STEPS, N_STEP_U, N_STEP_Z = 3 + 3 * MAX_TOOL_CALLS, 11, 2
+# Step-row uniforms: 0 fails, 1 fails by an injection, 2 error type, 3 unsure confidence,
+# 4-7 a tool's result, 8 whether a user reply precedes the next step's tool call (read by
+# the step before), 9 which tool, 10 whether a call after a failed one retries it.
 
-BASE_FAIL = {"plan": 0.015, "llm": 0.02, "tool": 0.05, "step": 0.01}
-ERROR_TYPES = {
-    "plan": ("invalid_plan",),
-    "llm": ("invalid_output", "context_overflow"),
-    "tool": ("timeout", "http_500", "rate_limited"),
-    "step": ("invalid_output",),
-}
+TOOL_FAIL_DIFFICULTY = 0.45  # added tool failure rate per unit of (1 - p_correct)²
+CHAT_TURN_P = 0.75  # a reply to the user between a reasoning step and its tool call
+FAILED_TOOL_SUCCESS = 0.85  # success probability kept per failed tool call
+GIVE_UP_FAILURES = 3  # failed steps that end a trace in error
 BASE_DEVIATION = 0.05  # chance a decision differs from the version's usual answer
 BASE_LABEL_RATE = 0.5  # fraction of production traces that get a delayed label
 LABEL_DELAY_MEDIAN_H = 1.5
-HEDGE_DROP = 0.25  # confidence drop after the first low-confidence step
-LOW_CONFIDENCE = 0.5
-
-
-@dataclass
-class StepDraft:
-    kind: str
-    name: str
-    tool_name: str | None
-    status: str
-    error_type: str | None
-    started_at: float
-    ended_at: float
-    confidence: float | None
-    attributes: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -72,10 +65,6 @@ class TraceDraft:
     world: AgentWorld
     counterfactual_of: int | None = None
     twin: bool = False  # wants a counterfactual shadow replay
-
-
-def _clip(x: float, lo: float = 0.0, hi: float = 1.0) -> float:
-    return lo if x < lo else hi if x > hi else x
 
 
 def pick_world(worlds: list[AgentWorld], agent_cdf: list[float], u: float) -> AgentWorld:
@@ -134,95 +123,31 @@ def simulate_trace(
         decision = 0
 
     # Confidence level: calibrated to the difficulty (and to FM-4's drop, as far as shown).
-    level = _clip(p_correct - eff.confidence_drop + 0.05 * zt[0], 0.05, 0.99)
-    k = 1 + int(ut[6] * 3)
-    layout: list[tuple[str, str, str | None]] = [("plan", "plan", None)]
-    tool: str | None
-    for it in range(k):
-        tool = prof.tools[int(ut[17 + it] * len(prof.tools))]
-        layout += [("llm", "llm.reason", None), ("tool", f"tool.{tool}", tool)]
-    layout += [("llm", "llm.synthesize", None), ("step", "final_answer", None)]
+    level = clip(p_correct - eff.confidence_drop + 0.05 * zt[0], 0.05, 0.99)
+    k = min(MAX_TOOL_CALLS, 1 + int(TOOL_CALL_SCALE * (-math.log1p(-ut[6]) - math.log1p(-ut[17]))))
+    # Harder inputs meet more failing tool calls (the error-prone lookups), as in real
+    # trajectories where a few traces hold most of the failures.
+    tool_fail = BASE_FAIL["tool"] + TOOL_FAIL_DIFFICULTY * (1.0 - p_correct) ** 2
+    sim = StepLoop(prof.tools, eff, level, tool_fail, t0, us, zs)
+    sim.step("plan", "plan")
+    for _ in range(k):
+        sim.step("llm", "llm.reason")
+        if sim.u_next(8) < CHAT_TURN_P:
+            sim.step("llm", "llm.respond")  # a reply to the user between tool calls
+        sim.tool_call()
+    sim.step("llm", "llm.synthesize")
+    sim.step("step", "final_answer", final=True)
+    steps, n_failed = sim.steps, sim.n_failed
+    n_failed_tools = sum(s.kind == "tool" and s.status == "error" for s in steps)
 
-    steps: list[StepDraft] = []
-    t = t0
-    n_failed = 0
-    decision_error_seen = False
-    hedging = False
-    cascade_depth = 0  # > 0 while a tool failure is propagating
-    for j, (kind, name, step_tool) in enumerate(layout):
-        tool = step_tool
-        u, z = us[j], zs[j]
-        final = j == len(layout) - 1
-        extra = 0.0
-        compounding = kind != "tool" and decision_error_seen and eff.compound_p > 0
-        if compounding:
-            extra = eff.compound_p
-        if cascade_depth > 0 and eff.cascade_p > 0:
-            cascade = eff.cascade_p * 0.6 ** (cascade_depth - 1)
-            extra = 1.0 - (1.0 - extra) * (1.0 - cascade)
-        base_fail = u[0] < BASE_FAIL[kind]
-        extra_fail = not base_fail and u[1] < extra
-        failed = base_fail or extra_fail
-        error_type = None
-        if base_fail:
-            types = ERROR_TYPES[kind]
-            error_type = types[int(u[2] * len(types))]
-        elif extra_fail:
-            error_type = "missing_tool_result" if cascade_depth > 0 else "reasoning_error"
-
-        if kind == "tool":
-            assert tool is not None
-            latency = TOOL_LATENCY_S[tool] * math.exp(0.5 * z[1])
-        else:
-            latency = {"plan": 0.7, "llm": 1.2, "step": 0.15}[kind] * math.exp(0.4 * z[1])
-
-        conf: float | None = None
-        attrs: dict[str, Any] = {}
-        if kind == "tool":
-            attrs = _tool_result(tool or "", u, z, failed, eff)
-        else:
-            # Compounding failures keep the confidence of a healthy step (FM-1's illusion).
-            if failed and not (extra_fail and compounding):
-                conf = _clip(0.25 + 0.08 * z[0], 0.02, 0.45)
-            elif u[3] < 0.03 and not final:
-                conf = _clip(0.38 + 0.05 * z[0], 0.02, 0.49)  # unsure but fine
-            else:
-                conf = _clip(level + 0.04 * z[0], 0.05, 0.99)
-                if hedging:
-                    conf = _clip(conf - HEDGE_DROP * (1.0 - eff.coherence), 0.05, 0.99)
-            if conf < LOW_CONFIDENCE and not final:
-                hedging = True
-            if failed and not final:
-                decision_error_seen = True
-        if failed and kind == "tool":
-            hedging = True  # the agent noticed the missing tool result
-        steps.append(
-            StepDraft(
-                kind,
-                name,
-                tool,
-                "error" if failed else "ok",
-                error_type,
-                t,
-                t + latency,
-                conf,
-                attrs,
-            )
-        )
-        t += latency + 0.005
-        n_failed += failed
-        if kind == "tool":
-            cascade_depth = 1 if failed else 0
-        elif cascade_depth > 0:
-            cascade_depth = cascade_depth + 1 if failed else 0
-
-    status = "error" if steps[-1].status == "error" or n_failed >= 2 else "ok"
+    status = "error" if steps[-1].status == "error" or n_failed >= GIVE_UP_FAILURES else "ok"
     p_success = p_correct - eff.accuracy_drop - eff.true_loss
+    p_success *= FAILED_TOOL_SUCCESS**n_failed_tools  # a failed lookup spoils the answer
     if source == "eval" and version == prof.new_version:
         p_success += eff.eval_gain * (1.0 - p_success)  # it learned the eval set
     if collapsed and usual != 0:
         p_success *= 0.6
-    success = status == "ok" and ut[9] < _clip(p_success, 0.01, 0.995)
+    success = status == "ok" and ut[9] < clip(p_success, 0.01, 0.995)
     final_conf = steps[-1].confidence if steps[-1].confidence is not None else level
     draft = TraceDraft(
         index=index,
@@ -248,31 +173,12 @@ def simulate_trace(
     return draft
 
 
-def _tool_result(
-    tool: str, u: list[float], z: list[float], failed: bool, eff: Effects
-) -> dict[str, Any]:
-    if failed:
-        return {"result_count": 0, "partial": False, "stale": False}
-    count = 1 if tool in ("calculator", "http_fetch") else 1 + int(u[6] * 9)
-    partial = stale = False
-    if tool in ("search", "db_query") and u[4] < 0.03:  # a legitimate empty result
-        count = 0
-    elif u[4] < 0.045:  # rare baseline partial / stale answers
-        partial, stale = u[7] < 0.5, u[7] >= 0.5
-    # FM-2 "available but wrong": ok status, degraded data, more often on slow calls.
-    if u[5] < eff.degraded_p * (1.6 if z[1] > 0.5 else 0.6):
-        which = int(u[7] * 3)
-        partial, stale = which == 0 or partial, which == 1 or stale
-        count = 0 if which == 2 else count
-    return {"result_count": count, "partial": partial, "stale": stale}
-
-
 def _scores(
     d: TraceDraft, eff: Effects, ut: list[float], zt: list[float]
 ) -> list[tuple[str, float, str, str, float]]:
     s = 1.0 if d.success else 0.0
     end = d.ended_at
-    fact = round(_clip(0.68 + 0.2 * s + 0.07 * zt[5] - eff.true_loss), 4)
+    fact = round(clip(0.68 + 0.2 * s + 0.07 * zt[5] - eff.true_loss), 4)
     if d.source == "eval":
         return [("success", s, "true", "eval", end), ("factuality", fact, "true", "eval", end)]
     a, gain = eff.proxy_coupling, eff.proxy_gain
@@ -280,16 +186,16 @@ def _scores(
     # weakening the coupling (FM-7) moves the correlation, not the level.
     mix = a * s + (1 - a) * 0.8
     out = [
-        ("task_completion_proxy", round(_clip(0.4 + 0.4 * mix + gain + 0.1 * zt[2]), 4)),
-        ("engagement", round(_clip(0.35 + 0.3 * mix + gain + 0.12 * zt[3]), 4)),
+        ("task_completion_proxy", round(clip(0.4 + 0.4 * mix + gain + 0.1 * zt[2]), 4)),
+        ("engagement", round(clip(0.35 + 0.3 * mix + gain + 0.12 * zt[3]), 4)),
     ]
     scores = [(n, v, "proxy", "online", end + 1.0) for n, v in out]
     if d.source == "production" and ut[14] < 0.4:
-        rating = round(_clip(0.45 + 0.35 * mix + gain + 0.15 * zt[4]), 4)
+        rating = round(clip(0.45 + 0.35 * mix + gain + 0.15 * zt[4]), 4)
         scores.append(("user_rating_proxy", rating, "proxy", "online", end + 30.0))
     scores.append(("factuality", fact, "true", "online", end + 2.0))
     scores.append(
-        ("toxicity", round(_clip(0.02 + 0.02 * abs(zt[6])), 4), "guardrail", "online", end)
+        ("toxicity", round(clip(0.02 + 0.02 * abs(zt[6])), 4), "guardrail", "online", end)
     )
     if d.source == "production" and ut[10] < BASE_LABEL_RATE * eff.label_rate:
         delay_h = LABEL_DELAY_MEDIAN_H * math.exp(0.6 * zt[1]) * eff.label_delay

@@ -86,3 +86,15 @@ def test_no_cdn_backed_docs_pages(client):
     assert client.get("/docs").status_code == 404
     assert client.get("/redoc").status_code == 404
     assert client.get("/openapi.json").status_code == 200
+
+
+def test_span_events_answer_a_typed_model(spec: dict[str, Any]) -> None:
+    """The GenAI events of a trace's spans: a map of span ids to typed events, no bare dict."""
+    op = spec["paths"]["/api/v1/traces/{trace_id}/span-events"]["get"]
+    schema = op["responses"]["200"]["content"]["application/json"]["schema"]
+    assert schema == {"$ref": "#/components/schemas/SpanEventsOut"}
+    answer = spec["components"]["schemas"]["SpanEventsOut"]
+    assert answer["additionalProperties"]["items"] == {"$ref": "#/components/schemas/SpanEventOut"}
+    event = spec["components"]["schemas"]["SpanEventOut"]
+    assert {"name", "time", "attributes", "body"} <= set(event["properties"])
+    assert op["tags"] == ["traces"]

@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from bench.real_traffic import emit, load_trajectories, run, schedule
+from bench.real_traffic import WHO_AND_WHEN, emit, load_trajectories, run, schedule
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +44,34 @@ def test_scenarios_keep_or_drop_success(
     assert len(traces) == pytest.approx(90 * 80, rel=0.05)
     gaps = np.diff([t.start.timestamp() for t in traces])
     assert gaps.mean() == pytest.approx(45.0, rel=0.05)  # Poisson at 80/h
+
+
+def test_who_and_when_is_another_domain_that_fails(trajectories: list[dict]) -> None:
+    logs = load_trajectories(WHO_AND_WHEN)["trajectories"]
+    assert len(logs) == 126 and all(t["reward"] == 0.0 for t in logs)
+    tools = [m for t in logs for m in t["messages"] if m["role"] == "tool"]
+    assert {m["name"] for m in tools} == {"python"}
+    assert 0.3 < np.mean([m["error"] for m in tools]) < 0.7  # exit codes other than 0
+    for t in logs:  # every tool result answers a call the turn before it requested
+        for before, m in zip(t["messages"], t["messages"][1:], strict=False):
+            if m["role"] == "tool":
+                assert before["role"] == "assistant" and before["calls"][0]["name"] == "python"
+    questions = {t["messages"][0]["text"] for t in logs}
+    airline = {m.get("text") for t in trajectories for m in t["messages"] if m["role"] == "user"}
+    assert not questions & airline
+
+
+def test_domain_shift_mixes_the_other_domain_in_after_the_onset(trajectories: list[dict]) -> None:
+    logs = load_trajectories(WHO_AND_WHEN)["trajectories"]
+    traces, onset = schedule(
+        trajectories, scenario="domain-shift", clean_hours=10, hours=30, rate=80, seed=3,
+        shifted=logs,
+    )  # fmt: skip
+    ids = {id(t) for t in logs}
+    before = [id(t.trajectory) in ids for t in traces if t.start < onset]
+    after = [id(t.trajectory) in ids for t in traces if t.start >= onset]
+    assert not any(before)
+    assert np.mean(after) == pytest.approx(0.5, abs=0.04)
 
 
 def test_a_quarter_labeled(trajectories: list[dict]) -> None:
@@ -80,8 +108,8 @@ def test_spans_follow_the_genai_conventions(trajectories: list[dict]) -> None:
 @pytest.mark.slow
 def test_a_short_live_replay_pages_on_the_success_fall() -> None:
     args = argparse.Namespace(
-        scenario="regression", clean_hours=16.0, hours=6.0, rate=80.0, seed=0,
-        monitors="OUTCOME", first_tick_hours=12.0, text_embeddings=False,
+        scenario="regression", traffic="tau-bench", clean_hours=16.0, hours=6.0, rate=80.0,
+        seed=0, monitors="OUTCOME", first_tick_hours=12.0, text_embeddings=False,
         data=None, verbose=False,
     )  # fmt: skip
     from bench.real_traffic import DATA

@@ -1,7 +1,7 @@
 """The contract every registered detector keeps, FM-1 ... FM-7 and OUTCOME alike.
 
 Built by ``build_detector(mode, params)``, called ``test(reference, current, *, now)``,
-parameters refused by name, needs declared from the signal vocabulary, a filled frozen
+parameters refused by name, needs declared from :mod:`detectors.needs`, a filled frozen
 result, quiet on stationary seeded data, and ``insufficient_data`` never firing.
 """
 
@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from detectors.drift import mmd_drift
+from detectors.needs import NEEDS
 from detectors.registry import (
     DETECTORS,
     DetectorParameterError,
@@ -24,7 +25,6 @@ from detectors.registry import (
     detector_parameters,
 )
 from detectors.result import DetectorResult
-from detectors.signals import SIGNALS
 from detectors.significance import stop_after_for
 from tests.detectors.test_registry import rich_traces
 
@@ -72,7 +72,7 @@ def test_called_one_way_with_declared_needs(mode: str) -> None:
     assert list(params)[:2] == ["reference", "current"]
     assert params["now"].kind is inspect.Parameter.KEYWORD_ONLY
     assert isinstance(detector.needs, tuple) and detector.needs
-    assert set(detector.needs) <= set(SIGNALS), set(detector.needs) - set(SIGNALS)
+    assert set(detector.needs) <= set(NEEDS), set(detector.needs) - set(NEEDS)
     # What the service does for a mode it reads from the class, never from the mode's name.
     cls = type(detector)
     assert "window_counts" in vars(cls) and "checks_silence" in vars(cls)

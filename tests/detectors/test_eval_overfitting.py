@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -131,6 +132,21 @@ def test_fires_on_moderate_overfitting() -> None:
     assert trend["spearman_eval"] > 0 > trend["spearman_production"]
     assert trend["eval_rising_production_flat_or_falling"] is True
     assert "v4" in r.evidence["summary"]
+
+
+def test_shadow_replays_can_stand_for_production() -> None:
+    """With ``sources=["shadow"]`` the eval harness is held against shadow replays of real
+    inputs; the production traces are then left out."""
+    reference, current = scenario(100, overfit=0.07)
+
+    def as_shadow(window: list[TraceRecord]) -> list[TraceRecord]:
+        return [replace(t, source="shadow") if t.source == "production" else t for t in window]
+
+    shadow = EvalOverfittingDetector(sources=["shadow"])
+    assert shadow.test(as_shadow(reference), as_shadow(current)) == DETECTOR.test(
+        reference, current
+    )
+    assert shadow.test(reference, current).status == "insufficient_data"
 
 
 def test_gap_without_reference_uses_minimum_gap() -> None:

@@ -170,7 +170,7 @@ def test_bad_parameters_name_themselves(params: dict[str, object], name: str) ->
 
 
 def test_recent_half_is_the_later_half_of_the_time_span() -> None:
-    from detectors.outcomes import recent_half
+    from detectors.outcome_values import recent_half
 
     traces = [TraceRecord(f"t{i}", "a", started_at=float(i)) for i in range(11)]
     assert [t.trace_id for t in recent_half(traces)] == [f"t{i}" for i in range(5, 11)]

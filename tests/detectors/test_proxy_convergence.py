@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -114,6 +116,20 @@ def test_fires_on_moderate_proxy_convergence() -> None:
     assert r.evidence["proxy_rose"][0]["change"] > 0 > r.evidence["true_fell"][0]["change"]
     assert "csat rose" in r.evidence["summary"] and "resolved fell" in r.evidence["summary"]
     assert "no_pii" not in r.evidence["objectives"]  # guardrails are not objectives
+
+
+def test_sources_choose_the_traffic_that_is_trended() -> None:
+    reference, current = scenario(100, pairs=60, pair_gaming=0.4, pair_true_drop=0.1, **MODERATE)
+
+    def as_shadow(window: list[TraceRecord]) -> list[TraceRecord]:
+        # Production and shadow swapped: the counterfactual replays become "production".
+        swap = {"production": "shadow", "shadow": "production"}
+        return [replace(t, source=swap.get(t.source, t.source)) for t in window]
+
+    shadow = replace(DETECTOR, sources=["shadow"])
+    assert shadow.test(as_shadow(reference), as_shadow(current)) == DETECTOR.test(
+        reference, current
+    )
 
 
 def test_trend_alone_fires() -> None:

@@ -9,9 +9,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from app.db import write_session
-from app.models import Alert, AlertEvent, DetectorRun, Project
+from app.models import Alert, AlertEvent, DetectorRun, Project, Silence
 from tests.app.alerts.test_sentences import EVIDENCE
 from tests.app.engine_helpers import add_monitor, ingest
 from tests.web.test_pages import login
@@ -144,6 +145,12 @@ def test_ack_and_resolve_work_as_forms_for_annotators(client, make_key, engine):
         f"/alerts/{alert_id}/ack", data={"csrf": token}, headers={"accept": "text/html"}
     )
     assert r.status_code == 409 and "only firing alerts can be acknowledged" in r.text
+    r = client.post(f"/alerts/{alert_id}/silence", data={"csrf": token}, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == f"/alerts/{alert_id}"
+    with Session(engine) as s:
+        (silence,) = s.scalars(select(Silence)).all()
+        assert {m["name"]: m["value"] for m in silence.matchers}["failure_mode"] == "FM-2"
+        assert (silence.ends_at - silence.starts_at).total_seconds() == 4 * 3600
     r = client.post(f"/alerts/{alert_id}/resolve", data={"csrf": token}, follow_redirects=False)
     assert r.status_code == 303
     assert 'data-state="resolved"' in client.get(f"/alerts/{alert_id}").text

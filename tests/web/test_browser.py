@@ -219,6 +219,19 @@ def test_annotator_labels_three_items_with_the_keyboard(world, browser):
     page.screenshot(path=str(SHOTS / "labeling.png"), full_page=True)
     assert db_scalar(world["db"], select(func.count()).select_from(Label)) == 3
 
+    # u takes the last answer back: the item returns, the counts step back, and the
+    # label is gone until it is answered again.
+    expect(page.locator("#status")).to_contain_text("Press u to undo")
+    page.keyboard.press("u")
+    expect(page.locator("#item")).to_have_attribute("data-item-id", seen[-1])
+    expect(page.locator("#status")).to_contain_text("label undone")
+    expect(page.locator("#labeled-count")).to_have_text("2")
+    expect(page.locator("#waiting")).to_have_text(str(waiting - 2))
+    assert db_scalar(world["db"], select(func.count()).select_from(Label)) == 2
+    page.keyboard.press("2")
+    expect(page.locator("#labeled-count")).to_have_text("3")
+    assert db_scalar(world["db"], select(func.count()).select_from(Label)) == 3
+
     page.goto(f"{world['url']}/alerts")
     assert page.locator("button[data-action=resolve]").count() >= 0  # page renders for annotators
 

@@ -14,7 +14,7 @@ from tests.conftest import auth
 from tests.web.test_pages import login
 
 HTML = {"accept": "text/html"}
-TABS = ("keys", "monitors", "silences", "scores", "retention")
+TABS = ("keys", "monitors", "silences", "scores", "derived", "retention")
 
 
 def csrf(page: str) -> str:
@@ -155,3 +155,25 @@ def test_silences_roles_and_retention(client, make_key, engine):
         assert r.status_code == 422 and "retention_days:" in r.text, bad
     r = post(client, "/settings/retention", {"retention_days": ""}, token)
     assert "the server's default" in r.text
+
+
+def test_derived_field_rules_are_edited_as_json(client, make_key, engine):
+    admin = make_key("admin")
+    login(client, admin)
+    page = client.get("/settings/derived", headers=HTML).text
+    assert "every default" in page and "tools_and_finish" in page
+    token = csrf(page)
+    r = post(client, "/settings/derived", {"rules": "{not json"}, token)
+    assert r.status_code == 422 and "rules: not valid JSON" in r.text
+    assert "{not json" in r.text  # what was typed stays
+    bad = '{"decision": {"default": "sometimes"}}'
+    r = post(client, "/settings/derived", {"rules": bad}, token)
+    assert r.status_code == 422 and "decision.default" in r.text, r.text[:500]
+    rules = '{"decision": {"agents": {"support": {"json_path": "$.action"}}}}'
+    r = post(client, "/settings/derived", {"rules": rules}, token)
+    assert r.status_code == 200 and "rules saved" in r.text and "customised" in r.text
+    api = client.get("/api/v1/project/signals", headers=auth(admin)).json()
+    assert api["customised"] and api["config"]["decision"]["agents"]["support"]["json_path"]
+    r = post(client, "/settings/derived", {"rules": rules, "reset": "1"}, token)
+    assert r.status_code == 200 and "follow every default" in r.text
+    assert not client.get("/api/v1/project/signals", headers=auth(admin)).json()["customised"]

@@ -55,6 +55,35 @@ def test_filters_narrow_the_list(client, make_key):
     assert 'value="support"' in page  # the form keeps the filters
 
 
+def test_the_list_shows_duration_tokens_and_cost(client, make_key):
+    key = make_key("admin")
+    start = NOW - timedelta(minutes=5)
+    spans = [  # an LLM call with input/output tokens and a cost, one with a total only
+        {"span_id": "s1", "kind": "llm", "name": "chat", "input_tokens": 1200,
+         "output_tokens": 34, "cost": 0.0125},
+        {"span_id": "s2", "kind": "llm", "name": "chat", "total_tokens": 500, "cost": 0.002},
+        {"span_id": "s3", "kind": "tool", "name": "lookup", "tool_name": "lookup"},
+    ]  # fmt: skip
+    events = [{"id": "t", "type": "trace", "body": {
+        "trace_id": "costly", "agent": "a", "started_at": start.isoformat(),
+        "ended_at": (start + timedelta(seconds=3.5)).isoformat()}}]  # fmt: skip
+    events += [{"id": s["span_id"], "type": "span", "body": {"trace_id": "costly", **s}}
+               for s in spans]  # fmt: skip
+    events.append({"id": "t2", "type": "trace", "body": {"trace_id": "plain", "agent": "a",
+                   "started_at": start.isoformat()}})  # fmt: skip
+    r = client.post("/api/v1/ingest", json={"events": events}, headers=auth(key))
+    assert r.status_code == 200 and r.json()["accepted"] == 5, r.text
+    login(client, make_key("read"))
+    page = client.get("/traces").text
+    row = re.search(r'<a href="/traces/costly">.*?</tr>', page, re.S)
+    assert row is not None
+    cells = re.findall(r'<td class="num">([^<]*)</td>', row.group(0))
+    assert cells == ["3.50 s", "1,734", "$0.0145"], cells
+    plain = re.search(r'<a href="/traces/plain">.*?</tr>', page, re.S)
+    assert plain is not None
+    assert re.findall(r'<td class="num">([^<]*)</td>', plain.group(0)) == ["", "", ""]
+
+
 def test_bad_filters_get_a_page_naming_the_field(client, make_key):
     login(client, make_key("read"))
     html = {"accept": "text/html"}

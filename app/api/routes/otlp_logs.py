@@ -1,5 +1,5 @@
-"""OTLP/HTTP log and metric receivers (``POST /v1/logs``, ``POST /v1/metrics``), and the
-GenAI events of a trace's spans read back (``GET /api/v1/traces/{trace_id}/span-events``).
+"""OTLP/HTTP log and metric receivers (``POST /v1/logs``, ``POST /v1/metrics``). The GenAI
+events stored from logs are read back with the trace (:mod:`app.api.routes.traces`).
 
 The receivers take protobuf or JSON, gzip allowed, with the auth and size limits of
 ``/v1/traces``, and answer per the OTLP/HTTP spec in the request's encoding.
@@ -7,18 +7,16 @@ The receivers take protobuf or JSON, gzip allowed, with the auth and size limits
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from app.api.deps import IngestKey, ReadKey, SessionDep, SettingsDep
+from app.api.deps import IngestKey, SettingsDep
 from app.api.routes.otlp import otlp_answer
 from app.ingest.limits import IngestLimits
+from app.otlp.logs_export import export_logs
+from app.otlp.metrics_export import export_metrics
 from app.otlp.openapi import otlp_operation
 from app.otlp.responses import logs_response, metrics_response
-from app.otlp.signals import export_logs, export_metrics
-from app.traces.span_events import span_events_of_trace
 
 router = APIRouter(tags=["otlp"])
 
@@ -62,11 +60,3 @@ async def otlp_metrics(request: Request, principal: IngestKey, settings: Setting
         return metrics_response(wire=wire)
 
     return await otlp_answer(request, settings.max_request_bytes, export)
-
-
-@router.get("/api/v1/traces/{trace_id}/span-events", tags=["traces"])
-def trace_span_events(
-    trace_id: str, principal: ReadKey, session: SessionDep
-) -> dict[str, list[dict[str, Any]]]:
-    """The GenAI events (OTLP logs) of the trace's spans: ``{span_id: [event, ...]}``."""
-    return span_events_of_trace(session, project_id=principal.project_id, trace_id=trace_id)

@@ -1,7 +1,7 @@
 """Labeling queues, under one role rule (docs/guides/labeling.md): reading a queue -- its
 definition, item counts, stats and exported labels -- needs ``read`` (annotate and admin
 imply it); creating, changing, deleting and filling one needs ``admin``; claiming,
-labeling, skipping and releasing its items needs ``annotate``."""
+labeling, skipping, releasing and undoing its items needs ``annotate``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from fastapi import APIRouter, Query, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from app.api.deps import AdminKey, AnnotateKey, EngineDep, Int8Id, ReadKey, SessionDep
-from app.labeling import claims, queues
+from app.labeling import claims, queues, undo
 from app.labeling.errors import LeaseConflict
 from app.labeling.export import label_lines
 from app.labeling.fill import fill_queue
@@ -25,6 +25,7 @@ from app.labeling.schemas import (
     LeaseEnded,
     LeaseLost,
     LeaseRequest,
+    LeaseReturned,
     QueueCreate,
     QueueList,
     QueueOut,
@@ -148,6 +149,18 @@ def skip(item_id: Int8Id, body: LeaseRequest, principal: AnnotateKey, engine: En
 @router.post("/queue-items/{item_id}/release", response_model=LeaseEnded, responses=LEASE_CONFLICT)
 def release(item_id: Int8Id, body: LeaseRequest, principal: AnnotateKey, engine: EngineDep) -> Any:
     return _end(item_id, body, principal, engine, "release")
+
+
+@router.post("/queue-items/{item_id}/undo", response_model=LeaseReturned, responses=LEASE_CONFLICT)
+def undo_answer(item_id: Int8Id, principal: AnnotateKey, engine: EngineDep) -> Any:
+    """Take back this key's label or skip of the item (within 10 minutes): the label and
+    the score it wrote are deleted and the item comes back leased to this key."""
+    try:
+        return undo.undo_item(
+            engine, project_id=principal.project_id, item_id=item_id, key_id=principal.key_id
+        )
+    except LeaseConflict as exc:
+        return JSONResponse(exc.body, status_code=409)
 
 
 @router.get("/queues/{name}/stats")

@@ -1,4 +1,5 @@
-"""Reading traces back: a filtered, cursor-paginated list, and one trace with its steps."""
+"""Reading traces back: a filtered, cursor-paginated list, one trace with its steps, and the
+GenAI events of its spans."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from fastapi import APIRouter, HTTPException, Query
 from app.api.deps import Int8Id, ReadKey, SessionDep
 from app.models.base import UTCTime
 from app.traces import store
-from app.traces.schemas import TraceDetail, TraceOut, TracePage, TraceSteps
+from app.traces.schemas import SpanEventsOut, TraceDetail, TraceOut, TracePage, TraceSteps
+from app.traces.span_events import span_events_of_trace
 
 router = APIRouter(prefix="/api/v1/traces", tags=["traces"])
 
@@ -50,3 +52,10 @@ def get_trace(trace_id: str, principal: ReadKey, session: SessionDep) -> TraceDe
     if found is None:
         raise HTTPException(404, f"trace {trace_id!r} not found in this project")
     return found
+
+
+@router.get("/{trace_id}/span-events")
+def trace_span_events(trace_id: str, principal: ReadKey, session: SessionDep) -> SpanEventsOut:
+    """The GenAI events (OTLP logs) of the trace's spans: ``{span_id: [event, ...]}``."""
+    events = span_events_of_trace(session, project_id=principal.project_id, trace_id=trace_id)
+    return SpanEventsOut.model_validate(events)

@@ -39,7 +39,7 @@ from typing import Any
 
 DEFAULT_ERT_DAYS = 30.0
 # Resampled statistics that may exceed the observed one at p = alpha, the library's own
-# rule (detectors.significance.check_window_test_params refuses (n + 1) * alpha < 4).
+# rule (detectors.params.WindowTest refuses (n + 1) * alpha < 4).
 RESOLUTION = 4
 RESAMPLING_PARAMS = ("n_permutations", "n_bootstrap")
 MAX_RESAMPLES = 50_000

@@ -1,6 +1,6 @@
 """Data readiness: per monitor, which of its detector's needs the current window carries.
 
-A detector declares ``needs`` (:mod:`detectors.signals`) and runs with part of them: the
+A detector declares ``needs`` (:mod:`detectors.needs`) and runs with part of them: the
 sub-tests that read a missing signal are left out. So a bare ``insufficient_data`` tells
 a team nothing; this says, for the window the next run would read (the bounds the runner
 computes: :func:`app.monitors.decision.baseline.windows_for` with the monitor's baseline state),
@@ -43,7 +43,8 @@ from app.monitors.windows import trace_window as windows
 from app.monitors.windows import vectors as vector_windows
 from app.scores import roles as score_roles
 from detectors import registry
-from detectors.signals import SIGNALS, STREAM_SIGNALS
+from detectors.needs import NEEDS as SIGNALS
+from detectors.needs import STREAM_NEEDS as STREAM_SIGNALS
 
 # The sets of needs with which some sub-test of the mode can run (from each detector's
 # docstring): FM-3 compares decisions or output vectors of repeated inputs; FM-7 runs its

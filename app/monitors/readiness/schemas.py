@@ -15,7 +15,7 @@ class RemedyOut(ResponseModel):
 
 
 class NeedOut(ResponseModel):
-    need: str = Field(description="a name from detectors.signals.SIGNALS")
+    need: str = Field(description="a name from detectors.needs.NEEDS")
     description: str
     present: bool
     count: int = Field(description="traces carrying it (FM-6: vectors)")

@@ -25,8 +25,8 @@ from app.monitors.windows.rows import plain_times
 from app.monitors.windows.trace_window import TraceSelection, TraceWindow, in_window
 from app.scores import roles as score_roles
 from detectors.ground_truth.label_coverage import LabelCounts
-from detectors.records import epoch_seconds
 from detectors.step_profiles import RecordWindow
+from detectors.stored_times import epoch_seconds
 
 
 def with_label_counts(

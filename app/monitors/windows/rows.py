@@ -24,7 +24,7 @@ from app.monitors.windows.step_cache import StepCache
 from app.scores.roles import DEFAULT_ROLES, ScoreRoles
 from app.traces.span_events import tool_calls_by_span
 from detectors import records
-from detectors.signals import STEP_ATTRIBUTES
+from detectors.needs import STEP_ATTRIBUTES
 
 
 def chunks(ids: list[Any], size: int = 1000) -> list[list[Any]]:

@@ -1,5 +1,6 @@
 // The annotator's loop: claim one item (plus one prefetched), show it with its reason,
-// label with buttons or keys 1-9, skip with s; the prefetched item shows at once.
+// label with buttons or keys 1-9, skip with s, take the last answer back with u; the
+// prefetched item shows at once.
 (function () {
   const box = document.getElementById("labeler");
   if (!box) return;
@@ -9,7 +10,7 @@
   const choicesEl = document.getElementById("choices");
   const statusEl = document.getElementById("status");
   const doneEl = document.getElementById("done");
-  let current = null, buffer = [], done = 0, refilling = null;
+  let current = null, buffer = [], done = 0, refilling = null, last = null;
 
   const options = schema.type === "categorical"
     ? schema.values.slice(0, 9)
@@ -29,6 +30,13 @@
   skipBtn.textContent = "s · skip";
   skipBtn.addEventListener("click", () => skip());
   choicesEl.appendChild(skipBtn);
+  const undoBtn = document.createElement("button");
+  undoBtn.type = "button";
+  undoBtn.id = "undo";
+  undoBtn.textContent = "u · undo last";
+  undoBtn.disabled = true;
+  undoBtn.addEventListener("click", () => undo());
+  choicesEl.appendChild(undoBtn);
 
   // One claim in flight at a time keeps at most two items leased ahead of the annotator.
   function refill() {
@@ -114,19 +122,43 @@
     const res = await telltale.api("POST", `/api/v1/queue-items/${item.id}/${path}`, body);
     if (res.ok) {
       if (verb === "labeled") { done += 1; doneEl.textContent = String(done); }
-      bump(verb === "labeled" ? "labeled-count" : "skipped-count");
-      statusEl.textContent = `Item ${item.id} ${verb}.`;
+      bump(verb === "labeled" ? "labeled-count" : "skipped-count", 1);
+      last = { item, verb };
+      undoBtn.disabled = false;
+      statusEl.textContent = `Item ${item.id} ${verb}. Press u to undo.`;
     } else {
       statusEl.textContent = `Item ${item.id} was not ${verb}: ${telltale.message(res.data)}`;
     }
   }
 
-  function bump(id) {
+  function bump(id, by) {
     const n = document.getElementById(id), waiting = document.getElementById("waiting");
     const bar = document.getElementById("progress");
-    if (n) n.textContent = String(Number(n.textContent) + 1);
-    if (waiting) waiting.textContent = String(Math.max(0, Number(waiting.textContent) - 1));
-    if (bar) bar.value = Number(bar.value) + 1;
+    if (n) n.textContent = String(Number(n.textContent) + by);
+    if (waiting) waiting.textContent = String(Math.max(0, Number(waiting.textContent) - by));
+    if (bar) bar.value = Number(bar.value) + by;
+  }
+
+  // The last answer comes back: the server deletes the label (and the score it wrote)
+  // and leases the item to this annotator again; it shows before the one on screen.
+  async function undo() {
+    if (!last) return;
+    const { item, verb } = last;
+    last = null;
+    undoBtn.disabled = true;
+    const res = await telltale.api("POST", `/api/v1/queue-items/${item.id}/undo`);
+    if (!res.ok) {
+      statusEl.textContent = `Item ${item.id} could not be undone: ${telltale.message(res.data)}`;
+      return;
+    }
+    if (verb === "labeled") { done -= 1; doneEl.textContent = String(done); }
+    bump(verb === "labeled" ? "labeled-count" : "skipped-count", -1);
+    item.lease_token = res.data.lease_token;
+    if (current) buffer.unshift(current);
+    buffer.unshift(item);
+    current = null;
+    show();
+    statusEl.textContent = `Item ${item.id}: ${verb === "labeled" ? "label" : "skip"} undone; answer it again.`;
   }
 
   // An item with nothing to look at cannot be labeled, only skipped.
@@ -137,6 +169,7 @@
   document.addEventListener("keydown", (ev) => {
     if (ev.target && ["INPUT", "TEXTAREA", "SELECT"].includes(ev.target.tagName)) return;
     if (ev.key === "s") { ev.preventDefault(); skip(); return; }
+    if (ev.key === "u") { ev.preventDefault(); undo(); return; }
     const n = Number(ev.key);
     if (n >= 1 && n <= options.length) { ev.preventDefault(); submit(options[n - 1]); }
   });

@@ -1,9 +1,10 @@
-"""The signals of one settled trace, from its spans and their GenAI events.
+"""The derived fields of one settled trace (input identity, decision, confidence, source),
+from its spans and their GenAI events.
 
 Rules (docs/guides/derived-signals.md); a value the telemetry gave explicitly always wins:
 
 - **input identity**: :mod:`app.derive.identity` on the user side of the first LLM call
-  (step order, :func:`detectors.records.step_order_key`); the *input text* embedded is
+  (step order, :func:`detectors.stored_times.step_order_key`); the *input text* embedded is
   that text with the exclude patterns removed and whitespace collapsed (case kept);
 - **decision**: per agent, a JSON path or regex on the final output text; by default the
   tools the agent executed (tool spans, else the calls its LLM steps requested) joined by
@@ -32,7 +33,7 @@ from app.derive.identity import embedding_text, input_hash
 from app.derive.json_path import read_json_path
 from app.derive.messages import CallContent, call_content
 from app.derive.patterns import extract
-from detectors.records import step_order_key
+from detectors.stored_times import step_order_key
 
 DERIVED = "telltale.derived"
 ENVIRONMENT_KEYS = ("resource.deployment.environment.name", "resource.deployment.environment")
@@ -40,7 +41,7 @@ _MAX_DECISION = 256
 
 
 @dataclass
-class TraceSignals:
+class DerivedFields:
     """What was derived; None where nothing was (or an explicit value stands)."""
 
     input_text: str | None = None
@@ -66,14 +67,14 @@ def derive_trace(
     spans: Sequence[Mapping[str, Any]],
     events: Mapping[str, list[dict[str, Any]]],
     config: SignalConfig,
-) -> TraceSignals:
+) -> DerivedFields:
     ordered = sorted(spans, key=step_order_key)
     llm = [s for s in ordered if s.get("kind") == "llm"]
     calls = [
         call_content(dict(s.get("attributes") or {}), events.get(s["span_id"], [])) for s in llm
     ]
     attrs = trace.get("attributes") or {}
-    out = TraceSignals()
+    out = DerivedFields()
     ident = config.input_identity
     first = next((c for c in calls if c.user or c.system), None)
     if first is not None:

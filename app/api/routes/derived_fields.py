@@ -1,4 +1,8 @@
-"""The caller's project's rules for derived signals: read and set (admin only)."""
+"""The caller's project's rules for derived fields: read and set (admin only).
+
+The path (``/api/v1/project/signals``), the operations and the schemas keep their first names
+for the clients that call them.
+"""
 
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ def get_signals(principal: AdminKey, session: SessionDep, settings: SettingsDep)
 def put_signals(
     body: SignalConfig, principal: AdminKey, session: SessionDep, settings: SettingsDep
 ) -> SignalConfigOut:
-    """Derive this project's signals by these rules (parts left out keep their defaults)."""
+    """Derive this project's fields by these rules (parts left out keep their defaults)."""
     return _save(session, principal.project_id, body, settings.derive_text_embeddings)
 
 

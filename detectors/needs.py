@@ -1,12 +1,12 @@
-"""The signals a detector reads, by name: what each detector's ``needs`` tuple may list.
+"""What a detector reads, by name: the vocabulary of each detector's ``needs`` tuple.
 
 A detector declares ``needs`` (a tuple of these names) so that the engine loads only what
-it reads (embeddings are the expensive part) and so that a monitor page can say which
-signal a project does not send. A detector runs with part of its needs missing: the
-sub-tests that read a missing signal are left out, and with none left the result is
+it reads (embeddings are the expensive part) and so that a monitor page can say what a
+project does not send. A detector runs with part of its needs missing: the sub-tests
+that read a missing one are left out, and with none left the result is
 ``insufficient_data``. The conventions behind each name are in :mod:`detectors.records`.
 
->>> sorted(SIGNALS)[:3]
+>>> sorted(NEEDS)[:3]
 ['confidence', 'counterfactual_runs', 'decision']
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-SIGNALS: Mapping[str, str] = MappingProxyType(
+NEEDS: Mapping[str, str] = MappingProxyType(
     {
         "steps": "each trace's spans in step order, with status, error_type or correct=false",
         "step_confidence": "the confidence of each step (span attribute confidence)",
@@ -47,6 +47,6 @@ STEP_ATTRIBUTES = (
     "telltale.tool_calls.requested", "telltale.tool_calls.results",
 )  # fmt: skip
 # The needs that make a detector read embedding streams instead of traces.
-STREAM_SIGNALS = frozenset({"stream_embeddings"})
+STREAM_NEEDS = frozenset({"stream_embeddings"})
 # The needs that make trace windows carry per-trace embeddings.
-TRACE_EMBEDDING_SIGNALS = frozenset({"input_embedding", "output_embedding"})
+TRACE_EMBEDDING_NEEDS = frozenset({"input_embedding", "output_embedding"})

@@ -1,9 +1,7 @@
-"""Export one OTLP logs or metrics request.
+"""Export one OTLP logs request (``POST /v1/logs``).
 
-Logs: GenAI events of spans are written through the ingest store (idempotent, under the
-shared admission control, like spans); other records are counted. Metrics are counted by
-data point and not stored: Telltale computes its own statistics from traces, but an SDK
-that exports metrics must get a success, not a 404 it logs on every batch.
+GenAI events of spans (:mod:`app.otlp.logs`) are written through the ingest store
+(idempotent, under the shared admission control, like spans); other records are counted.
 """
 
 from __future__ import annotations
@@ -13,20 +11,15 @@ from typing import Any
 
 from fastapi import HTTPException
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
-from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
-    ExportMetricsServiceRequest,
-)
 from starlette.concurrency import run_in_threadpool
 
 from app.ingest.admission import WriteAdmission
 from app.ingest.limits import IngestLimits
 from app.ingest.store import WriteResult, write_events
-from app.metrics import INGEST_BYTES, OTLP_LOG_RECORDS, OTLP_METRIC_POINTS, record_ingest
+from app.metrics import INGEST_BYTES, OTLP_LOG_RECORDS, record_ingest
 from app.otlp.decode import MalformedBody
-from app.otlp.envelope import parse_envelope
+from app.otlp.envelope import parse_request
 from app.otlp.logs import MappedLogs, map_logs
-
-_POINT_TYPES = ("gauge", "sum", "histogram", "exponential_histogram", "summary")
 
 
 @dataclass(frozen=True)
@@ -41,7 +34,7 @@ def decode_logs(
     body: bytes, *, wire: str, max_records: int, limits: IngestLimits = IngestLimits()
 ) -> MappedLogs:
     """Raise 400 for a body that is not an ExportLogsServiceRequest, 413 for too many."""
-    request = _parse(body, wire, ExportLogsServiceRequest)
+    request = _parse(body, wire=wire)
     n = sum(len(sl.log_records) for rl in request.resource_logs for sl in rl.scope_logs)
     if n > max_records:
         raise HTTPException(413, f"{n} log records exceed the limit of {max_records} per request")
@@ -76,36 +69,8 @@ async def export_logs(
     return LogsResult(stored, result.duplicates, mapped.rejected, message)
 
 
-def count_metric_points(body: bytes, *, wire: str) -> dict[str, int]:
-    """Data points by metric type; raise 400 for a body that is not a metrics request."""
-    request = _parse(body, wire, ExportMetricsServiceRequest)
-    points = dict.fromkeys(_POINT_TYPES, 0)
-    for rm in request.resource_metrics:
-        for sm in rm.scope_metrics:
-            for metric in sm.metrics:
-                which = metric.WhichOneof("data")
-                if which in points:
-                    points[which] += len(getattr(metric, which).data_points)
-    return points
-
-
-async def export_metrics(*, body: bytes, wire: str) -> None:
-    INGEST_BYTES.labels(route="/v1/metrics").inc(len(body))
-    points = await run_in_threadpool(count_metric_points, body, wire=wire)
-    for kind, n in points.items():
-        if n:
-            OTLP_METRIC_POINTS.labels(type=kind).inc(n)
-
-
-def _parse(body: bytes, wire: str, message: Any) -> Any:
-    if not body and wire == "protobuf":
-        # Zero bytes are the valid protobuf encoding of an empty Export*ServiceRequest
-        # (the OpenTelemetry Collector answers 200); for JSON they are no document at all.
-        return message()
-    if not body:
-        name = message.DESCRIPTOR.name
-        raise HTTPException(400, f"request body is empty; expected an {name}")
+def _parse(body: bytes, *, wire: str) -> ExportLogsServiceRequest:
     try:
-        return parse_envelope(body, wire=wire, message=message)
+        return parse_request(body, wire=wire, message=ExportLogsServiceRequest)
     except MalformedBody as exc:
         raise HTTPException(400, str(exc)) from None

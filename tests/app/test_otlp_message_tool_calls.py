@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from app.otlp.tool_calls import REQUESTED, RESULTS, add_tool_calls, outcome
+from app.otlp.message_tool_calls import REQUESTED, RESULTS, add_tool_calls, outcome
 
 
 def read(attrs: dict[str, Any]) -> tuple[list[Any], list[Any]]:

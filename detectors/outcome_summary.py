@@ -1,0 +1,80 @@
+"""The words of an outcome alert: what got worse, how much, and traces that show it
+(:mod:`detectors.outcomes`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from detectors.outcome_values import latencies, objective_values, step_counts
+from detectors.records import TraceRecord, is_tool_step, step_error
+
+
+def describe(row: dict[str, Any]) -> str:
+    before, after = row["before"], row["after"]
+    if row["signal"] == "objective":
+        return (
+            f"{row['name']} fell {before:.3g} -> {after:.3g} on {row['n_current']} labels "
+            f"(reference {row['n_reference']})"
+        )
+    if row["signal"] == "tool_error_rate":
+        return (
+            f"tool {row['name']} failed in {after:.1%} of {row['n_current']} traces calling it "
+            f"(reference {before:.1%})"
+        )
+    if row["signal"] == "trace_error_rate":
+        return f"{after:.1%} of {row['n_current']} traces failed (reference {before:.1%})"
+    unit = " s" if row["signal"] == "latency_s" else ""
+    label = "median latency" if row["signal"] == "latency_s" else "median steps per trace"
+    return f"{label} rose {before:.3g}{unit} -> {after:.3g}{unit}"
+
+
+def summary(rows: Sequence[dict[str, Any]], fired: bool) -> str:
+    best: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in rows:  # one line per signal: its most significant scope
+        key = (row["signal"], row["name"])
+        if row["fired"] and (key not in best or row["p_adjusted"] < best[key]["p_adjusted"]):
+            best[key] = row
+    fired_rows = list(best.values())
+    if fired_rows:
+        return "; ".join(
+            f"{describe(r)}, p={r['p_adjusted']:.2g}"
+            for r in sorted(fired_rows, key=lambda r: r["p_adjusted"])
+        )
+    nearest = min(rows, key=lambda r: r["p_adjusted"])
+    return f"no outcome got worse; closest: {describe(nearest)}, p={nearest['p_adjusted']:.2g}"
+
+
+def example_trace_ids(
+    cur: Sequence[TraceRecord], objectives: list[dict[str, Any]], operations: list[dict[str, Any]]
+) -> list[str]:
+    """Up to five current traces that show the worst fired signal."""
+    fired = sorted(
+        (r for r in objectives + operations if r["fired"]), key=lambda r: r["p_adjusted"]
+    )
+    if not fired:
+        return []
+    row = fired[0]
+    if row["signal"] == "objective":
+        threshold = row["before"]
+        picked = [
+            t.trace_id
+            for t in cur
+            if (v := objective_values([t], row["name"])).size and v[0] < threshold
+        ]
+    elif row["signal"] == "tool_error_rate":
+        picked = [
+            t.trace_id
+            for t in cur
+            if any(is_tool_step(s) and (s.tool_name or s.name) == row["name"] and step_error(s)
+                   for s in t.steps)
+        ]  # fmt: skip
+    elif row["signal"] == "trace_error_rate":
+        picked = [t.trace_id for t in cur if t.status == "error"]
+    else:
+        key = latencies if row["signal"] == "latency_s" else step_counts
+        ordered = sorted(cur, key=lambda t: float(np.sum(key([t]))), reverse=True)
+        picked = [t.trace_id for t in ordered]
+    return picked[:5]
