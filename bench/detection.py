@@ -78,7 +78,7 @@ BENCH_PARAMS: dict[str, dict[str, Any]] = {
     "FM-1": {"n_permutations": 399},
     "FM-2": {"n_permutations": 399},
     "FM-3": {"n_permutations": 399},
-    "FM-4": {"n_bootstrap": 200},
+    "FM-4": {"n_bootstrap": 400},
     "FM-5": {},
     "FM-6": {"method": "mmd", "alpha": 0.01},
     "FM-7": {"n_permutations": 199},
@@ -336,7 +336,7 @@ def run(n_runs: int, seed0: int, strengths: Sequence[str]) -> dict[str, Any]:
             "evaluations_after_injection_h": list(EVAL_AFTER_H),
             "fm6": "mmd_drift(alpha=0.01), as the default FM-6 monitor; variant row: "
             f"cosine_drift(alpha=0.01) or EWMA(lambda={EWMA_LAMBDA}, ARL0={EWMA_ARL0:g})",
-            "resampling": "permutations FM-1/2/3 399, FM-7 199; FM-4 bootstrap 200",
+            "resampling": "permutations FM-1/2/3 399, FM-7 199; FM-4 bootstrap 400",
         },
         "targets": {"false_alarm_rate_max": 0.05, "detection_rate_moderate_min": 0.9},
         "modes": table,

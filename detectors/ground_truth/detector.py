@@ -14,10 +14,11 @@ from detectors.ground_truth.calibration import bootstrap_drop
 from detectors.ground_truth.label_coverage import (
     LabelCounts,
     coverage_at_age,
-    label_coverage,
+    coverage_evidence,
     whole_window_labels,
 )
 from detectors.ground_truth.scores import calibration_scores
+from detectors.outcome_values import recent_half
 from detectors.params import Parameters, Seeded, TraceSources, param
 from detectors.records import DetectorResult, TraceRecord, TraceWindow
 from detectors.significance import (
@@ -28,6 +29,10 @@ from detectors.significance import (
 )
 
 FAILURE_MODE = "FM-4"
+ESTIMATES = ("estimated_accuracy", "estimated_accuracy_recent")  # whole window, recent half
+# The other scope's figures, kept beside the leading one's in the evidence.
+SCOPE_KEYS = ("estimated_accuracy", "estimated_accuracy_interval", "reference_accuracy",
+              "n_current_labeled", "n_current_unlabeled_estimated", "estimator")  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,8 +73,12 @@ class GroundTruthAbsenceDetector(TraceSources, Seeded, Parameters):
     of traces labeled within the reference's 90th-percentile label delay, among traces at
     least that old, current vs reference (so traces still waiting for a late label do not
     count as unlabeled); Fisher's exact test, one-sided, gated by a fall to
-    ``1 - min_coverage_fall`` of the reference share or below. The two sub-tests are
-    Holm-adjusted at ``alpha``.
+    ``1 - min_coverage_fall`` of the reference share or below. The estimate is also tested
+    on the current window's recent half (**estimated_accuracy_recent**): the window must be
+    long enough to hold delayed labels, which leaves it half old traffic for hours after a
+    fall begins. The sub-tests are Holm-adjusted at ``alpha``; the evidence's estimate is
+    the scope with the smaller p (``estimate_scope``), the other's beside it
+    (``other_scope``).
 
     Coverage below ``min_coverage`` (overall, or in any cohort of at least
     ``min_cohort_size`` traces) sets ``evidence["needs_labels"]`` and lists the cohorts in
@@ -155,12 +164,28 @@ class GroundTruthAbsenceDetector(TraceSources, Seeded, Parameters):
         whole = whole_window_labels(current)
         cur_counts = whole or LabelCounts.of(cur, now)
         ref_counts = whole_window_labels(reference) or LabelCounts.of(ref, now)
-        evidence = self._coverage_evidence(cur, now, cur_counts, whole=whole is not None)
+        evidence = coverage_evidence(
+            cur, now, cur_counts, whole=whole is not None,
+            min_cohort_size=self.min_cohort_size, min_coverage=self.min_coverage,
+        )  # fmt: skip
         sub_tests: dict[str, dict[str, Any]] = {}
         reasons: list[str] = []
         estimate = self._estimate(ref, cur, now, evidence, reasons)
         if estimate is not None:
             sub_tests["estimated_accuracy"] = sub_test(*estimate)
+            # The recent half too (Holm counts it): a window long enough to hold labels
+            # is half old traffic for hours after a fall begins.
+            recent_ev: dict[str, Any] = {}
+            recent = self._estimate(ref, recent_half(cur), now, recent_ev, [])
+            if recent is not None:
+                sub_tests["estimated_accuracy_recent"] = sub_test(*recent)
+                lead = recent[0] < estimate[0]
+                evidence["estimate_scope"] = "recent half" if lead else "whole window"
+                other = {k: v for k, v in (evidence if lead else recent_ev).items()
+                         if k in SCOPE_KEYS}  # fmt: skip
+                if lead:
+                    evidence.update(recent_ev)
+                evidence["other_scope"] = other
         fall = self._coverage_fall(ref_counts, cur_counts, now, evidence, reasons)
         if fall is not None:
             sub_tests["label_coverage_fall"] = sub_test(*fall)
@@ -170,7 +195,7 @@ class GroundTruthAbsenceDetector(TraceSources, Seeded, Parameters):
         evidence["sub_tests"] = sub_tests
         evidence["now"] = now
         summaries = []
-        if sub_tests.get("estimated_accuracy", {}).get("fired"):
+        if any(sub_tests.get(k, {}).get("fired") for k in ESTIMATES):
             lo, hi = evidence["estimated_accuracy_interval"]
             est, ref_acc = evidence["estimated_accuracy"], evidence["reference_accuracy"]
             summaries.append(
@@ -179,6 +204,11 @@ class GroundTruthAbsenceDetector(TraceSources, Seeded, Parameters):
                 f"{evidence['n_current_labeled']} labels and "
                 f"{evidence['n_current_unlabeled_estimated']} traces estimated from "
                 f"{evidence['estimator'].replace('_', ' ')}"
+                + (
+                    " (the window's recent half)"
+                    if evidence.get("estimate_scope") == "recent half"
+                    else ""
+                )
             )
         if sub_tests.get("label_coverage_fall", {}).get("fired"):
             cov = evidence["coverage_at_age"]
@@ -295,25 +325,3 @@ class GroundTruthAbsenceDetector(TraceSources, Seeded, Parameters):
         table = [[k_r, n_r - k_r], [k_c, n_c - k_c]]
         p = float(stats.fisher_exact(table, alternative="greater").pvalue)
         return p, rate_c <= (1.0 - self.min_coverage_fall) * rate_r
-
-    def _coverage_evidence(
-        self, cur: Sequence[TraceRecord], now: float, counts: LabelCounts, *, whole: bool
-    ) -> dict[str, Any]:
-        """Coverage and delay per cohort from ``counts``: every trace of the window where the
-        service counted them (``whole``; ``cur`` is then a sample), else ``cur``'s."""
-        cohorts = label_coverage(cur, now, counts=counts)
-        n_labeled = sum(c["n_labeled"] for c in cohorts)
-        n_traces = sum(c["n_traces"] for c in cohorts)
-        overall = n_labeled / n_traces if n_traces else 0.0
-        needing = [
-            {k: c[k] for k in ("agent", "agent_version", "task_type", "n_traces", "coverage")}
-            for c in cohorts
-            if c["n_traces"] >= self.min_cohort_size and c["coverage"] < self.min_coverage
-        ]
-        return {
-            "label_coverage": overall,
-            "needs_labels": bool(overall < self.min_coverage or needing),
-            "cohorts_needing_labels": needing,
-            "cohorts": cohorts,
-            "coverage_counted_traces": "whole window" if whole else "records",
-        }

@@ -162,3 +162,32 @@ def coverage_at_age(counts: LabelCounts, age_s: float, now: float) -> tuple[int,
         labeled += int((old & on_time).sum())
         eligible += int(old.sum()) + int((c.pending_ended_at <= cutoff).sum())
     return labeled, eligible
+
+
+def coverage_evidence(
+    cur: Sequence[TraceRecord],
+    now: float,
+    counts: LabelCounts,
+    *,
+    whole: bool,
+    min_cohort_size: int,
+    min_coverage: float,
+) -> dict[str, Any]:
+    """Coverage and delay per cohort from ``counts``: every trace of the window where the
+    service counted them (``whole``; ``cur`` is then a sample), else ``cur``'s."""
+    cohorts = label_coverage(cur, now, counts=counts)
+    n_labeled = sum(c["n_labeled"] for c in cohorts)
+    n_traces = sum(c["n_traces"] for c in cohorts)
+    overall = n_labeled / n_traces if n_traces else 0.0
+    needing = [
+        {k: c[k] for k in ("agent", "agent_version", "task_type", "n_traces", "coverage")}
+        for c in cohorts
+        if c["n_traces"] >= min_cohort_size and c["coverage"] < min_coverage
+    ]
+    return {
+        "label_coverage": overall,
+        "needs_labels": bool(overall < min_coverage or needing),
+        "cohorts_needing_labels": needing,
+        "cohorts": cohorts,
+        "coverage_counted_traces": "whole window" if whole else "records",
+    }

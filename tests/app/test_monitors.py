@@ -23,7 +23,7 @@ FAST = {  # fewer resamples than the defaults: valid p-values, quicker tests
     "FM-1": {"n_permutations": 399},
     "FM-2": {"n_permutations": 399},
     "FM-3": {"n_permutations": 399},
-    "FM-4": {"n_bootstrap": 200},
+    "FM-4": {"n_bootstrap": 400},
     "FM-7": {"n_permutations": 399},
 }
 

@@ -61,7 +61,7 @@ def scenario(seed: int, *, drop: float) -> tuple[list[TraceRecord], list[TraceRe
     return reference, current
 
 
-FAST = GroundTruthAbsenceDetector(n_bootstrap=200)
+FAST = GroundTruthAbsenceDetector(n_bootstrap=400)  # (n + 1) * alpha >= 4 over three sub-tests
 
 
 def test_quiet_on_stationary_windows() -> None:
