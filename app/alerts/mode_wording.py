@@ -147,9 +147,15 @@ def _fm4(ev: Mapping[str, Any]) -> str | None:
     if (
         _is_num(est)
         and _is_num(ref)
-        and (_fired_subtest(ev, "estimated_accuracy") or "sub_tests" not in ev)
+        and (
+            _fired_subtest(ev, "estimated_accuracy")
+            or _fired_subtest(ev, "estimated_accuracy_recent")
+            or "sub_tests" not in ev
+        )
     ):
         text = f"estimated accuracy fell {_n(ref, 2)} {ARROW} {_n(est, 2)}"
+        if ev.get("estimate_scope") == "recent half":
+            text += " in the window's recent half"
         interval = ev.get("estimated_accuracy_interval")
         if isinstance(interval, list) and len(interval) == 2:
             text += f" (interval {_n(interval[0], 2)}–{_n(interval[1], 2)})"

@@ -170,3 +170,12 @@ def test_every_channel_carries_the_sentence_and_the_link_without_repeating_the_m
     channel = SimpleNamespace(type="slack", config={})
     item = group_payloads.item(channel, ctx, "trigger")  # type: ignore[arg-type]
     assert item["text"] == f"Firing: [CRITICAL] FM-2 tool failure cascades: {said}"
+
+
+def test_fm4_says_when_the_recent_half_of_the_window_shows_the_fall() -> None:
+    evidence = {
+        **EVIDENCE["FM-4"], **BASELINE, "estimate_scope": "recent half",
+        "sub_tests": {"estimated_accuracy": QUIET, "estimated_accuracy_recent": FIRED},
+    }  # fmt: skip
+    text = sentences.sentence(failure_mode="FM-4", evidence=evidence, n_current=272)
+    assert text.startswith("Estimated accuracy fell 0.67 → 0.43 in the window's recent half")
