@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -15,6 +17,51 @@ from app.monitors.readiness import report as readiness
 from app.web import health, run_chart
 
 SPARK_RUNS = 48  # verdicts a card's sparkline shows
+COUNTS_TTL_S = 60.0  # how long the overview reuses a window's readiness counts
+
+
+class ExpiringCounts:
+    """Readiness counts of a window, kept for ``ttl`` seconds across page loads.
+
+    Counting a window's traces, spans and scores takes about a second at 100k traces an
+    hour on PostgreSQL, and the overview asks for the same window (its "now" floored to
+    the minute) on every load: readiness moves over hours, so a minute-old count serves.
+    Only windows of at least ``min_traces`` traces are kept: a small one costs little to
+    count, and a project's first traces must show at once. Keys carry the project (in the
+    selection) and the window bounds.
+    """
+
+    def __init__(
+        self, ttl: float = COUNTS_TTL_S, clock: Any = time.monotonic, min_traces: int = 10_000
+    ) -> None:
+        self.ttl, self.clock, self.min_traces = ttl, clock, min_traces
+        self._items: dict[Any, tuple[float, Any]] = {}
+        self._lock = threading.Lock()
+
+    def __bool__(self) -> bool:
+        return True
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            found = self._items.get(key)
+        return found[1] if found is not None and found[0] > self.clock() else None
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if getattr(value, "traces", 0) < self.min_traces:
+            return
+        now = self.clock()
+        with self._lock:
+            self._items = {k: v for k, v in self._items.items() if v[0] > now}
+            self._items[key] = (now + self.ttl, value)
+
+
+_OVERVIEW_COUNTS: dict[str, ExpiringCounts] = {}  # per database
+
+
+def overview_counts(session: Session) -> ExpiringCounts:
+    """The overview's counts kept for this session's database (keys name the project)."""
+    return _OVERVIEW_COUNTS.setdefault(str(session.get_bind().engine.url), ExpiringCounts())
+
 
 FAILURE_MODES = {
     "FM-1": "Compounding decision errors",
@@ -47,9 +94,10 @@ def overview(session: Session, *, project_id: int) -> dict[str, Any]:
         ).all()
     )
     modes = []
-    # The defaults share one window: one "now" for every monitor, so it is counted once.
-    counts: dict[Any, Any] = {}
-    now = utcnow()
+    # The defaults share one window: one "now" for every monitor, so it is counted once,
+    # and floored to the minute, so that loads within a minute reuse the counts.
+    counts = overview_counts(session)
+    now = utcnow().replace(second=0, microsecond=0)
     first_data = first_trace_at(session, project_id=project_id)
     for fm, title in FAILURE_MODES.items():
         rows = [
@@ -113,7 +161,7 @@ def monitor_row(
     now: datetime,
     first_data: datetime | None,
     open_alerts: int,
-    counts: dict[Any, Any] | None = None,
+    counts: readiness.CountsCache | None = None,
 ) -> dict[str, Any]:
     """One monitor as a card shows it: health in words, last verdict, last run, readiness."""
     last_run = monitors.latest_run(session, monitor_id=monitor.id)

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -144,12 +144,20 @@ def status_of(failure_mode: str, needs: list[Need], empty: bool) -> str:
     return "missing"
 
 
+class CountsCache(Protocol):
+    """Where a page keeps window counts between monitors (a dict, or one that expires)."""
+
+    def get(self, key: Any) -> Any: ...
+
+    def __setitem__(self, key: Any, value: Any) -> None: ...
+
+
 def monitor_readiness(
     session: Session,
     *,
     monitor: Monitor,
     now: datetime | None = None,
-    counts_cache: dict[Any, Any] | None = None,
+    counts_cache: CountsCache | None = None,
 ) -> dict[str, Any]:
     """The monitor's readiness for the window a run at ``now`` would read.
 
