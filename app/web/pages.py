@@ -87,8 +87,9 @@ def monitor_page(monitor_id: Int4Id, web: WebDep, session: SessionDep) -> Any:
         for a in alerts.list_alerts(session, project_id=pid, state=state, monitor_id=monitor.id)
     ]
     row = queries.monitor_row(
-        session, monitor, now=utcnow(), open_alerts=len(mine),
-        first_data=queries.first_trace_at(session, project_id=pid),
+        session, monitor, now=utcnow().replace(second=0, microsecond=0),
+        open_alerts=len(mine), first_data=queries.first_trace_at(session, project_id=pid),
+        counts=queries.overview_counts(session),
     )  # fmt: skip
     return web.render(
         "monitor.html",
