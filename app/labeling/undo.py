@@ -50,18 +50,15 @@ def undo_item(
         if problem is not None:
             raise LeaseConflict({"detail": problem[1], "code": problem[0], "item_id": item_id})
         if row.status == "labeled":
-            labels = conn.execute(
-                select(Label.id, Label.created_at).where(Label.queue_item_id == item_id)
-            ).all()
-            for label in labels:
-                if row.trace_id:  # the score written back (app.labeling.writeback)
-                    conn.execute(
-                        delete(Score).where(
-                            Score.project_id == project_id, Score.trace_id == row.trace_id,
-                            Score.name == row.label_name, Score.source == "human",
-                            Score.created_at == label.created_at,
-                        )
-                    )  # fmt: skip
+            if row.trace_id:  # the scores written back (app.labeling.writeback)
+                written = select(Label.created_at).where(Label.queue_item_id == item_id)
+                conn.execute(
+                    delete(Score).where(
+                        Score.project_id == project_id, Score.trace_id == row.trace_id,
+                        Score.name == row.label_name, Score.source == "human",
+                        Score.created_at.in_(written),
+                    )
+                )  # fmt: skip
             conn.execute(delete(Label).where(Label.queue_item_id == item_id))
         token = secrets.token_urlsafe(24)
         expires = now + timedelta(seconds=row.lease_seconds)

@@ -34,6 +34,7 @@ from app.web.deps import WebContext, WebDep
 
 router = APIRouter(prefix="/settings", include_in_schema=False)
 ADMIN = "admin"
+TABS = ("keys", "monitors", "silences", "scores", "derived", "retention")  # channels: own module
 
 
 class FormError(ValueError):
@@ -128,14 +129,7 @@ def settings_home(web: WebDep) -> Any:
 @router.get("/{tab}")
 def settings_tab(tab: str, web: WebDep, session: SessionDep) -> Any:
     require_admin(web)
-    if tab not in (
-        "keys",
-        "monitors",
-        "silences",
-        "scores",
-        "derived",
-        "retention",
-    ):  # channels: own module
+    if tab not in TABS:
         raise HTTPException(404, f"no settings page {tab!r}")
     return settings_page(web, session, tab)
 

@@ -35,7 +35,8 @@ def test_settings_are_for_admins_only(client, make_key, engine, role):
         assert r.status_code == 403 and "admin role" in r.text, (tab, r.status_code)
     forms = [("/settings/keys", {"role": "admin"}), ("/settings/retention", {"retention_days": "3"}),
              ("/settings/silences", {"failure_mode": "FM-2", "hours": "1"}),
-             ("/settings/scores", {"name": "x", "role": "true"}), ("/settings/monitors/defaults", {})]  # fmt: skip
+             ("/settings/scores", {"name": "x", "role": "true"}), ("/settings/monitors/defaults", {}),
+             ("/settings/derived", {"rules": "{}"})]  # fmt: skip
     for path, data in forms:
         r = post(client, path, data, token)
         assert r.status_code == 403, (path, r.status_code)

@@ -105,5 +105,10 @@ def test_undo_is_refused_with_a_reason(client, make_key, engine):
     assert "10 minutes" in r.json()["detail"]
     r = client.post("/api/v1/queue-items/999999/undo", headers=auth(annot))
     assert r.status_code == 404 and "id" in r.text
-    r = client.post(f"/api/v1/queue-items/{item['id']}/undo", headers=auth(make_key("read")))
-    assert r.status_code == 403
+    for role in ("read", "ingest"):
+        r = client.post(f"/api/v1/queue-items/{item['id']}/undo", headers=auth(make_key(role)))
+        assert r.status_code == 403, (role, r.text)
+    r = client.post(f"/api/v1/queue-items/{item['id']}/undo", headers=auth(admin))
+    assert r.status_code == 409 and r.json()["code"] == "not_yours", (
+        r.text
+    )  # admin, not the labeler
