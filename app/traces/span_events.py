@@ -3,7 +3,7 @@ monitors' window loader, so neither reaches into the other.
 
 Events are joined to their span by ``span_id`` here. :data:`REQUESTED` and :data:`RESULTS`
 are the attribute keys under which an event keeps the tool calls it requested and the tool
-results it carried (written by :mod:`app.otlp.tool_calls`, read by the windows).
+results it carried (written by :mod:`app.otlp.message_tool_calls`, read by the windows).
 """
 
 from __future__ import annotations
