@@ -47,6 +47,8 @@ class RunPlan:
     no_reference: str | None = None
     # Why the monitor's configuration builds no detector (the run fails).
     build_error: str | None = None
+    # A fired run also reports whether the project's traffic went silent (FM-6's needs).
+    checks_silence: bool = False
 
     @property
     def project_id(self) -> int:
@@ -106,5 +108,5 @@ def plan_run(
             build_error = f"{type(exc).__name__}: {exc}"[:2000]
     return RunPlan(
         monitor, policy, state, w, now, cycle.now, scheduled_for, detector, no_reference,
-        build_error,
+        build_error, registry.checks_silence(monitor.failure_mode),
     )  # fmt: skip

@@ -1,10 +1,11 @@
-"""Run one monitor: a frozen plan goes through load, detect and record, the one way every run goes.
+"""Run one monitor: a frozen plan goes through load, detect, decide and record, the one way every run goes.
 
 :func:`run_monitor` is the pipeline: :func:`app.monitors.plan.plan_run` decides what the
 run compares, :func:`app.monitors.load.load` reads the windows through the cycle's
-cache, :func:`app.monitors.detect.detect` calls the detector under its time limit and
-:func:`app.monitors.record.record` persists the run; no stage reaches back into the one
-before it. "Now" is a parameter so replays and tests can run at any time.
+cache, :func:`app.monitors.detect.detect` calls the detector under its time limit,
+:func:`app.monitors.decide.decide` works out the verdict and the next baseline without
+touching the database, and :func:`app.monitors.record.record` writes it all; no stage
+reaches back into the one before it. "Now" is a parameter so replays and tests can run at any time.
 
 :class:`MonitorRunner` holds what the runs of one process share, and is how the service
 runs monitors: the scheduler's ticks and ``run now`` (the API route, the settings page, the
@@ -41,6 +42,7 @@ from sqlalchemy.orm import Session
 from app.db import as_utc
 from app.models import DetectorRun
 from app.models.base import utcnow
+from app.monitors.decide import decide
 from app.monitors.detect import Outcome, detect, failure
 from app.monitors.detection import build_detector
 from app.monitors.load import load
@@ -103,7 +105,7 @@ def run_monitor(
             write_engine=engine,
         )  # fmt: skip
     outcome = replace(outcome, duration_ms=(time.perf_counter() - started) * 1000.0)
-    return record(engine, plan, outcome, public_url=public_url)
+    return record(engine, plan, outcome, decide(plan, outcome), public_url=public_url)
 
 
 def _outcome(
