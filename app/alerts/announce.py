@@ -1,8 +1,10 @@
 """What an alert's transitions tell people: its event rows, and its notifications unless a
 silence mutes them.
 
-Every transition is an ``alert_events`` row with its actor and time (:func:`add_event`).
-A notification goes to every channel that routes the event, into the channel's group
+:mod:`app.alerts.lifecycle` decides a transition and hands it here (:func:`tell`): every
+transition is an ``alert_events`` row with its actor and time (:func:`add_event`), and
+what it tells channels follows. A notification goes to every channel that routes the
+event (:func:`routes_to`), into the channel's group
 (:mod:`app.alerts.grouping`), written to the outbox in the transaction of the transition;
 an alert that an active silence matches (Alertmanager's matchers: :func:`matches`) is
 marked silenced instead, and announced on a later event once the silence has ended.
@@ -41,6 +43,32 @@ def add_event(
             detail=detail or {},
         )  # fmt: skip
     )
+
+
+def tell(
+    session: Session, alert: Alert, kind: str, *, at: datetime, before: str | None,
+    public_url: str, actor: str = SYSTEM, detail: dict[str, Any] | None = None,
+    then: str | None = None,
+) -> None:  # fmt: skip
+    """Record the transition ``kind``, then tell channels what ``then`` says: ``trigger``
+    (notify unless a silence matches), ``acknowledge`` or ``resolve`` (notify), or nothing."""
+    add_event(session, alert, kind, at=at, before=before, actor=actor, detail=detail)
+    if then == "trigger":
+        send_or_silence(session, alert, event=then, now=at, public_url=public_url)
+    elif then is not None:
+        notify(session, alert, event=then, now=at, public_url=public_url)
+
+
+def routes_to(channel: Channel, alert: Alert, event: str) -> bool:
+    """Routing: enabled, the event is one the type understands, severity and mode match."""
+    if not channel.enabled or event not in channels.EVENTS.get(channel.type, ()):
+        return False
+    cfg = channel.config or {}
+    rank = channels.SEVERITY_RANK
+    if rank.get(alert.severity, 0) < rank.get(cfg.get("min_severity", "info"), 0):
+        return False
+    modes = cfg.get("failure_modes") or []
+    return not modes or alert.failure_mode in modes
 
 
 def matches(matchers: Sequence[Mapping[str, str]], labels: Mapping[str, str]) -> bool:
@@ -108,7 +136,7 @@ def notify(session: Session, alert: Alert, *, event: str, now: datetime, public_
     for channel in session.scalars(
         select(Channel).where(Channel.project_id == alert.project_id).order_by(Channel.id)
     ):
-        if not channels.routes_to(channel, alert, event):
+        if not routes_to(channel, alert, event):
             continue
         grouping.enqueue(session, channel, item=group_payloads.item(channel, ctx, event), now=now)
         queued += 1

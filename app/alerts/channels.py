@@ -57,17 +57,6 @@ class AlertContext:
         }
 
 
-def routes_to(channel: Channel, alert: Alert, event: str) -> bool:
-    """Routing: enabled, the event is one the type understands, severity and mode match."""
-    if not channel.enabled or event not in EVENTS.get(channel.type, ()):
-        return False
-    cfg = channel.config or {}
-    if SEVERITY_RANK.get(alert.severity, 0) < SEVERITY_RANK.get(cfg.get("min_severity", "info"), 0):
-        return False
-    modes = cfg.get("failure_modes") or []
-    return not modes or alert.failure_mode in modes
-
-
 def _iso(dt: datetime | None) -> str | None:
     return dt.isoformat().replace("+00:00", "Z") if dt is not None else None
 

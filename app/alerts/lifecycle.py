@@ -23,7 +23,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.alerts import sentences
-from app.alerts.announce import SYSTEM, add_event, notify, send_or_silence
+from app.alerts.announce import SYSTEM, tell
 from app.models import Alert, DetectorRun, Finding, Monitor
 
 OPEN_STATES = ("firing", "acknowledged")
@@ -120,8 +120,10 @@ def record_run(
             )
             session.add(alert)
             session.flush()
-            add_event(session, alert, "fired", at=now, before=None, detail={"run_id": run.id})
-            send_or_silence(session, alert, event="trigger", now=now, public_url=public_url)
+            tell(
+                session, alert, "fired", at=now, before=None, public_url=public_url,
+                detail={"run_id": run.id}, then="trigger",
+            )  # fmt: skip
         else:
             alert.count += 1
             alert.clean_runs = 0
@@ -129,15 +131,17 @@ def record_run(
             alert.summary = summary(run, scope=monitor.selection)
             alert.evidence = run.evidence
             alert.severity = monitor.severity
-            detail = {"run_id": run.id, "count": alert.count}
-            add_event(session, alert, "repeat", at=now, before=alert.state, detail=detail)
             due = alert.last_notified_at is None or now - alert.last_notified_at >= timedelta(
                 seconds=monitor.repeat_interval_seconds
             )
             # A silenced alert is re-checked on every repeat, so it is announced as soon as
             # its silence ends rather than a whole repeat interval later.
-            if alert.state == "firing" and (due or alert.silenced):
-                send_or_silence(session, alert, event="trigger", now=now, public_url=public_url)
+            remind = alert.state == "firing" and (due or alert.silenced)
+            tell(
+                session, alert, "repeat", at=now, before=alert.state, public_url=public_url,
+                detail={"run_id": run.id, "count": alert.count},
+                then="trigger" if remind else None,
+            )  # fmt: skip
         if finding is not None:
             finding.alert_id = alert.id
         return alert
@@ -169,9 +173,10 @@ def acknowledge(
     alert.state = "acknowledged"
     alert.acknowledged_at = now
     alert.acknowledged_by = actor
-    add_event(session, alert, "acknowledged", at=now, before="firing", actor=actor)
-    if not alert.silenced:
-        notify(session, alert, event="acknowledge", now=now, public_url=public_url)
+    tell(
+        session, alert, "acknowledged", at=now, before="firing", actor=actor,
+        public_url=public_url, then=None if alert.silenced else "acknowledge",
+    )  # fmt: skip
     return alert
 
 
@@ -190,8 +195,10 @@ def resolve(
     alert.state = "resolved"
     alert.resolved_at = now
     alert.resolved_by = actor
-    add_event(session, alert, "resolved", at=now, before=before, actor=actor, detail=detail)
     # Only tell channels that heard about the alert; a silenced one was never announced.
-    if alert.last_notified_at is not None:
-        notify(session, alert, event="resolve", now=now, public_url=public_url)
+    heard = alert.last_notified_at is not None
+    tell(
+        session, alert, "resolved", at=now, before=before, actor=actor, detail=detail,
+        public_url=public_url, then="resolve" if heard else None,
+    )  # fmt: skip
     return alert

@@ -38,8 +38,8 @@ class Judgement:
     statistic: float | None = None
     threshold: float | None = None
     p_value: float | None = None
-    baseline_if_open: baseline.BaselineState | None = None
-    baseline_if_closed: baseline.BaselineState | None = None
+    state_if_open: monitor_state.MonitorState | None = None
+    state_if_closed: monitor_state.MonitorState | None = None
 
     @property
     def pending(self) -> bool:
@@ -48,13 +48,6 @@ class Judgement:
     @property
     def still_degraded(self) -> bool:
         return self.verdict is not None and self.verdict.still_degraded
-
-    def state_after(self, *, alert_open: bool) -> monitor_state.MonitorState | None:
-        """The monitor's state to save (None: the run tested nothing, keep the old one)."""
-        if self.verdict is None:
-            return None
-        after = self.baseline_if_open if alert_open else self.baseline_if_closed
-        return monitor_state.MonitorState(after, self.verdict.chart, self.verdict.pending_since)
 
 
 def decide(plan: RunPlan, outcome: Outcome) -> Judgement:
@@ -79,9 +72,11 @@ def decide(plan: RunPlan, outcome: Outcome) -> Judgement:
     # baseline the run compared with.
     held = if_open if verdict.fired and not verdict.pending else plan.state.baseline
     evidence["baseline"] = baseline.describe(held, w)
+    chart, pending_since = verdict.chart, verdict.pending_since
     return Judgement(
         "ok", verdict.fired, evidence, verdict, *numbers,
-        baseline_if_open=if_open, baseline_if_closed=if_closed,
+        state_if_open=monitor_state.MonitorState(if_open, chart, pending_since),
+        state_if_closed=monitor_state.MonitorState(if_closed, chart, pending_since),
     )  # fmt: skip
 
 

@@ -80,9 +80,8 @@ def _write(
     )  # fmt: skip
     # Only a run that tested the data moves the baseline: a failed or insufficient run
     # says nothing about whether the period passed.
-    after = judged.state_after(
-        alert_open=alert is not None and alert.state in lifecycle.OPEN_STATES
-    )
+    alert_open = alert is not None and alert.state in lifecycle.OPEN_STATES
+    after = judged.state_if_open if alert_open else judged.state_if_closed
     if after is not None:
         monitor_state.save(session, live, after, now)
     return run

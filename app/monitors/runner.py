@@ -105,7 +105,8 @@ def run_monitor(
             write_engine=engine,
         )  # fmt: skip
     outcome = replace(outcome, duration_ms=(time.perf_counter() - started) * 1000.0)
-    return record(engine, plan, outcome, decide(plan, outcome), public_url=public_url)
+    judged = decide(plan, outcome)
+    return record(engine, plan, outcome, judged, public_url=public_url)
 
 
 def _outcome(
