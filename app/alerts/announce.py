@@ -5,7 +5,7 @@ silence mutes them.
 transition is an ``alert_events`` row with its actor and time (:func:`add_event`), and
 what it tells channels follows. A notification goes to every channel that routes the
 event (:func:`routes_to`), into the channel's group
-(:mod:`app.alerts.grouping`), written to the outbox in the transaction of the transition;
+(:mod:`app.alerts.groups`), written to the outbox in the transaction of the transition;
 an alert that an active silence matches (Alertmanager's matchers: :func:`matches`) is
 marked silenced instead, and announced on a later event once the silence has ended.
 """
@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.alerts import channels, group_payloads, grouping
+from app.alerts import channels, groups
 from app.alerts.patterns import compile_label_pattern
 from app.models import Alert, AlertEvent, Channel, Monitor, Project, Silence
 
@@ -130,7 +130,7 @@ def notify(session: Session, alert: Alert, *, event: str, now: datetime, public_
     """Queue ``event`` for every channel that routes it; return how many were queued.
 
     Each goes into the channel's notification group, sent after its ``group_wait`` /
-    ``group_interval`` (:mod:`app.alerts.grouping`)."""
+    ``group_interval`` (:mod:`app.alerts.groups`)."""
     ctx = _context(session, alert, public_url)
     queued = 0
     for channel in session.scalars(
@@ -138,7 +138,7 @@ def notify(session: Session, alert: Alert, *, event: str, now: datetime, public_
     ):
         if not routes_to(channel, alert, event):
             continue
-        grouping.enqueue(session, channel, item=group_payloads.item(channel, ctx, event), now=now)
+        groups.enqueue(session, channel, item=groups.item(channel, ctx, event), now=now)
         queued += 1
     return queued
 

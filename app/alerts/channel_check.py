@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from app.alerts import channels, group_payloads
+from app.alerts import channels, groups
 from app.models import Alert, Channel, Notification
 
 TEST_SUMMARY = "Test notification from Telltale: this channel receives alerts. Nothing is wrong."
@@ -28,10 +28,10 @@ def queue_test(
     ctx = channels.AlertContext(
         alert=alert, monitor_name="channel test", project_name=project_name, public_url=public_url
     )
-    item = {**group_payloads.item(channel, ctx, "trigger"), "alert_id": None}
+    item = {**groups.item(channel, ctx, "trigger"), "alert_id": None}
     row = Notification(
         project_id=channel.project_id, channel_id=channel.id, alert_id=None, event="trigger",
-        items=[item], payload=group_payloads.combine(channel.type, [item], key="test"),
+        items=[item], payload=groups.combine(channel.type, [item], key="test"),
         due_at=now, next_attempt_at=now, collecting=False, created_at=now,
     )  # fmt: skip
     session.add(row)  # type: ignore[attr-defined]

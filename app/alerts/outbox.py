@@ -1,6 +1,6 @@
 """Durable notification delivery from the ``notifications`` table (the outbox).
 
-A row is one notification of a channel's group (:mod:`app.alerts.grouping`: it is due
+A row is one notification of a channel's group (:mod:`app.alerts.groups`: it is due
 after the group's wait or interval, and takes the group's alerts until it is claimed).
 A row stays ``pending`` until a receiver answers 2xx, so delivery is at-least-once across
 crashes and restarts (receivers dedupe on ``X-Telltale-Delivery``). A sender claims due

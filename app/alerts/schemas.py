@@ -26,7 +26,7 @@ class ChannelCreate(RequestModel):
     min_severity: Severity = "info"
     failure_modes: list[FailureMode] = Field(default_factory=list)
     enabled: bool = True
-    # Alertmanager's names and defaults (app.alerts.grouping); 0 sends each event at once.
+    # Alertmanager's names and defaults (app.alerts.groups); 0 sends each event at once.
     group_wait_seconds: int = Field(
         30, ge=0, le=86400, description="how long a new group waits for alerts to join it"
     )

@@ -93,7 +93,7 @@ class Channel(Base):
     # routing_key (pagerduty), min_severity, failure_modes.
     config: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
-    # Alertmanager's timing for the channel's notification group (app.alerts.grouping).
+    # Alertmanager's timing for the channel's notification group (app.alerts.groups).
     group_wait_seconds: Mapped[int] = mapped_column(Integer, default=30)
     group_interval_seconds: Mapped[int] = mapped_column(Integer, default=300)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

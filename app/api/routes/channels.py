@@ -28,7 +28,7 @@ def create(
     """``{"type", "url", "secret"?, "routing_key"? (pagerduty), "min_severity"?,
     "failure_modes"?, "group_wait_seconds"? (30), "group_interval_seconds"? (300)}``:
     the alerts routed here are sent as one group, Alertmanager-style
-    (:mod:`app.alerts.grouping`). The URL must reach a public address or one allowed by
+    (:mod:`app.alerts.groups`). The URL must reach a public address or one allowed by
     ``TELLTALE_OUTBOUND_ALLOW`` (docs: alert-routing). URL, secret and routing key are
     write-only: the answer, like every listing, shows them masked."""
     try:

@@ -1,4 +1,4 @@
-"""Notification groups with Alertmanager's timing: ``group_wait`` and ``group_interval``.
+"""Notification groups: when each is sent (Alertmanager's ``group_wait`` and ``group_interval``) and what it carries.
 
 A *group* is the alerts of one project routed to one channel: the group key is
 ``<project_id>/<channel_id>``. A channel is Telltale's receiver (Alertmanager's route +
@@ -26,7 +26,7 @@ Durability: the waiting is in the outbox row, nowhere else. A group's pending fl
 one ``notifications`` row with ``due_at`` = ``next_attempt_at`` = the flush time and
 ``collecting`` true; the sender only claims due rows, so a restart loses nothing and
 changes no timing. Events join the collecting row (an alert appears once, in its latest
-state: :func:`app.alerts.group_payloads.with_item`) and its payload is rebuilt, in the
+state: :func:`with_item`) and its payload is rebuilt, in the
 transaction of the alert transition. The sender's claim clears ``collecting`` in the
 same statement that leases the row, so a body once posted never changes: retries send
 the same bytes with the same ``X-Telltale-Delivery`` id (at-least-once, receivers
@@ -40,18 +40,108 @@ Concurrency: enqueuing locks the channel row (PostgreSQL ``FOR UPDATE``; SQLite'
 ``BEGIN IMMEDIATE`` serialises writers), so two transitions of one group never open two
 flushes; the collecting row is read ``FOR UPDATE``, so a claim that got there first
 (``SKIP LOCKED``) makes this event start the next flush instead of joining a sent one.
+
+**What a group carries.** A channel receives a *group* of alert events in one notification.
+
+Each event of a group is kept as an item: the single-alert payload the channel type gets
+(:func:`app.alerts.channels.build_payload`, built when the event happened) plus a one-line
+text and the alert's link. A group notification is built from its items:
+
+* ``webhook``: the single-alert fields (``version``, ``event``, ``alert``, ``link``) stay
+  as they were when the group holds one alert, so existing receivers keep working; every
+  notification adds ``alerts`` (each ``{"event", "alert", "link"}``) and ``group``
+  (``key``, ``size``). With several alerts ``event`` is their shared event or ``mixed``
+  and ``alert``/``link`` are absent (no alert is "the" alert of a group).
+* ``slack``: one message; with one alert exactly the single-alert message, with several a
+  header and one line per alert (Slack caps a message at 50 blocks: the rest is counted).
+* ``alertmanager``: its API takes a list of alerts already; the items' lists joined.
+* ``pagerduty``: Events API v2 takes one event per request, so its groups are one outbox
+  row per alert (see above); the payload is the item's own.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.alerts import group_payloads
+from app.alerts import channels
 from app.models import Channel, Notification
+
+MERGED_TYPES = frozenset({"webhook", "slack", "alertmanager"})
+SLACK_MAX_LINES = 45  # header + lines + overflow note stay under Slack's 50 blocks
+
+
+def item(channel: Channel, ctx: channels.AlertContext, event: str) -> dict[str, Any]:
+    """One alert event of a group, with the payload its channel type takes on its own."""
+    verb = {"trigger": "Firing", "acknowledge": "Acknowledged", "resolve": "Resolved"}[event]
+    a = ctx.alert
+    return {
+        "alert_id": a.id,
+        "event": event,
+        "text": f"{verb}: [{a.severity.upper()}] {ctx.title}: {a.summary}",
+        "link": ctx.link,
+        "payload": channels.build_payload(channel, ctx, event),
+    }
+
+
+def with_item(items: Sequence[dict[str, Any]], new: dict[str, Any]) -> list[dict[str, Any]]:
+    """The items with ``new`` in place of an earlier event of its alert (latest state wins,
+    as Alertmanager sends each alert of a group once, as it is at the flush)."""
+    out = [i for i in items if i["alert_id"] != new["alert_id"]]
+    out.append(new)
+    return out
+
+
+def group_event(items: Sequence[dict[str, Any]]) -> str:
+    events = {i["event"] for i in items}
+    return events.pop() if len(events) == 1 else "mixed"
+
+
+def combine(channel_type: str, items: Sequence[dict[str, Any]], *, key: str) -> Any:
+    """The body of one notification for ``items`` (oldest first) of the group ``key``."""
+    if channel_type == "webhook":
+        return _webhook(items, key)
+    if channel_type == "slack":
+        return _slack(items)
+    if channel_type == "alertmanager":
+        return [alert for i in items for alert in i["payload"]]
+    if len(items) != 1:
+        raise ValueError(f"type: a {channel_type} notification carries one alert")
+    return items[0]["payload"]
+
+
+def _webhook(items: Sequence[dict[str, Any]], key: str) -> dict[str, Any]:
+    if len(items) == 1:
+        body = dict(items[0]["payload"])
+    else:
+        body = {"version": "1", "event": group_event(items)}
+    body["group"] = {"key": key, "size": len(items)}
+    body["alerts"] = [
+        {"event": i["event"], "alert": i["payload"]["alert"], "link": i["payload"]["link"]}
+        for i in items
+    ]
+    return body
+
+
+def _slack(items: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    if len(items) == 1:
+        return dict(items[0]["payload"])
+    title = f"{len(items)} Telltale alerts"
+    blocks: list[dict[str, Any]] = [
+        {"type": "header", "text": {"type": "plain_text", "text": title}}
+    ]
+    for i in items[:SLACK_MAX_LINES]:
+        line = f"{i['text']} (<{i['link']}|open>)"
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": line[:3000]}})
+    if len(items) > SLACK_MAX_LINES:
+        more = f"… and {len(items) - SLACK_MAX_LINES} more"
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": more}})
+    text = f"{title}: " + "; ".join(i["text"] for i in items)
+    return {"text": text[:3000], "blocks": blocks}
 
 
 def group_key(channel: Channel) -> str:
@@ -82,7 +172,7 @@ def flush_due(
 def enqueue(
     session: Session, channel: Channel, *, item: dict[str, Any], now: datetime
 ) -> Notification:
-    """Put one alert event (``group_payloads.item``) into its group's pending flush."""
+    """Put one alert event (``item``) into its group's pending flush."""
     # Serialise the channel's enqueues (no-op on SQLite, whose writers are serialised).
     session.execute(select(Channel.id).where(Channel.id == channel.id).with_for_update())
     collecting = list(
@@ -97,11 +187,11 @@ def enqueue(
             .with_for_update()
         )
     )
-    if channel.type in group_payloads.MERGED_TYPES and collecting:
+    if channel.type in MERGED_TYPES and collecting:
         row = collecting[0]
-        row.items = group_payloads.with_item(row.items or [], item)
-        row.payload = group_payloads.combine(channel.type, row.items, key=group_key(channel))
-        row.event = group_payloads.group_event(row.items)
+        row.items = with_item(row.items or [], item)
+        row.payload = combine(channel.type, row.items, key=group_key(channel))
+        row.event = group_event(row.items)
         return row
     if collecting:  # one row per alert: replace this alert's event, or join the flush
         due = collecting[0].due_at
@@ -124,7 +214,7 @@ def enqueue(
         alert_id=item["alert_id"],
         event=item["event"],
         items=[item],
-        payload=group_payloads.combine(channel.type, [item], key=group_key(channel)),
+        payload=combine(channel.type, [item], key=group_key(channel)),
         due_at=due,
         next_attempt_at=due,
         collecting=due > now,
