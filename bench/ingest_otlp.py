@@ -209,6 +209,8 @@ def main() -> None:
                 log_batches = min(len(bodies), -(-args.logs // (args.batch * 3 // 10)))
                 log_bodies = [log_batch(rep + 1, b, args.batch) for b in range(log_batches)]
                 events_before = count_rows(db_url, "span_events")
+                procs = server_pids(url.rsplit(":", 1)[1])
+                log_cpu0 = cpu_now(procs, db_url)
                 log_elapsed = drive(
                     url,
                     key,
@@ -218,6 +220,7 @@ def main() -> None:
                     "application/x-protobuf",
                     success_is_empty=True,
                 )
+                log_cpu1 = cpu_now(procs, db_url)
                 logs = count_rows(db_url, "span_events") - events_before
                 server_us = (cpu1[0] - cpu0[0]) / spans * 1e6
                 # Backends opened during the run count from zero.
@@ -231,6 +234,12 @@ def main() -> None:
                         "request_mb": round(sum(map(len, bodies)) / 1e6, 1),
                         "logs": logs,
                         "logs_per_s": round(logs / log_elapsed) if log_elapsed else None,
+                        "server_cpu_us_per_log": (
+                            round((log_cpu1[0] - log_cpu0[0]) / logs * 1e6, 1) if logs else None
+                        ),
+                        "db_cpu_us_per_log": (
+                            round((log_cpu1[1] - log_cpu0[1]) / logs * 1e6, 1) if logs else None
+                        ),
                         "server_cpu_us_per_span": round(server_us, 1),
                         "db_cpu_us_per_span": round(pg_us, 1),
                         # SQLite writes serialise in the server process: no 2-core figure.
@@ -249,6 +258,10 @@ def main() -> None:
                 "workers": args.workers,
                 "spans_per_s": statistics.median(r["spans_per_s"] for r in runs),
                 "logs_per_s": statistics.median(r["logs_per_s"] or 0 for r in runs),
+                # CPU per stored log record, server and database: holds on a busy machine.
+                "cpu_us_per_log": statistics.median(
+                    (r["server_cpu_us_per_log"] or 0) + (r["db_cpu_us_per_log"] or 0) for r in runs
+                ),
                 "cpu_bound_spans_per_s_2_cores": (
                     statistics.median(r["cpu_bound_spans_per_s_2_cores"] for r in runs)
                     if args.db == "postgresql"
