@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import torch
 
 from pipelines.embedding.cpu_decode import Preprocess, collect_decodes, submit_pil_decodes
-from pipelines.embedding.device_decoders import DeviceDecoder
+from pipelines.embedding.device_pixels import DeviceDecoder
 from pipelines.embedding.image_probe import ImageProbe, ImageRejected, probe_image
 
 

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from pipelines.embedding.device_decoders import DeviceDecoder, DevicePixels
+from pipelines.embedding.device_pixels import DeviceDecoder, DevicePixels
 from pipelines.embedding.gpu_decode import BytesLike, PixelSpec, shortest_side_size
 from pipelines.embedding.image_probe import ImageProbe
 

@@ -24,21 +24,18 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal
 
 import torch
 
+from pipelines.embedding.device_pixels import DeviceDecoder, DevicePixels, resize_decoded
 from pipelines.embedding.gpu_decode import (
     BytesLike,
     PixelSpec,
     decode_jpegs,
     normalization_constants,
-    normalize,
-    resize_center_crop,
 )
 from pipelines.embedding.image_probe import ImageProbe
-from pipelines.embedding.matrix_resize import matrix_resize_center_crop
 
 DecoderName = Literal["auto", "dali", "nvimgcodec", "torchvision", "pil"]
 DECODER_NAMES: tuple[str, ...] = ("auto", "dali", "nvimgcodec", "torchvision", "pil")
@@ -48,25 +45,6 @@ OPTIONAL_MODULES = {
     "nvimgcodec": ("nvidia.nvimgcodec", "nvidia-nvimgcodec-cu13 (or -cu12)"),
 }
 _AUTO_ORDER = ("dali", "nvimgcodec", "torchvision")
-
-
-@dataclass
-class DevicePixels:
-    """What a device decoder made of one batch: pixels for some inputs, refusals for others."""
-
-    pixels: torch.Tensor | None  # (len(positions), 3, S, S) normalised float32
-    positions: list[int]  # input position of each pixel row
-    refused: dict[int, str] = field(default_factory=dict)  # position -> reason (PIL retries)
-
-
-class DeviceDecoder(Protocol):
-    """Batched decode + resize + normalise; called from several prepare threads at once."""
-
-    name: str
-
-    def decode_resize(
-        self, datas: Sequence[BytesLike], probes: Sequence[ImageProbe]
-    ) -> DevicePixels: ...
 
 
 def module_installed(module: str) -> bool:
@@ -118,33 +96,6 @@ class TorchvisionDecoder:
     ) -> DevicePixels:
         decoded = decode_jpegs(datas, self.device)
         return resize_decoded(decoded, self.spec, self._scale, self._shift)
-
-
-def resize_decoded(
-    decoded: Sequence[torch.Tensor | str | None],
-    spec: PixelSpec,
-    scale: torch.Tensor,
-    shift: torch.Tensor,
-) -> DevicePixels:
-    """Resize, crop and normalise ``(3, H, W)`` uint8 images; a str or None entry is refused."""
-    images = [(p, d) for p, d in enumerate(decoded) if isinstance(d, torch.Tensor)]
-    refused = {
-        p: d if isinstance(d, str) else "the device decoder could not decode it"
-        for p, d in enumerate(decoded)
-        if not isinstance(d, torch.Tensor)
-    }
-    if not images:
-        return DevicePixels(None, [], refused)
-    tensors = [d for _, d in images]
-    if tensors[0].device.type == "cuda":
-        # One pair of batched products for the whole batch; the grouped interpolate costs
-        # launches per distinct size and bounds the device path (see matrix_resize.py).
-        pixels = matrix_resize_center_crop(tensors, spec)
-        positions = [position for position, _ in images]
-    else:
-        pixels, order = resize_center_crop(tensors, spec)
-        positions = [images[k][0] for k in order]
-    return DevicePixels(normalize(pixels, scale, shift), positions, refused)
 
 
 def build_device_decoder(

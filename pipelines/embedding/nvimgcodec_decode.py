@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from pipelines.embedding.device_decoders import DevicePixels, resize_decoded
+from pipelines.embedding.device_pixels import DevicePixels, resize_decoded
 from pipelines.embedding.gpu_decode import BytesLike, PixelSpec, normalization_constants
 from pipelines.embedding.image_probe import ImageProbe
 

@@ -15,11 +15,11 @@ from pipelines.embedding import ClipEmbedder
 from pipelines.embedding.batch_preparer import BatchPreparer
 from pipelines.embedding.dali_decode import sample_arguments
 from pipelines.embedding.device_decoders import (
-    DevicePixels,
     TorchvisionDecoder,
     installed_backends,
     resolve_decoder,
 )
+from pipelines.embedding.device_pixels import DevicePixels
 from pipelines.embedding.gpu_decode import PixelSpec, resize_center_crop, shortest_side_size
 from pipelines.embedding.image_probe import ImageProbe, probe_image
 from pipelines.embedding.nvimgcodec_decode import DECODER_OPTIONS, NvImageCodecDecoder
