@@ -159,6 +159,9 @@ class MonitorRunner:
         # The latest run-now cycle: the ``now`` it was asked for (None: the wall clock's)
         # and when it began (monotonic seconds).
         self._run_now: tuple[WindowCache, datetime | None, float] | None = None
+        # Lets go of the run-now cycle once its reuse window has passed, so its windows do
+        # not stay in memory until the next tick or run now (none may come: no scheduler).
+        self._expiry: threading.Timer | None = None
 
     def cycle(self, now: datetime) -> WindowCache:
         """A scheduler tick's cycle, evaluated as of ``now``."""
@@ -197,6 +200,11 @@ class MonitorRunner:
                 self.end_cycle()
             cycle = WindowCache(now=asked or self.clock(), steps=self.step_cache)
             self._run_now = (cycle, asked, time.monotonic())
+            if self._expiry is not None:
+                self._expiry.cancel()
+            self._expiry = threading.Timer(self.run_now_reuse_s * 1.05, self._expire_run_now)
+            self._expiry.daemon = True
+            self._expiry.start()
             return cycle
 
     def _expire_run_now(self) -> None:
