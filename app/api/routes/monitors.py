@@ -9,6 +9,7 @@ from pydantic import ConfigDict, Field
 from sqlalchemy.orm import Session
 
 from app.api.deps import AdminKey, EngineDep, Int4Id, MonitorRunnerDep, ReadKey, SessionDep
+from app.api.lookup import found
 from app.db import write_session
 from app.models import Monitor
 from app.models.base import UTCTime
@@ -42,9 +43,7 @@ class DefaultsRequest(RequestModel):
 
 def _get(session: Session, project_id: int, monitor_id: int) -> Monitor:
     monitor = store.get_monitor(session, project_id=project_id, monitor_id=monitor_id)
-    if monitor is None:
-        raise HTTPException(404, f"monitor {monitor_id} not found in this project")
-    return monitor
+    return found(monitor, "monitor", monitor_id)
 
 
 @router.get("")
@@ -126,9 +125,7 @@ def run_now(
         run = runner.run_now(monitor_id, now=body.now if body else None)
     except DetectorsBusy as exc:
         raise HTTPException(429, str(exc), headers={"Retry-After": "5"}) from None
-    if run is None:
-        raise HTTPException(404, f"monitor {monitor_id} not found in this project")
-    return RunOut.model_validate(run)
+    return RunOut.model_validate(found(run, "monitor", monitor_id))
 
 
 @router.get("/{monitor_id}/readiness")
