@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from app.alerts import lifecycle, store
 from app.alerts.schemas import AlertDetail, AlertEventOut, AlertList, AlertOut
 from app.api.deps import AnnotateKey, EngineDep, Int4Id, Int8Id, ReadKey, SessionDep, SettingsDep
-from app.api.lookup import found
+from app.api.errors import found
 from app.db import write_session
 from app.domain import FailureMode, Severity
 from app.keys import Principal

@@ -9,7 +9,7 @@ from app.alerts import store
 from app.alerts.outbound import OutboundRefused
 from app.alerts.schemas import ChannelCreate, ChannelList, ChannelOut
 from app.api.deps import AdminKey, EngineDep, Int4Id, OutboundDep, ReadKey, SessionDep
-from app.api.lookup import found
+from app.api.errors import found
 from app.db import project_row, write_session
 from app.models import Channel
 

@@ -10,7 +10,7 @@ from fastapi import APIRouter
 from sqlalchemy.orm import Session
 
 from app.api.deps import SessionDep, SettingsDep
-from app.api.lookup import AdminProject
+from app.api.errors import AdminProject
 from app.derive.config import SignalConfig, SignalConfigOut, set_signal_config, signals_view
 from app.models import Project
 from app.settings import Settings

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Request
 
 from app.api.body import parse_json, read_batch, read_ingest
 from app.api.deps import IngestKey, SettingsDep
+from app.api.errors import unprocessable
 from app.ingest.events import validate_events
 from app.ingest.fields import FieldError
 from app.ingest.limits import IngestLimits
@@ -60,13 +61,11 @@ async def ingest_embeddings(
     raw = await read_ingest(request, settings, route="/api/v1/embeddings")
     media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     limits = {"max_rows": settings.max_events_per_batch, "max_dim": settings.max_embedding_dim}
-    try:
+    with unprocessable(FieldError):
         if media == BINARY_TYPE:
             batch = from_binary(raw, **limits)
         else:
             batch = from_json(parse_json(raw), **limits)
-    except FieldError as exc:
-        raise HTTPException(422, str(exc)) from None
     return await ingest_vectors(
         app_state=request.app.state, project_id=principal.project_id, batch=batch
     )

@@ -6,7 +6,7 @@ from fastapi import APIRouter
 
 from app import keys
 from app.api.deps import AdminKey, Int4Id, SessionDep
-from app.api.lookup import found
+from app.api.errors import found
 from app.keys import KeyCreate, KeyList, KeyOut, NewKey
 from app.models.base import utcnow
 

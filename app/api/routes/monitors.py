@@ -9,7 +9,7 @@ from pydantic import ConfigDict, Field
 from sqlalchemy.orm import Session
 
 from app.api.deps import AdminKey, EngineDep, Int4Id, MonitorRunnerDep, ReadKey, SessionDep
-from app.api.lookup import found
+from app.api.errors import found, unprocessable
 from app.db import write_session
 from app.models import Monitor
 from app.models.base import UTCTime
@@ -54,11 +54,8 @@ def list_monitors(principal: ReadKey, session: SessionDep) -> MonitorList:
 
 @router.post("", status_code=201)
 def create(body: MonitorCreate, principal: AdminKey, engine: EngineDep) -> MonitorOut:
-    try:
-        with write_session(engine) as session:
-            monitor = store.create_monitor(session, project_id=principal.project_id, body=body)
-    except DetectorConfigError as exc:
-        raise HTTPException(422, str(exc)) from None
+    with unprocessable(DetectorConfigError), write_session(engine) as session:
+        monitor = store.create_monitor(session, project_id=principal.project_id, body=body)
     return MonitorOut.model_validate(monitor)
 
 
@@ -71,16 +68,13 @@ def create_defaults(
     unknown = sorted(set(body.detector_params) - {m["failure_mode"] for m in defaults.DEFAULTS})
     if unknown:
         raise HTTPException(422, f"detector_params.{unknown[0]}: not a failure mode")
-    try:
-        with write_session(engine) as session:
-            monitors = defaults.create_defaults(
-                session,
-                project_id=principal.project_id,
-                interval_seconds=body.interval_seconds,
-                detector_params=body.detector_params,
-            )
-    except DetectorConfigError as exc:
-        raise HTTPException(422, str(exc)) from None
+    with unprocessable(DetectorConfigError), write_session(engine) as session:
+        monitors = defaults.create_defaults(
+            session,
+            project_id=principal.project_id,
+            interval_seconds=body.interval_seconds,
+            detector_params=body.detector_params,
+        )
     return MonitorList(monitors=[MonitorOut.model_validate(m) for m in monitors])
 
 
@@ -93,13 +87,10 @@ def get_monitor(monitor_id: Int4Id, principal: ReadKey, session: SessionDep) -> 
 def patch_monitor(
     monitor_id: Int4Id, body: MonitorPatch, principal: AdminKey, engine: EngineDep
 ) -> MonitorOut:
-    try:
-        with write_session(engine) as session:
-            monitor = store.update_monitor(
-                session, monitor=_get(session, principal.project_id, monitor_id), patch=body
-            )
-    except DetectorConfigError as exc:
-        raise HTTPException(422, str(exc)) from None
+    with unprocessable(DetectorConfigError), write_session(engine) as session:
+        monitor = store.update_monitor(
+            session, monitor=_get(session, principal.project_id, monitor_id), patch=body
+        )
     return MonitorOut.model_validate(monitor)
 
 

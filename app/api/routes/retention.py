@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from app.api.deps import SessionDep, SettingsDep
-from app.api.lookup import AdminProject
+from app.api.errors import AdminProject
 from app.retention.policy import RetentionOut, RetentionUpdate, retention_view, set_retention
 
 router = APIRouter(prefix="/api/v1/project/retention", tags=["retention"])

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException, Query, Response
+from fastapi import APIRouter, Query, Response
 
 from app.alerts import store
 from app.alerts.schemas import SilenceCreate, SilenceList, SilenceOut
 from app.api.deps import AnnotateKey, EngineDep, Int4Id, ReadKey, SessionDep
-from app.api.lookup import found
+from app.api.errors import found, unprocessable
 from app.api.routes.alerts import actor
 from app.db import project_row, write_session
 from app.models import Silence
@@ -37,13 +37,10 @@ def create(body: SilenceCreate, principal: AnnotateKey, engine: EngineDep) -> Si
     ``failure_mode`` and ``severity``.
     """
     now = utcnow()
-    try:
-        with write_session(engine) as session:
-            silence = store.create_silence(
-                session, project_id=principal.project_id, body=body, actor=actor(principal), now=now
-            )
-    except ValueError as exc:
-        raise HTTPException(422, str(exc)) from None
+    with unprocessable(ValueError), write_session(engine) as session:
+        silence = store.create_silence(
+            session, project_id=principal.project_id, body=body, actor=actor(principal), now=now
+        )
     return store.silence_view(silence, now=now)
 
 

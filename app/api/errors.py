@@ -1,11 +1,15 @@
-"""The JSON API's 404s, worded once: a row the caller's project lacks, or the project itself.
+"""The JSON API's 404s and 422s, worded once.
 
-Another project's row reads as missing (:func:`app.db.project_row`), so the answer never says
-whether an id exists elsewhere; the message names the field the id came from.
+A 404 is a row the caller's project lacks, or the project itself. Another project's row
+reads as missing (:func:`app.db.project_row`), so the answer never says whether an id
+exists elsewhere; the message names the field the id came from. A 422 is a request whose
+content the domain refused: its message (which names the field) is the detail.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, TypeVar
 
 from fastapi import Depends, HTTPException
@@ -32,3 +36,13 @@ def admin_project(principal: AdminKey, session: SessionDep) -> Project:
 
 
 AdminProject = Annotated[Project, Depends(admin_project)]
+
+
+@contextmanager
+def unprocessable(*refusals: type[Exception]) -> Iterator[None]:
+    """Turn ``refusals`` raised inside into a 422 with the exception's message; outside
+    a ``write_session``, so that session rolls back first."""
+    try:
+        yield
+    except refusals as exc:
+        raise HTTPException(422, str(exc)) from None
