@@ -44,31 +44,13 @@ def _fired_subtest(ev: Mapping[str, Any], name: str) -> bool:
 
 
 def _fm1(ev: Mapping[str, Any]) -> str | None:
-    ratio = ev.get("compounding_ratio")
     parts = []
-    if _is_num(ratio) and (_fired_subtest(ev, "compounding") or "sub_tests" not in ev):
-        text = (
-            f"after a failed step, later steps of the same trace fail {_n(ratio, 2)}× as often "
-            "as independent errors predict"
-        )
-        if _is_num(ev.get("reference_ratio")):
-            text += f" (reference {_n(ev['reference_ratio'], 2)}×)"
-        if ev.get("compounding_begins_at_depth") is not None:
-            text += f", from step depth {ev['compounding_begins_at_depth']}"
-        if ev.get("steps_after_error") is not None:
-            text += f", over {ev['steps_after_error']} steps that followed an error"
-        parts.append(text)
-    tool_ratio = ev.get("tool_compounding_ratio")
-    if _is_num(tool_ratio) and _fired_subtest(ev, "tool_compounding"):
-        text = (
-            f"after a failed step, later tool calls of the same trace fail {_n(tool_ratio, 2)}× "
-            "as often as independent errors predict"
-        )
-        if _is_num(ev.get("tool_reference_ratio")):
-            text += f" (reference {_n(ev['tool_reference_ratio'], 2)}×)"
-        if ev.get("tool_steps_after_error") is not None:
-            text += f", over {ev['tool_steps_after_error']} tool calls that followed an error"
-        parts.append(text)
+    if _is_num(ev.get("compounding_ratio")) and (
+        _fired_subtest(ev, "compounding") or "sub_tests" not in ev
+    ):
+        parts.append(_compounding(ev, "", "steps", depth=True))
+    if _is_num(ev.get("tool_compounding_ratio")) and _fired_subtest(ev, "tool_compounding"):
+        parts.append(_compounding(ev, "tool_", "tool calls", depth=False))
     if _fired_subtest(ev, "coherence_illusion"):
         change = ev.get("coherence_illusion_change")
         parts.append(
@@ -77,6 +59,22 @@ def _fm1(ev: Mapping[str, Any]) -> str | None:
             + ")"
         )
     return "; ".join(parts) or None
+
+
+def _compounding(ev: Mapping[str, Any], key: str, unit: str, *, depth: bool) -> str:
+    """FM-1's finding for one family of steps (``unit``; ``key`` prefixes its evidence, as
+    the detector writes it): failures after a failure, against independent errors."""
+    text = (
+        f"after a failed step, later {unit} of the same trace fail "
+        f"{_n(ev[f'{key}compounding_ratio'], 2)}× as often as independent errors predict"
+    )
+    if _is_num(ev.get(f"{key}reference_ratio")):
+        text += f" (reference {_n(ev[f'{key}reference_ratio'], 2)}×)"
+    if depth and ev.get(f"{key}compounding_begins_at_depth") is not None:
+        text += f", from step depth {ev[f'{key}compounding_begins_at_depth']}"
+    if ev.get(f"{key}steps_after_error") is not None:
+        text += f", over {ev[f'{key}steps_after_error']} {unit} that followed an error"
+    return text
 
 
 def _fm2(ev: Mapping[str, Any]) -> str | None:

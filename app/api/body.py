@@ -10,6 +10,9 @@ from typing import Any
 import orjson
 from fastapi import HTTPException, Request
 
+from app.metrics import INGEST_BYTES
+from app.settings import Settings
+
 
 async def read_body(request: Request, *, limit: int) -> bytes:
     """The raw body, un-gzipped when ``Content-Encoding: gzip``; 413 past ``limit`` bytes."""
@@ -33,6 +36,28 @@ async def read_body(request: Request, *, limit: int) -> bytes:
     if encoding != "gzip":
         raise HTTPException(415, f"Content-Encoding {encoding!r} is not supported; use gzip")
     return _gunzip(body, limit)
+
+
+async def read_ingest(request: Request, settings: Settings, *, route: str) -> bytes:
+    """An ingest route's raw body (:func:`read_body`), counted in ``INGEST_BYTES`` as ``route``."""
+    raw = await read_body(request, limit=settings.max_request_bytes)
+    INGEST_BYTES.labels(route=route).inc(len(raw))
+    return raw
+
+
+async def read_batch(request: Request, settings: Settings, *, field: str, route: str) -> list[Any]:
+    """The JSON body's ``field`` array (``{"events": [...]}``) for a per-item validator:
+    422 when it is missing, 413 past ``max_events_per_batch`` items, both naming ``field``."""
+    payload = parse_json(await read_ingest(request, settings, route=route))
+    if not isinstance(payload, dict) or not isinstance(payload.get(field), list):
+        raise HTTPException(422, f"{field}: required, must be an array of {field}")
+    items: list[Any] = payload[field]
+    if len(items) > settings.max_events_per_batch:
+        raise HTTPException(
+            413,
+            f"{field}: {len(items)} {field} exceed the limit of {settings.max_events_per_batch}",
+        )
+    return items
 
 
 def _gunzip(body: bytes, limit: int) -> bytes:

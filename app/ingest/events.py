@@ -5,9 +5,10 @@ Shapes follow issue #2 / DESIGN.md §4; every error names its field as ``events[
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -43,6 +44,7 @@ SPAN_KINDS = (
 )
 SCORE_KINDS = ("proxy", "true", "guardrail")
 SCORE_SOURCES = ("online", "delayed", "human", "eval")
+Id = TypeVar("Id", str, str | None)
 
 
 @dataclass
@@ -66,24 +68,42 @@ class Rejection:
 def validate_events(
     events: list[Any], *, limits: IngestLimits = IngestLimits()
 ) -> tuple[list[ValidEvent], list[Rejection]]:
+    def event_id(event: dict[str, Any], prefix: str) -> str:
+        return req_str(event, "id", prefix, max_len=200)
+
+    def parse(i: int, eid: str, event: dict[str, Any], prefix: str) -> ValidEvent:
+        etype = event.get("type")
+        if etype not in EVENT_TYPES:
+            raise FieldError(
+                f"{prefix}.type", f"unknown event type {etype!r}; use {', '.join(EVENT_TYPES)}"
+            )
+        body = event.get("body")
+        if not isinstance(body, dict):
+            raise FieldError(f"{prefix}.body", "must be an object")
+        return _PARSERS[etype](i, eid, body, f"{prefix}.body", limits)
+
+    return validate_items(events, "events", event_id, parse)
+
+
+def validate_items(
+    items: list[Any],
+    field: str,
+    item_id: Callable[[dict[str, Any], str], Id],
+    parse: Callable[[int, Id, dict[str, Any], str], ValidEvent],
+) -> tuple[list[ValidEvent], list[Rejection]]:
+    """Each object of a batch array -> ``parse``'s event, or a rejection naming the field
+    (``events[3].body.value``); the rejection keeps the item's id once ``item_id`` read it,
+    so one bad item is refused alone. Native events and ``/api/v1/scores`` items share it."""
     valid: list[ValidEvent] = []
     rejected: list[Rejection] = []
-    for i, event in enumerate(events):
-        prefix = f"events[{i}]"
-        event_id: str | None = None
+    for i, item in enumerate(items):
+        prefix = f"{field}[{i}]"
+        event_id: Id | None = None
         try:
-            if not isinstance(event, dict):
-                raise FieldError(prefix, f"must be an object, not {type(event).__name__}")
-            event_id = req_str(event, "id", prefix, max_len=200)
-            etype = event.get("type")
-            if etype not in EVENT_TYPES:
-                raise FieldError(
-                    f"{prefix}.type", f"unknown event type {etype!r}; use {', '.join(EVENT_TYPES)}"
-                )
-            body = event.get("body")
-            if not isinstance(body, dict):
-                raise FieldError(f"{prefix}.body", "must be an object")
-            valid.append(_PARSERS[etype](i, event_id, body, f"{prefix}.body", limits))
+            if not isinstance(item, dict):
+                raise FieldError(prefix, f"must be an object, not {type(item).__name__}")
+            event_id = item_id(item, prefix)
+            valid.append(parse(i, event_id, item, prefix))
         except FieldError as exc:
             rejected.append(Rejection(i, event_id, str(exc)))
     return valid, rejected
@@ -141,8 +161,14 @@ def _latency_ms(started: datetime | None, ended: datetime | None) -> float | Non
 
 
 def _score(i: int, eid: str, body: dict[str, Any], p: str, _limits: IngestLimits) -> ValidEvent:
+    return ValidEvent(i, eid, "score", score_row(body, p, req_str(body, "trace_id", p, 64)))
+
+
+def score_row(body: dict[str, Any], p: str, trace_id: str) -> dict[str, Any]:
+    """A score's row from its fields (``p`` prefixes the names in errors): the native
+    ``score`` event's body and a ``/api/v1/scores`` item, which names its trace either way."""
     row: dict[str, Any] = {
-        "trace_id": req_str(body, "trace_id", p, 64),
+        "trace_id": trace_id,
         "name": req_str(body, "name", p),
         "value": req_float(body, "value", p),
         "kind": choice(body, "kind", p, SCORE_KINDS, "proxy"),
@@ -153,7 +179,7 @@ def _score(i: int, eid: str, body: dict[str, Any], p: str, _limits: IngestLimits
     created = opt_created_at(body, p)
     if created is not None:
         row["created_at"] = created
-    return ValidEvent(i, eid, "score", row)
+    return row
 
 
 def _embedding(i: int, eid: str, body: dict[str, Any], p: str, limits: IngestLimits) -> ValidEvent:

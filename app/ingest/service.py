@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from fastapi import HTTPException
+from sqlalchemy.engine import Connection
 from starlette.concurrency import run_in_threadpool
 
 from app.ingest.admission import WriteAdmission
@@ -24,13 +26,31 @@ async def ingest_batch(
     total: int,
 ) -> IngestAnswer:
     """Write ``valid`` and build the answer; raise 422 when nothing at all was usable."""
-    result = WriteResult()
-    if valid:
-        async with _admission(app_state).slot():
-            result = await run_in_threadpool(
-                write_events, app_state.engine, project_id=project_id, events=valid
-            )
+    result = await write_admitted(app_state, project_id=project_id, events=valid)
     return _answer(result, rejected, total)
+
+
+async def write_admitted(
+    app_state: Any,
+    *,
+    project_id: int,
+    events: Sequence[ValidEvent],
+    also: Callable[[Connection], None] | None = None,
+    merged_traces: Collection[str] = (),
+) -> WriteResult:
+    """:func:`write_events` in a slot of the shared admission control, off the event loop, so
+    native and OTLP ingest share one bound; with nothing to write no slot is taken."""
+    if not events:
+        return WriteResult()
+    async with _admission(app_state).slot():
+        return await run_in_threadpool(
+            write_events,
+            app_state.engine,
+            project_id=project_id,
+            events=events,
+            also=also,
+            merged_traces=merged_traces,
+        )
 
 
 async def ingest_vectors(*, app_state: Any, project_id: int, batch: VectorBatch) -> IngestAnswer:

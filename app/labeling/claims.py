@@ -28,6 +28,20 @@ log = logging.getLogger("telltale.labeling")
 QI = QueueItem
 
 
+# A queue item's lease columns when no one holds it (released, reaped, or answered).
+NO_LEASE: dict[str, Any] = {"lease_token": None, "leased_by": None, "lease_expires_at": None}
+
+
+def leased_to(key_id: int, token: Any, expires: datetime) -> dict[str, Any]:
+    """A queue item's columns while ``key_id`` holds it under ``token`` (a claim, an undo)."""
+    return {
+        "status": "leased",
+        "lease_token": token,
+        "leased_by": key_id,
+        "lease_expires_at": expires,
+    }
+
+
 def _claimable(now: datetime) -> Any:
     return or_(QI.status == "pending", and_(QI.status == "leased", QI.lease_expires_at < now))
 
@@ -65,13 +79,7 @@ def claim_items(
             conn.execute(
                 update(QI)
                 .where(QI.id == bindparam("b_id"))
-                .values(
-                    status="leased",
-                    lease_token=bindparam("b_token"),
-                    leased_by=key_id,
-                    lease_expires_at=expires,
-                    claims=QI.claims + 1,
-                ),
+                .values(**leased_to(key_id, bindparam("b_token"), expires), claims=QI.claims + 1),
                 [{"b_id": i, "b_token": secrets.token_urlsafe(24)} for i in ids],
             )
     return ids
@@ -144,19 +152,19 @@ def label_item(
         except LabelOutsideSchema as exc:
             raise Invalid(str(exc)) from None
         problem = _lease_problem(item, lease_token, now)
+        # The answer as both tables keep it: a kept label, or a refused one to resubmit.
+        answer = {
+            "project_id": project_id,
+            "queue_item_id": item_id,
+            "value": value,
+            "comment": comment,
+            "annotator_key_id": key_id,
+            "created_at": now,
+        }
         if problem is not None:
             rejected_id = conn.execute(
                 insert(RejectedLabel)
-                .values(
-                    project_id=project_id,
-                    queue_item_id=item_id,
-                    lease_token=lease_token,
-                    value=value,
-                    comment=comment,
-                    annotator_key_id=key_id,
-                    reason=problem[0],
-                    created_at=now,
-                )
+                .values(**answer, lease_token=lease_token, reason=problem[0])
                 .returning(RejectedLabel.id)
             ).scalar_one()
             conflict = {
@@ -170,17 +178,12 @@ def label_item(
             label_id = conn.execute(
                 insert(Label)
                 .values(
-                    project_id=project_id,
+                    **answer,
                     queue_id=item.queue_id,
-                    queue_item_id=item_id,
                     sample_key=item.sample_key,
                     trace_id=item.trace_id,
-                    value=value,
                     score_value=score_value,
                     score_synced=False,
-                    annotator_key_id=key_id,
-                    comment=comment,
-                    created_at=now,
                 )
                 .returning(Label.id)
             ).scalar_one()
@@ -221,14 +224,7 @@ def _finish(conn: Connection, item_id: int, status: str, key_id: int, now: datet
     conn.execute(
         update(QI)
         .where(QI.id == item_id)
-        .values(
-            status=status,
-            lease_token=None,
-            leased_by=None,
-            lease_expires_at=None,
-            done_by=key_id,
-            done_at=now,
-        )
+        .values(status=status, done_by=key_id, done_at=now, **NO_LEASE)
     )
 
 
@@ -252,11 +248,7 @@ def end_lease(
                 _finish(conn, item_id, "skipped", key_id, now)
             else:
                 conn.execute(
-                    update(QI)
-                    .where(QI.id == item_id)
-                    .values(
-                        status="pending", lease_token=None, leased_by=None, lease_expires_at=None
-                    )
+                    update(QI).where(QI.id == item_id).values(status="pending", **NO_LEASE)
                 )
     if problem is not None:
         raise LeaseConflict(
@@ -276,6 +268,6 @@ def reap_expired(engine: Engine, *, now: datetime | None = None) -> int:
         res = conn.execute(
             update(QI)
             .where(QI.status == "leased", QI.lease_expires_at < now)
-            .values(status="pending", lease_token=None, leased_by=None, lease_expires_at=None)
+            .values(status="pending", **NO_LEASE)
         )
     return int(res.rowcount or 0)

@@ -46,6 +46,18 @@ class FillResult:
     notes: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class _Picker:
+    """One fill's selector: the queue it picks for, in which session, with what limits, and
+    the result its counts and notes go to. Shared by the per-queue and per-stream steps."""
+
+    session: Session
+    queue: LabelQueue
+    candidate_limit: int
+    backend: str
+    result: FillResult
+
+
 def sample_key(*, trace_id: str | None, embedding_id: int) -> str:
     """One key per labelable thing: a trace (however many embeddings it has) or a vector."""
     return f"trace:{trace_id}" if trace_id else f"emb:{embedding_id}"
@@ -81,9 +93,8 @@ def fill_queue(
             rows = requested_traces(session, queue=queue, now=now, limit=share)
             result.from_label_requests = len(rows)
             taken = {r["sample_key"] for r in rows}
-            picks = _select(
-                session, queue, remaining - len(rows), taken, candidate_limit, backend, result
-            )
+            picker = _Picker(session, queue, candidate_limit, backend, result)
+            picks = _select(picker, remaining - len(rows), taken)
             result.from_selector = len(picks)
             rows += picks
     for r in rows:
@@ -115,26 +126,16 @@ def _streams(queue: LabelQueue) -> list[str]:
     return list(sel.get("streams") or [f"{a}.input" for a in sel.get("agents") or []])
 
 
-def _select(
-    session: Session,
-    queue: LabelQueue,
-    budget: int,
-    taken: set[str],
-    candidate_limit: int,
-    backend: str,
-    result: FillResult,
-) -> list[dict[str, Any]]:
+def _select(picker: _Picker, budget: int, taken: set[str]) -> list[dict[str, Any]]:
     if budget <= 0:
         return []
     picks: list[dict[str, Any]] = []
-    for stream in _streams(queue):
+    for stream in _streams(picker.queue):
         try:
-            picks += _select_stream(
-                session, queue, stream, budget, taken, candidate_limit, backend, result
-            )
+            picks += _select_stream(picker, stream, budget, taken)
         except ValueError as exc:  # e.g. a stream whose vectors are malformed
-            log.warning("queue %s: stream %s skipped: %s", queue.name, stream, exc)
-            result.notes.append(f"stream {stream}: {exc}")
+            log.warning("queue %s: stream %s skipped: %s", picker.queue.name, stream, exc)
+            picker.result.notes.append(f"stream {stream}: {exc}")
     # Novelty is a distance within each stream; across streams, priority orders them.
     picks.sort(key=lambda r: -r["priority"])
     out: list[dict[str, Any]] = []
@@ -152,15 +153,9 @@ def _vectors(blobs: list[bytes], dim: int) -> np.ndarray:
 
 
 def _select_stream(
-    session: Session,
-    queue: LabelQueue,
-    stream: str,
-    budget: int,
-    taken: set[str],
-    candidate_limit: int,
-    backend: str,
-    result: FillResult,
+    picker: _Picker, stream: str, budget: int, taken: set[str]
 ) -> list[dict[str, Any]]:
+    session, queue = picker.session, picker.queue
     pid, E = queue.project_id, Embedding
     in_stream = and_(E.project_id == pid, E.stream == stream)
     total = int(session.scalar(select(func.count()).select_from(E).where(in_stream)) or 0)
@@ -209,7 +204,7 @@ def _select_stream(
         unlinked = Trace.id.is_(None) if "production" in sel["sources"] else false()
         q = q.where(or_(Trace.source.in_(sel["sources"]), unlinked))
     rows = session.execute(
-        q.order_by(E.created_at.desc(), E.id.desc()).limit(candidate_limit)
+        q.order_by(E.created_at.desc(), E.id.desc()).limit(picker.candidate_limit)
     ).all()
 
     anchors_q = (
@@ -224,7 +219,7 @@ def _select_stream(
         if not r.lab and key not in seen:
             seen.add(key)
             cands.append((key, r))
-    result.candidates += len(cands)
+    picker.result.candidates += len(cands)
     if not cands:
         return []
     times = [r.created_at for _, r in cands]
@@ -240,7 +235,7 @@ def _select_stream(
         reference=reference if len(reference) else None,
         labeled=_vectors(anchor_blobs, dim) if anchor_blobs else None,
         priority=np.asarray(weights) if any(w != 1.0 for w in weights) else None,
-        backend=backend,
+        backend=picker.backend,
     )
     out = []
     for idx, novelty in zip(selection.indices.tolist(), selection.novelty.tolist(), strict=True):

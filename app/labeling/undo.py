@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import Engine, delete, select, update
 
 from app.db import write_transaction
+from app.labeling.claims import leased_to
 from app.labeling.errors import LeaseConflict, NotFound
 from app.models import Score
 from app.models.base import utcnow
@@ -65,14 +66,7 @@ def undo_item(
         conn.execute(
             update(QueueItem)
             .where(QueueItem.id == item_id)
-            .values(
-                status="leased",
-                lease_token=token,
-                leased_by=key_id,
-                lease_expires_at=expires,
-                done_by=None,
-                done_at=None,
-            )  # fmt: skip
+            .values(**leased_to(key_id, token, expires), done_by=None, done_at=None)
         )
     return {"item_id": item_id, "undone": row.status, "status": "leased",
             "lease_token": token, "lease_expires_at": expires}  # fmt: skip

@@ -180,13 +180,12 @@ def claim_jobs(
                 update(MJ)
                 .where(MJ.id.in_(spent))
                 .values(
-                    status="dead",
-                    error=f"dead after {policy.max_attempts} attempts: the lease expired "
-                    "before the job finished (the worker stopped or was too slow)",
-                    lease_token=None,
-                    lease_expires_at=None,
-                    updated_at=now,
-                    finished_at=now,
+                    **_finished(
+                        now,
+                        "dead",
+                        f"dead after {policy.max_attempts} attempts: the lease expired "
+                        "before the job finished (the worker stopped or was too slow)",
+                    )
                 )
             )
         claimed = [r for r in rows if r.attempts < policy.max_attempts]
@@ -220,6 +219,16 @@ def claim_jobs(
     ]
 
 
+def _unleased(now: datetime, **values: Any) -> dict[str, Any]:
+    """A job's columns as its lease ends, with ``values`` (its next status and why)."""
+    return {"lease_token": None, "lease_expires_at": None, "updated_at": now, **values}
+
+
+def _finished(now: datetime, status: str, error: str | None, **values: Any) -> dict[str, Any]:
+    """A job's columns as it ends for good: done, failed, or dead."""
+    return _unleased(now, status=status, error=error, finished_at=now, **values)
+
+
 def _leased(job_ids: Sequence[int], token: str) -> Any:
     return and_(MJ.id.in_(list(job_ids)), MJ.lease_token == token, MJ.status == "running")
 
@@ -246,16 +255,7 @@ def complete_jobs(
             conn,
             update(MJ)
             .where(_leased(job_ids, token))
-            .values(
-                status="done",
-                error=None,
-                model=model,
-                embedding_id=embedding_id,
-                lease_token=None,
-                lease_expires_at=None,
-                updated_at=now,
-                finished_at=now,
-            ),
+            .values(**_finished(now, "done", None, model=model, embedding_id=embedding_id)),
         )
 
 
@@ -271,14 +271,7 @@ def fail_jobs(
                 conn,
                 update(MJ)
                 .where(_leased([job_id], token))
-                .values(
-                    status="failed",
-                    error=error[:2000],
-                    lease_token=None,
-                    lease_expires_at=None,
-                    updated_at=now,
-                    finished_at=now,
-                ),
+                .values(**_finished(now, "failed", error[:2000])),
             )
     return count
 
@@ -297,24 +290,18 @@ def retry_jobs(
     with write_transaction(engine) as conn:
         for job in jobs:
             if job.attempts >= policy.max_attempts:
-                values: dict[str, Any] = dict(
-                    status="dead",
-                    error=f"dead after {job.attempts} attempts; last error: {error}"[:2000],
-                    finished_at=now,
-                )
+                last = f"dead after {job.attempts} attempts; last error: {error}"
+                values = _finished(now, "dead", last[:2000])
                 outcome = "dead"
             else:
-                values = dict(
+                values = _unleased(
+                    now,
                     status="pending",
                     error=f"attempt {job.attempts} failed: {error}"[:2000],
                     next_attempt_at=now + policy.delay(job.attempts),
                 )
                 outcome = "retried"
-            stmt = (
-                update(MJ)
-                .where(_leased([job.id], job.lease_token))
-                .values(lease_token=None, lease_expires_at=None, updated_at=now, **values)
-            )
+            stmt = update(MJ).where(_leased([job.id], job.lease_token)).values(**values)
             counts[outcome] += _rowcount(conn, stmt)
     return counts
 

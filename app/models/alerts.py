@@ -8,10 +8,11 @@ from typing import Any
 from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, BigIntPK, JSONType, UTCDateTime, utcnow
+from app.models.base import Base, JSONType, UTCDateTime, utcnow
+from app.models.columns import BigId, IntId, ProjectNamed, ProjectOwned
 
 
-class Alert(Base):
+class Alert(BigId, ProjectOwned, Base):
     """One episode of a fingerprint: firing -> acknowledged -> resolved."""
 
     __tablename__ = "alerts"
@@ -20,8 +21,6 @@ class Alert(Base):
         Index("ix_alerts_project_state", "project_id", "state"),
     )
 
-    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
-    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
     monitor_id: Mapped[int | None] = mapped_column(
         ForeignKey("monitors.id", ondelete="SET NULL"), nullable=True
     )
@@ -44,14 +43,12 @@ class Alert(Base):
     resolved_by: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
-class AlertEvent(Base):
+class AlertEvent(BigId, ProjectOwned, Base):
     """Every transition of an alert, with who made it and when."""
 
     __tablename__ = "alert_events"
     __table_args__ = (Index("ix_alert_events_alert_at", "alert_id", "at"),)
 
-    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
-    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
     alert_id: Mapped[int] = mapped_column(ForeignKey("alerts.id", ondelete="CASCADE"))
     kind: Mapped[str] = mapped_column(String(24))  # fired|repeat|acknowledged|resolved|silenced..
     from_state: Mapped[str | None] = mapped_column(String(16), nullable=True)
@@ -61,14 +58,12 @@ class AlertEvent(Base):
     detail: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
 
 
-class Silence(Base):
+class Silence(IntId, ProjectOwned, Base):
     """Label matchers (``=``, ``!=``, ``=~``, ``!~``) that mute notifications until ``ends_at``."""
 
     __tablename__ = "silences"
     __table_args__ = (Index("ix_silences_project_ends", "project_id", "ends_at"),)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
     matchers: Mapped[list[dict[str, str]]] = mapped_column(JSONType, default=list)
     starts_at: Mapped[datetime] = mapped_column(UTCDateTime)
     ends_at: Mapped[datetime] = mapped_column(UTCDateTime)
@@ -77,15 +72,12 @@ class Silence(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class Channel(Base):
+class Channel(ProjectNamed, Base):
     """Where notifications go: webhook, slack, pagerduty or alertmanager, with routing."""
 
     __tablename__ = "channels"
     __table_args__ = (UniqueConstraint("project_id", "name"),)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
-    name: Mapped[str] = mapped_column(String(128))
     type: Mapped[str] = mapped_column(String(16))
     url: Mapped[str] = mapped_column(Text)
     # Kept in clear: the sender needs it to sign each body with HMAC.
@@ -99,7 +91,7 @@ class Channel(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class Notification(Base):
+class Notification(BigId, ProjectOwned, Base):
     """The outbox: a row stays ``pending`` until a 2xx, so delivery survives restarts."""
 
     __tablename__ = "notifications"
@@ -108,8 +100,6 @@ class Notification(Base):
         Index("ix_notifications_channel_due", "channel_id", "due_at"),
     )
 
-    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
-    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
     channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id", ondelete="CASCADE"))
     alert_id: Mapped[int | None] = mapped_column(
         ForeignKey("alerts.id", ondelete="CASCADE"), nullable=True

@@ -19,7 +19,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, BigIntPK, JSONType, UTCDateTime, utcnow
+from app.models.base import Base, JSONType, UTCDateTime, utcnow
+from app.models.columns import BigId, IntId, ProjectNamed, ProjectOwned
 
 
 class Project(Base):
@@ -34,11 +35,9 @@ class Project(Base):
     signal_config: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
 
 
-class ApiKey(Base):
+class ApiKey(IntId, ProjectOwned, Base):
     __tablename__ = "api_keys"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
     name: Mapped[str] = mapped_column(String(128), default="")
     prefix: Mapped[str] = mapped_column(String(16))
     key_hash: Mapped[str] = mapped_column(String(64), unique=True)
@@ -47,7 +46,7 @@ class ApiKey(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
-class Trace(Base):
+class Trace(BigId, ProjectOwned, Base):
     __tablename__ = "traces"
     __table_args__ = (
         UniqueConstraint("project_id", "trace_id"),
@@ -62,8 +61,6 @@ class Trace(Base):
         ),
     )
 
-    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
-    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
     trace_id: Mapped[str] = mapped_column(String(64))
     agent: Mapped[str] = mapped_column(String(128), default="")
     agent_version: Mapped[str] = mapped_column(String(64), default="")
@@ -87,7 +84,7 @@ class Trace(Base):
     derive_error: Mapped[str | None] = mapped_column(String(300), nullable=True)
 
 
-class Span(Base):
+class Span(BigId, Base):
     __tablename__ = "spans"
     # Spans are read by trace (the unique index leads with project_id, trace_id); an index
     # on time would cost every insert and serve no query, so there is none. On PostgreSQL
@@ -95,7 +92,6 @@ class Span(Base):
     # NOT DISTINCT, and there is no primary key (migration 0013, app/retention/partitions.py).
     __table_args__ = (UniqueConstraint("project_id", "trace_id", "span_id"),)
 
-    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
     project_id: Mapped[int] = mapped_column(Integer)  # no foreign key: migration 0016
     trace_id: Mapped[str] = mapped_column(String(64))
     span_id: Mapped[str] = mapped_column(String(64))
@@ -121,7 +117,7 @@ class Span(Base):
     attributes: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
 
 
-class SpanEvent(Base):
+class SpanEvent(BigId, Base):
     """A GenAI event (an OTLP log record: prompt, choice, evaluation...) of one span.
 
     Keyed by ``(trace_id, span_id)`` and joined to the span when read, so the event and its
@@ -131,7 +127,6 @@ class SpanEvent(Base):
     __tablename__ = "span_events"
     __table_args__ = (Index("ix_span_events_project_trace", "project_id", "trace_id"),)
 
-    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
     project_id: Mapped[int] = mapped_column(Integer)  # no foreign key: migration 0016
     trace_id: Mapped[str] = mapped_column(String(64))
     span_id: Mapped[str] = mapped_column(String(64))
@@ -141,14 +136,13 @@ class SpanEvent(Base):
     body: Mapped[Any] = mapped_column(JSONType, nullable=True)
 
 
-class Score(Base):
+class Score(BigId, Base):
     __tablename__ = "scores"
     __table_args__ = (
         Index("ix_scores_project_trace", "project_id", "trace_id"),
         Index("ix_scores_project_name_created", "project_id", "name", "created_at"),
     )
 
-    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
     project_id: Mapped[int] = mapped_column(Integer)  # no foreign key: migration 0016
     trace_id: Mapped[str] = mapped_column(String(64))
     name: Mapped[str] = mapped_column(String(128))
@@ -161,21 +155,18 @@ class Score(Base):
     explanation: Mapped[str | None] = mapped_column(String(2000), nullable=True)
 
 
-class EmbeddingStream(Base):
+class EmbeddingStream(ProjectNamed, Base):
     """One named stream of vectors; its first vectors fix ``dim`` for every later one."""
 
     __tablename__ = "embedding_streams"
     __table_args__ = (UniqueConstraint("project_id", "name"),)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
-    name: Mapped[str] = mapped_column(String(128))
     model: Mapped[str] = mapped_column(String(128), default="")
     dim: Mapped[int] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class Embedding(Base):
+class Embedding(BigId, Base):
     """A float32 little-endian vector; never a JSON array in the database."""
 
     __tablename__ = "embeddings"
@@ -184,7 +175,6 @@ class Embedding(Base):
         Index("ix_embeddings_project_trace", "project_id", "trace_id"),
     )
 
-    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
     project_id: Mapped[int] = mapped_column(Integer)  # no foreign key: migration 0016
     stream: Mapped[str] = mapped_column(String(128))
     model: Mapped[str] = mapped_column(String(128), default="")

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Integer, LargeBinary, String, UniqueConstraint
+from sqlalchemy import Integer, LargeBinary, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, BigIntPK, UTCDateTime, utcnow
+from app.models.base import Base, UTCDateTime, utcnow
+from app.models.columns import BigId, ProjectOwned
 
 
-class InputGroup(Base):
+class InputGroup(BigId, ProjectOwned, Base):
     """The group of one distinct input (``input_hash``) of one agent.
 
     The first input of a group is its leader: ``group_key`` is its own hash and it keeps
@@ -21,8 +22,6 @@ class InputGroup(Base):
     __tablename__ = "input_groups"
     __table_args__ = (UniqueConstraint("project_id", "agent", "input_hash"),)
 
-    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
-    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
     agent: Mapped[str] = mapped_column(String(128))
     input_hash: Mapped[str] = mapped_column(String(128))
     group_key: Mapped[str] = mapped_column(String(128))

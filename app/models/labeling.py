@@ -18,17 +18,15 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, BigIntPK, JSONType, UTCDateTime, utcnow
+from app.models.columns import BigId, ProjectNamed, ProjectOwned
 
 
-class LabelQueue(Base):
+class LabelQueue(ProjectNamed, Base):
     """A named queue: which samples it selects, how they are labeled, how fast it fills."""
 
     __tablename__ = "label_queues"
     __table_args__ = (UniqueConstraint("project_id", "name"),)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
-    name: Mapped[str] = mapped_column(String(128))
     description: Mapped[str] = mapped_column(Text, default="")
     # {"streams": [...], "agents": [...], "sources": [...]}
     selection: Mapped[dict[str, Any]] = mapped_column(JSONType)
@@ -46,7 +44,7 @@ class LabelQueue(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class QueueItem(Base):
+class QueueItem(BigId, ProjectOwned, Base):
     """One sample in one queue: pending → leased → labeled | skipped (or back to pending).
 
     ``(queue_id, sample_key)`` is unique, so a sample is never enqueued twice even when two
@@ -60,8 +58,6 @@ class QueueItem(Base):
         Index("ix_queue_items_status_lease", "status", "lease_expires_at"),
     )
 
-    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
-    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
     queue_id: Mapped[int] = mapped_column(ForeignKey("label_queues.id", ondelete="CASCADE"))
     sample_key: Mapped[str] = mapped_column(String(200))
     embedding_id: Mapped[int | None] = mapped_column(BigIntPK, nullable=True)
@@ -83,7 +79,7 @@ class QueueItem(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class Label(Base):
+class Label(BigId, ProjectOwned, Base):
     """A label given by an annotator; ``score_synced`` once written back as a score."""
 
     __tablename__ = "labels"
@@ -92,8 +88,6 @@ class Label(Base):
         Index("ix_labels_project_trace", "project_id", "trace_id"),
     )
 
-    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
-    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
     queue_id: Mapped[int] = mapped_column(ForeignKey("label_queues.id", ondelete="CASCADE"))
     queue_item_id: Mapped[int] = mapped_column(
         ForeignKey("queue_items.id", ondelete="CASCADE"), unique=True
@@ -108,14 +102,12 @@ class Label(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class RejectedLabel(Base):
+class RejectedLabel(BigId, ProjectOwned, Base):
     """A label that arrived on a stale or foreign lease: kept so the UI can resubmit it."""
 
     __tablename__ = "rejected_labels"
     __table_args__ = (Index("ix_rejected_labels_project_created", "project_id", "created_at"),)
 
-    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
-    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
     queue_item_id: Mapped[int] = mapped_column(ForeignKey("queue_items.id", ondelete="CASCADE"))
     lease_token: Mapped[str] = mapped_column(String(64))
     value: Mapped[Any] = mapped_column(JSONType)

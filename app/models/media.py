@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, BigIntPK, UTCDateTime, utcnow
+from app.models.base import Base, UTCDateTime, utcnow
+from app.models.columns import BigId, ProjectOwned
 
 JOB_STATUSES = ("pending", "running", "done", "failed", "dead")
 
 
-class MediaJob(Base):
+class MediaJob(BigId, ProjectOwned, Base):
     """One sample to embed: pending → running → done | failed (bad input) | dead (retries spent).
 
     ``(project_id, stream, sample_id)`` is unique, so a re-upload finds the existing job.
@@ -27,8 +28,6 @@ class MediaJob(Base):
         Index("ix_media_jobs_created", "created_at"),
     )
 
-    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
-    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
     stream: Mapped[str] = mapped_column(String(128))
     sample_id: Mapped[str] = mapped_column(String(128))
     trace_id: Mapped[str | None] = mapped_column(String(64), nullable=True)

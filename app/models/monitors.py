@@ -8,10 +8,11 @@ from typing import Any
 from sqlalchemy import Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, BigIntPK, JSONType, UTCDateTime, utcnow
+from app.models.base import Base, JSONType, UTCDateTime, utcnow
+from app.models.columns import BigId, ProjectNamed, ProjectOwned
 
 
-class Monitor(Base):
+class Monitor(ProjectNamed, Base):
     """A failure mode, a detector configuration, a data selection and a schedule."""
 
     __tablename__ = "monitors"
@@ -20,9 +21,6 @@ class Monitor(Base):
         Index("ix_monitors_due", "enabled", "next_run_at"),
     )
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
-    name: Mapped[str] = mapped_column(String(128))
     failure_mode: Mapped[str] = mapped_column(String(8))
     detector_params: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
     # agent, stream, source, current_window_seconds, reference_window_seconds,
@@ -77,7 +75,7 @@ class MonitorBaseline(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class DetectorRun(Base):
+class DetectorRun(BigId, ProjectOwned, Base):
     """One run of a monitor, persisted whether it fired or not."""
 
     __tablename__ = "detector_runs"
@@ -87,8 +85,6 @@ class DetectorRun(Base):
         UniqueConstraint("monitor_id", "scheduled_for"),
     )
 
-    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
-    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
     monitor_id: Mapped[int] = mapped_column(ForeignKey("monitors.id", ondelete="CASCADE"))
     failure_mode: Mapped[str] = mapped_column(String(8))
     at: Mapped[datetime] = mapped_column(UTCDateTime)
@@ -110,14 +106,12 @@ class DetectorRun(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class Finding(Base):
+class Finding(BigId, ProjectOwned, Base):
     """A run that fired: what was found, and the alert it raised or refreshed."""
 
     __tablename__ = "findings"
     __table_args__ = (Index("ix_findings_project_mode_at", "project_id", "failure_mode", "at"),)
 
-    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
-    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
     monitor_id: Mapped[int] = mapped_column(ForeignKey("monitors.id", ondelete="CASCADE"))
     run_id: Mapped[int] = mapped_column(ForeignKey("detector_runs.id", ondelete="CASCADE"))
     alert_id: Mapped[int | None] = mapped_column(

@@ -29,22 +29,12 @@ def create_monitor(session: Session, *, project_id: int, body: MonitorCreate) ->
     ):
         raise DetectorConfigError(f"name: a monitor named {body.name!r} already exists")
     now = utcnow()
+    # Every field of the request is the column of its name (as update_monitor sets them);
+    # only the selection is stored as JSON.
     monitor = Monitor(
+        **body.model_dump(exclude={"selection"}),
         project_id=project_id,
-        name=body.name,
-        failure_mode=body.failure_mode,
-        detector_params=body.detector_params,
         selection=_selection_json(body.selection.model_dump()),
-        interval_seconds=body.interval_seconds,
-        severity=body.severity,
-        labels=body.labels,
-        enabled=body.enabled,
-        auto_resolve_after=body.auto_resolve_after,
-        repeat_interval_seconds=body.repeat_interval_seconds,
-        time_limit_seconds=body.time_limit_seconds,
-        expected_days_between_false_alerts=body.expected_days_between_false_alerts,
-        sequential=body.sequential,
-        for_seconds=body.for_seconds,
         next_run_at=now,
         created_at=now,
         updated_at=now,

@@ -6,28 +6,19 @@ GenAI events of spans (:mod:`app.otlp.logs`) are written through the ingest stor
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 from fastapi import HTTPException
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
 
-from app.ingest.admission import WriteAdmission
 from app.ingest.limits import IngestLimits
-from app.ingest.store import WriteResult, write_events
+from app.ingest.service import write_admitted
 from app.metrics import INGEST_BYTES, OTLP_LOG_RECORDS, record_ingest
 from app.otlp.decode import MalformedBody
 from app.otlp.envelope import parse_request
 from app.otlp.logs import MappedLogs, map_logs
-
-
-@dataclass(frozen=True)
-class LogsResult:
-    stored: int
-    duplicates: int
-    rejected: int
-    error_message: str
+from app.otlp.responses import logs_response
+from app.otlp.service import ExportCall
 
 
 def decode_logs(
@@ -41,22 +32,18 @@ def decode_logs(
     return map_logs(request, limits=limits)
 
 
-async def export_logs(
-    *, app_state: Any, project_id: int, body: bytes, wire: str, max_records: int,
-    limits: IngestLimits,
-) -> LogsResult:  # fmt: skip
-    INGEST_BYTES.labels(route="/v1/logs").inc(len(body))
+async def export_logs(call: ExportCall) -> Response:
+    """Store the request's GenAI events and count the other records; 200, with
+    ``partial_success`` naming the records refused (an ``ExportLogsServiceResponse``)."""
+    INGEST_BYTES.labels(route="/v1/logs").inc(len(call.body))
     mapped = await run_in_threadpool(
-        decode_logs, body, wire=wire, max_records=max_records, limits=limits
+        decode_logs, call.body, wire=call.wire, max_records=call.max_items, limits=call.limits
     )
-    result = WriteResult()
-    if mapped.events:
-        events = sorted(mapped.events, key=lambda ev: ev.event_id)
-        admission: WriteAdmission = app_state.admission
-        async with admission.slot():
-            result = await run_in_threadpool(
-                write_events, app_state.engine, project_id=project_id, events=events
-            )
+    result = await write_admitted(
+        call.app_state,
+        project_id=call.project_id,
+        events=sorted(mapped.events, key=lambda ev: ev.event_id),
+    )
     for kind in ("genai", "unlinked", "other", "rejected"):
         if getattr(mapped, kind):
             OTLP_LOG_RECORDS.labels(kind=kind).inc(getattr(mapped, kind))
@@ -66,7 +53,7 @@ async def export_logs(
     message = "; ".join(mapped.messages)
     if mapped.rejected:
         message = f"{mapped.rejected} log record(s) rejected: {message}"
-    return LogsResult(stored, result.duplicates, mapped.rejected, message)
+    return logs_response(wire=call.wire, rejected=mapped.rejected, error_message=message)
 
 
 def _parse(body: bytes, *, wire: str) -> ExportLogsServiceRequest:

@@ -10,10 +10,13 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
 )
 from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
 
 from app.metrics import INGEST_BYTES, OTLP_METRIC_POINTS
 from app.otlp.decode import MalformedBody
 from app.otlp.envelope import parse_request
+from app.otlp.responses import metrics_response
+from app.otlp.service import ExportCall
 
 _POINT_TYPES = ("gauge", "sum", "histogram", "exponential_histogram", "summary")
 
@@ -31,12 +34,14 @@ def count_metric_points(body: bytes, *, wire: str) -> dict[str, int]:
     return points
 
 
-async def export_metrics(*, body: bytes, wire: str) -> None:
-    INGEST_BYTES.labels(route="/v1/metrics").inc(len(body))
-    points = await run_in_threadpool(count_metric_points, body, wire=wire)
+async def export_metrics(call: ExportCall) -> Response:
+    """Count the request's data points; 200 with an empty ``ExportMetricsServiceResponse``."""
+    INGEST_BYTES.labels(route="/v1/metrics").inc(len(call.body))
+    points = await run_in_threadpool(count_metric_points, call.body, wire=call.wire)
     for kind, n in points.items():
         if n:
             OTLP_METRIC_POINTS.labels(type=kind).inc(n)
+    return metrics_response(wire=call.wire)
 
 
 def _parse(body: bytes, *, wire: str) -> ExportMetricsServiceRequest:

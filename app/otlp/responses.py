@@ -8,6 +8,7 @@ three fields, so it is encoded here by hand rather than pulling in googleapis pr
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import orjson
 from google.protobuf import json_format
@@ -38,16 +39,19 @@ def wire_format(content_type: str | None) -> str | None:
 
 def export_response(*, wire: str, rejected_spans: int, error_message: str) -> Response:
     message = ExportTraceServiceResponse()
-    if rejected_spans or error_message:
-        message.partial_success.rejected_spans = rejected_spans
-        message.partial_success.error_message = error_message
-    return _encode(message, wire)
+    return _partial(message, "rejected_spans", rejected_spans, error_message, wire)
 
 
 def logs_response(*, wire: str, rejected: int, error_message: str) -> Response:
     message = ExportLogsServiceResponse()
+    return _partial(message, "rejected_log_records", rejected, error_message, wire)
+
+
+def _partial(message: Any, counted: str, rejected: int, error_message: str, wire: str) -> Response:
+    """``message`` with ``partial_success`` (``counted`` refused, and why) set only when
+    items were refused or a warning is due: an empty one means full success."""
     if rejected or error_message:
-        message.partial_success.rejected_log_records = rejected
+        setattr(message.partial_success, counted, rejected)
         message.partial_success.error_message = error_message
     return _encode(message, wire)
 

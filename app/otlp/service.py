@@ -13,14 +13,15 @@ from typing import Any
 from fastapi import HTTPException
 from sqlalchemy.engine import Connection
 from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
 
-from app.ingest.admission import WriteAdmission
 from app.ingest.limits import IngestLimits
-from app.ingest.store import WriteResult, write_events
+from app.ingest.service import write_admitted
 from app.metrics import INGEST_BYTES, record_ingest
 from app.otlp.decode import MalformedBody, decode_protobuf
 from app.otlp.decode_json import decode_json
 from app.otlp.mapping import MappedBatch, map_spans
+from app.otlp.responses import export_response
 from app.otlp.traces import merge_traces
 
 PROTOBUF = "protobuf"
@@ -28,11 +29,16 @@ JSON = "json"
 
 
 @dataclass(frozen=True)
-class ExportResult:
-    accepted: int
-    duplicates: int
-    rejected_spans: int
-    error_message: str
+class ExportCall:
+    """One OTLP/HTTP export as a signal's exporter takes it: the body (read within the size
+    limit), its encoding, the caller's project, and the item and attribute limits."""
+
+    app_state: Any
+    project_id: int
+    body: bytes
+    wire: str
+    max_items: int
+    limits: IngestLimits
 
 
 def decode_and_map(
@@ -53,37 +59,25 @@ def decode_and_map(
     return map_spans(spans, max_attributes_bytes=limits.max_attributes_bytes)
 
 
-async def export_traces(
-    *,
-    app_state: Any,
-    project_id: int,
-    body: bytes,
-    wire: str,
-    max_spans: int,
-    limits: IngestLimits,
-) -> ExportResult:
-    INGEST_BYTES.labels(route="/v1/traces").inc(len(body))
+async def export_traces(call: ExportCall) -> Response:
+    """Store the request's spans and merge their traces; 200, with ``partial_success`` naming
+    the spans refused (an ``ExportTraceServiceResponse``)."""
+    INGEST_BYTES.labels(route="/v1/traces").inc(len(call.body))
     mapped = await run_in_threadpool(
-        decode_and_map, body, wire=wire, max_spans=max_spans, limits=limits
+        decode_and_map, call.body, wire=call.wire, max_spans=call.max_items, limits=call.limits
     )
-    result = WriteResult()
-    if mapped.events:
+
+    def merge(conn: Connection) -> None:
+        merge_traces(conn, project_id=call.project_id, rows=mapped.traces)
+
+    await write_admitted(
+        call.app_state,
+        project_id=call.project_id,
         # Event-id order is lock order: concurrent exports sharing spans cannot deadlock.
-        events = sorted(mapped.events, key=lambda ev: ev.event_id)
-
-        def merge(conn: Connection) -> None:
-            merge_traces(conn, project_id=project_id, rows=mapped.traces)
-
-        admission: WriteAdmission = app_state.admission
-        async with admission.slot():
-            result = await run_in_threadpool(
-                write_events,
-                app_state.engine,
-                project_id=project_id,
-                events=events,
-                also=merge,
-                merged_traces={t["trace_id"] for t in mapped.traces},
-            )
+        events=sorted(mapped.events, key=lambda ev: ev.event_id),
+        also=merge,
+        merged_traces={t["trace_id"] for t in mapped.traces},
+    )
     spans = sum(1 for ev in mapped.events if ev.type == "span")
     record_ingest("span", "ok", spans)
     if mapped.rejected:
@@ -91,4 +85,4 @@ async def export_traces(
     message = "; ".join(mapped.messages)
     if mapped.rejected:
         message = f"{mapped.rejected} span(s) rejected: {message}"
-    return ExportResult(result.accepted, result.duplicates, mapped.rejected, message)
+    return export_response(wire=call.wire, rejected_spans=mapped.rejected, error_message=message)

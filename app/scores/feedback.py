@@ -23,16 +23,8 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from app.ingest.events import SCORE_KINDS, SCORE_SOURCES, Rejection, ValidEvent
-from app.ingest.fields import (
-    FieldError,
-    as_str,
-    choice,
-    opt_created_at,
-    opt_str,
-    req_float,
-    req_str,
-)
+from app.ingest.events import Rejection, ValidEvent, score_row, validate_items
+from app.ingest.fields import FieldError, as_str, opt_str, req_str
 
 FIELDS = (
     "trace_id", "otel_trace_id", "name", "value", "label", "explanation", "source", "kind",
@@ -43,20 +35,15 @@ _HEX32 = re.compile(r"^[0-9a-fA-F]{32}$")
 
 def validate_scores(items: list[Any]) -> tuple[list[ValidEvent], list[Rejection]]:
     """Each item -> a score event, or a rejection naming its field (``scores[3].value``)."""
-    valid: list[ValidEvent] = []
-    rejected: list[Rejection] = []
-    for i, item in enumerate(items):
-        prefix = f"scores[{i}]"
-        event_id: str | None = None
-        try:
-            if not isinstance(item, dict):
-                raise FieldError(prefix, f"must be an object, not {type(item).__name__}")
-            event_id = opt_str(item, "event_id", prefix, 200)
-            row = _row(item, prefix)
-            valid.append(ValidEvent(i, event_id or _derived_id(row), "score", row))
-        except FieldError as exc:
-            rejected.append(Rejection(i, event_id, str(exc)))
-    return valid, rejected
+
+    def event_id(item: dict[str, Any], prefix: str) -> str | None:
+        return opt_str(item, "event_id", prefix, 200)
+
+    def parse(i: int, eid: str | None, item: dict[str, Any], prefix: str) -> ValidEvent:
+        row = _row(item, prefix)
+        return ValidEvent(i, eid or _derived_id(row), "score", row)
+
+    return validate_items(items, "scores", event_id, parse)
 
 
 def _row(item: dict[str, Any], p: str) -> dict[str, Any]:
@@ -65,19 +52,7 @@ def _row(item: dict[str, Any], p: str) -> dict[str, Any]:
         raise FieldError(
             f"{p}.{unknown[0]}", f"unknown field; expected some of: {', '.join(FIELDS)}"
         )
-    row: dict[str, Any] = {
-        "trace_id": _trace_id(item, p),
-        "name": req_str(item, "name", p),
-        "value": req_float(item, "value", p),
-        "kind": choice(item, "kind", p, SCORE_KINDS, "proxy"),
-        "source": choice(item, "source", p, SCORE_SOURCES, "online"),
-        "label": opt_str(item, "label", p),
-        "explanation": opt_str(item, "explanation", p, 2000),
-    }
-    created = opt_created_at(item, p)
-    if created is not None:
-        row["created_at"] = created
-    return row
+    return score_row(item, p, _trace_id(item, p))
 
 
 def _trace_id(item: dict[str, Any], p: str) -> str:

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from app.alerts import lifecycle, store
 from app.alerts.schemas import AlertDetail, AlertEventOut, AlertList, AlertOut
 from app.api.deps import AnnotateKey, EngineDep, Int4Id, Int8Id, ReadKey, SessionDep, SettingsDep
+from app.api.errors import found
 from app.db import write_session
 from app.domain import FailureMode, Severity
 from app.keys import Principal
@@ -25,10 +26,9 @@ def actor(principal: Principal) -> str:
 
 
 def _get(session: Session, project_id: int, alert_id: int) -> Alert:
-    alert = store.get_alert(session, project_id=project_id, alert_id=alert_id)
-    if alert is None:
-        raise HTTPException(404, f"alert {alert_id} not found in this project")
-    return alert
+    return found(
+        store.get_alert(session, project_id=project_id, alert_id=alert_id), "alert", alert_id
+    )
 
 
 @router.get("")

@@ -9,6 +9,7 @@ from app.alerts import store
 from app.alerts.outbound import OutboundRefused
 from app.alerts.schemas import ChannelCreate, ChannelList, ChannelOut
 from app.api.deps import AdminKey, EngineDep, Int4Id, OutboundDep, ReadKey, SessionDep
+from app.api.errors import found
 from app.db import project_row, write_session
 from app.models import Channel
 
@@ -49,7 +50,5 @@ def delete(channel_id: Int4Id, principal: AdminKey, engine: EngineDep) -> Respon
     """Delete the channel and its undelivered notifications."""
     with write_session(engine) as session:
         channel = project_row(session, Channel, channel_id, project_id=principal.project_id)
-        if channel is None:
-            raise HTTPException(404, f"channel {channel_id} not found in this project")
-        session.delete(channel)
+        session.delete(found(channel, "channel", channel_id))
     return Response(status_code=204)

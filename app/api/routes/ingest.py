@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Request
 
-from app.api.body import parse_json, read_body
+from app.api.body import parse_json, read_batch, read_ingest
 from app.api.deps import IngestKey, SettingsDep
+from app.api.errors import unprocessable
 from app.ingest.events import validate_events
 from app.ingest.fields import FieldError
 from app.ingest.limits import IngestLimits
 from app.ingest.schemas import EmbeddingsBatch, IngestAnswer, IngestBatch, json_body
 from app.ingest.service import ingest_batch, ingest_vectors
 from app.ingest.vectors import BINARY_TYPE, from_binary, from_json
-from app.metrics import INGEST_BYTES
 
 router = APIRouter(prefix="/api/v1", tags=["ingest"])
 
@@ -24,16 +24,7 @@ router = APIRouter(prefix="/api/v1", tags=["ingest"])
 @router.post("/ingest", openapi_extra=json_body(IngestBatch))
 async def ingest(request: Request, principal: IngestKey, settings: SettingsDep) -> IngestAnswer:
     """A batch ``{"events": [{"id", "type", "body"}]}``; 200 with per-event rejections."""
-    raw = await read_body(request, limit=settings.max_request_bytes)
-    INGEST_BYTES.labels(route="/api/v1/ingest").inc(len(raw))
-    payload = parse_json(raw)
-    if not isinstance(payload, dict) or not isinstance(payload.get("events"), list):
-        raise HTTPException(422, "events: required, must be an array of events")
-    events = payload["events"]
-    if len(events) > settings.max_events_per_batch:
-        raise HTTPException(
-            413, f"events: {len(events)} events exceed the limit of {settings.max_events_per_batch}"
-        )
+    events = await read_batch(request, settings, field="events", route="/api/v1/ingest")
     valid, rejected = validate_events(events, limits=IngestLimits.from_settings(settings))
     return await ingest_batch(
         app_state=request.app.state,
@@ -67,17 +58,14 @@ async def ingest_embeddings(
     default ``<stream>:<sample_id>`` so re-sends are duplicates). With ``Content-Type:
     application/vnd.telltale.vectors`` the same fields are a JSON header line and the raw
     vectors follow it (``app/ingest/vectors.py``)."""
-    raw = await read_body(request, limit=settings.max_request_bytes)
-    INGEST_BYTES.labels(route="/api/v1/embeddings").inc(len(raw))
+    raw = await read_ingest(request, settings, route="/api/v1/embeddings")
     media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     limits = {"max_rows": settings.max_events_per_batch, "max_dim": settings.max_embedding_dim}
-    try:
+    with unprocessable(FieldError):
         if media == BINARY_TYPE:
             batch = from_binary(raw, **limits)
         else:
             batch = from_json(parse_json(raw), **limits)
-    except FieldError as exc:
-        raise HTTPException(422, str(exc)) from None
     return await ingest_vectors(
         app_state=request.app.state, project_id=principal.project_id, batch=batch
     )

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter
 
 from app import keys
 from app.api.deps import AdminKey, Int4Id, SessionDep
+from app.api.errors import found
 from app.keys import KeyCreate, KeyList, KeyOut, NewKey
 from app.models.base import utcnow
 
@@ -30,8 +31,7 @@ def create(body: KeyCreate, principal: AdminKey, session: SessionDep) -> NewKey:
 
 @router.delete("/{key_id}")
 def revoke(key_id: Int4Id, principal: AdminKey, session: SessionDep) -> KeyOut:
-    key = keys.revoke_key(session, project_id=principal.project_id, key_id=key_id, now=utcnow())
-    if key is None:
-        raise HTTPException(404, f"key {key_id} not found in this project")
+    revoked = keys.revoke_key(session, project_id=principal.project_id, key_id=key_id, now=utcnow())
+    key = found(revoked, "key", key_id)
     session.commit()
     return KeyOut.model_validate(key)

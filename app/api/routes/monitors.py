@@ -9,6 +9,7 @@ from pydantic import ConfigDict, Field
 from sqlalchemy.orm import Session
 
 from app.api.deps import AdminKey, EngineDep, Int4Id, MonitorRunnerDep, ReadKey, SessionDep
+from app.api.errors import found, unprocessable
 from app.db import write_session
 from app.models import Monitor
 from app.models.base import UTCTime
@@ -42,9 +43,7 @@ class DefaultsRequest(RequestModel):
 
 def _get(session: Session, project_id: int, monitor_id: int) -> Monitor:
     monitor = store.get_monitor(session, project_id=project_id, monitor_id=monitor_id)
-    if monitor is None:
-        raise HTTPException(404, f"monitor {monitor_id} not found in this project")
-    return monitor
+    return found(monitor, "monitor", monitor_id)
 
 
 @router.get("")
@@ -55,11 +54,8 @@ def list_monitors(principal: ReadKey, session: SessionDep) -> MonitorList:
 
 @router.post("", status_code=201)
 def create(body: MonitorCreate, principal: AdminKey, engine: EngineDep) -> MonitorOut:
-    try:
-        with write_session(engine) as session:
-            monitor = store.create_monitor(session, project_id=principal.project_id, body=body)
-    except DetectorConfigError as exc:
-        raise HTTPException(422, str(exc)) from None
+    with unprocessable(DetectorConfigError), write_session(engine) as session:
+        monitor = store.create_monitor(session, project_id=principal.project_id, body=body)
     return MonitorOut.model_validate(monitor)
 
 
@@ -72,16 +68,13 @@ def create_defaults(
     unknown = sorted(set(body.detector_params) - {m["failure_mode"] for m in defaults.DEFAULTS})
     if unknown:
         raise HTTPException(422, f"detector_params.{unknown[0]}: not a failure mode")
-    try:
-        with write_session(engine) as session:
-            monitors = defaults.create_defaults(
-                session,
-                project_id=principal.project_id,
-                interval_seconds=body.interval_seconds,
-                detector_params=body.detector_params,
-            )
-    except DetectorConfigError as exc:
-        raise HTTPException(422, str(exc)) from None
+    with unprocessable(DetectorConfigError), write_session(engine) as session:
+        monitors = defaults.create_defaults(
+            session,
+            project_id=principal.project_id,
+            interval_seconds=body.interval_seconds,
+            detector_params=body.detector_params,
+        )
     return MonitorList(monitors=[MonitorOut.model_validate(m) for m in monitors])
 
 
@@ -94,13 +87,10 @@ def get_monitor(monitor_id: Int4Id, principal: ReadKey, session: SessionDep) -> 
 def patch_monitor(
     monitor_id: Int4Id, body: MonitorPatch, principal: AdminKey, engine: EngineDep
 ) -> MonitorOut:
-    try:
-        with write_session(engine) as session:
-            monitor = store.update_monitor(
-                session, monitor=_get(session, principal.project_id, monitor_id), patch=body
-            )
-    except DetectorConfigError as exc:
-        raise HTTPException(422, str(exc)) from None
+    with unprocessable(DetectorConfigError), write_session(engine) as session:
+        monitor = store.update_monitor(
+            session, monitor=_get(session, principal.project_id, monitor_id), patch=body
+        )
     return MonitorOut.model_validate(monitor)
 
 
@@ -126,9 +116,7 @@ def run_now(
         run = runner.run_now(monitor_id, now=body.now if body else None)
     except DetectorsBusy as exc:
         raise HTTPException(429, str(exc), headers={"Retry-After": "5"}) from None
-    if run is None:
-        raise HTTPException(404, f"monitor {monitor_id} not found in this project")
-    return RunOut.model_validate(run)
+    return RunOut.model_validate(found(run, "monitor", monitor_id))
 
 
 @router.get("/{monitor_id}/readiness")

@@ -11,9 +11,11 @@ from app.api.body import read_body
 from app.api.deps import IngestKey, SettingsDep
 from app.ingest.admission import Overloaded
 from app.ingest.limits import IngestLimits
+from app.keys import Principal
 from app.otlp.openapi import otlp_operation
-from app.otlp.responses import export_response, status_response, wire_format
-from app.otlp.service import export_traces
+from app.otlp.responses import status_response, wire_format
+from app.otlp.service import ExportCall, export_traces
+from app.settings import Settings
 
 router = APIRouter(tags=["otlp"])
 
@@ -26,28 +28,18 @@ router = APIRouter(tags=["otlp"])
 async def otlp_traces(request: Request, principal: IngestKey, settings: SettingsDep) -> Response:
     """An ``ExportTraceServiceRequest``; answers per the OTLP/HTTP spec in the request's
     encoding: 200 (with ``partial_success`` when spans were refused), 400, 413, 415, 429."""
-
-    async def export(body: bytes, wire: str) -> Response:
-        result = await export_traces(
-            app_state=request.app.state,
-            project_id=principal.project_id,
-            body=body,
-            wire=wire,
-            max_spans=settings.max_events_per_batch,
-            limits=IngestLimits.from_settings(settings),
-        )
-        return export_response(
-            wire=wire, rejected_spans=result.rejected_spans, error_message=result.error_message
-        )
-
-    return await otlp_answer(request, settings.max_request_bytes, export)
+    return await otlp_answer(request, principal, settings, export_traces)
 
 
 async def otlp_answer(
-    request: Request, limit: int, export: Callable[[bytes, str], Awaitable[Response]]
+    request: Request,
+    principal: Principal,
+    settings: Settings,
+    export: Callable[[ExportCall], Awaitable[Response]],
 ) -> Response:
-    """Run ``export`` on the request's body; every failure answered as OTLP/HTTP says
-    (``google.rpc.Status`` in the request's encoding): 400, 413, 415, 429."""
+    """Run a signal's ``export`` on the request's body, within the caller's limits; every
+    failure answered as OTLP/HTTP says (``google.rpc.Status`` in the request's encoding):
+    400, 413, 415, 429."""
     wire = wire_format(request.headers.get("content-type"))
     if wire is None:
         return status_response(
@@ -56,7 +48,17 @@ async def otlp_answer(
             message="Content-Type must be application/x-protobuf or application/json",
         )
     try:
-        return await export(await read_body(request, limit=limit), wire)
+        body = await read_body(request, limit=settings.max_request_bytes)
+        limits = IngestLimits.from_settings(settings)
+        call = ExportCall(
+            request.app.state,
+            principal.project_id,
+            body,
+            wire,
+            settings.max_events_per_batch,
+            limits,
+        )
+        return await export(call)
     except HTTPException as exc:
         return status_response(
             wire=wire, status=exc.status_code, message=str(exc.detail), headers=exc.headers

@@ -5,12 +5,15 @@ labeling, skipping, releasing and undoing its items needs ``annotate``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Query, Response
 from fastapi.responses import JSONResponse, StreamingResponse
+from sqlalchemy import Engine
 
 from app.api.deps import AdminKey, AnnotateKey, EngineDep, Int8Id, ReadKey, SessionDep
+from app.keys import Principal
 from app.labeling import claims, queues, undo
 from app.labeling.errors import LeaseConflict
 from app.labeling.export import label_lines
@@ -113,32 +116,45 @@ def claim(
 
 @router.post("/queue-items/{item_id}/label", response_model=LabelSaved, responses=LEASE_CONFLICT)
 def label(item_id: Int8Id, body: LabelRequest, principal: AnnotateKey, engine: EngineDep) -> Any:
+    return _on_item(
+        claims.label_item,
+        engine,
+        principal,
+        item_id,
+        lease_token=body.lease_token,
+        label=body.label,
+        comment=body.comment,
+    )
+
+
+def _on_item(
+    act: Callable[..., dict[str, Any]],
+    engine: Engine,
+    principal: Principal,
+    item_id: int,
+    /,
+    **args: Any,
+) -> Any:
+    """``act`` on the caller's queue item as the caller's key; a lease conflict answers 409
+    with its body (``LEASE_CONFLICT``), the answer a stale annotator's client acts on."""
     try:
-        return claims.label_item(
+        return act(
             engine,
             project_id=principal.project_id,
             item_id=item_id,
             key_id=principal.key_id,
-            lease_token=body.lease_token,
-            label=body.label,
-            comment=body.comment,
+            **args,
         )
     except LeaseConflict as exc:
         return JSONResponse(exc.body, status_code=409)
 
 
-def _end(item_id: int, body: LeaseRequest, principal: Any, engine: Any, action: str) -> Any:
-    try:
-        return claims.end_lease(
-            engine,
-            project_id=principal.project_id,
-            item_id=item_id,
-            key_id=principal.key_id,
-            lease_token=body.lease_token,
-            action=action,
-        )
-    except LeaseConflict as exc:
-        return JSONResponse(exc.body, status_code=409)
+def _end(
+    item_id: int, body: LeaseRequest, principal: Principal, engine: Engine, action: str
+) -> Any:
+    return _on_item(
+        claims.end_lease, engine, principal, item_id, lease_token=body.lease_token, action=action
+    )
 
 
 @router.post("/queue-items/{item_id}/skip", response_model=LeaseEnded, responses=LEASE_CONFLICT)
@@ -155,12 +171,7 @@ def release(item_id: Int8Id, body: LeaseRequest, principal: AnnotateKey, engine:
 def undo_answer(item_id: Int8Id, principal: AnnotateKey, engine: EngineDep) -> Any:
     """Take back this key's label or skip of the item (within 10 minutes): the label and
     the score it wrote are deleted and the item comes back leased to this key."""
-    try:
-        return undo.undo_item(
-            engine, project_id=principal.project_id, item_id=item_id, key_id=principal.key_id
-        )
-    except LeaseConflict as exc:
-        return JSONResponse(exc.body, status_code=409)
+    return _on_item(undo.undo_item, engine, principal, item_id)
 
 
 @router.get("/queues/{name}/stats")

@@ -3,15 +3,14 @@ the project's score roles, ``GET``/``PUT /api/v1/project/score-roles``."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
-from app.api.body import parse_json, read_body
+from app.api.body import read_batch
 from app.api.deps import AdminKey, EngineDep, IngestKey, SessionDep, SettingsDep
 from app.db import write_session
 from app.ingest.schemas import json_body
 from app.ingest.service import ingest_batch
-from app.metrics import INGEST_BYTES
 from app.scores import roles as score_roles
 from app.scores import store
 from app.scores.feedback import validate_scores
@@ -25,16 +24,7 @@ async def post_scores(
     request: Request, principal: IngestKey, settings: SettingsDep
 ) -> ScoresAnswer:
     """``{"scores": [...]}``; 200 with per-item rejections (``scores[i].field``)."""
-    raw = await read_body(request, limit=settings.max_request_bytes)
-    INGEST_BYTES.labels(route="/api/v1/scores").inc(len(raw))
-    payload = parse_json(raw)
-    if not isinstance(payload, dict) or not isinstance(payload.get("scores"), list):
-        raise HTTPException(422, "scores: required, must be an array of scores")
-    items = payload["scores"]
-    if len(items) > settings.max_events_per_batch:
-        raise HTTPException(
-            413, f"scores: {len(items)} scores exceed the limit of {settings.max_events_per_batch}"
-        )
+    items = await read_batch(request, settings, field="scores", route="/api/v1/scores")
     valid, rejected = validate_scores(items)
     answer = await ingest_batch(
         app_state=request.app.state,

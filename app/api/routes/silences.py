@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException, Query, Response
+from fastapi import APIRouter, Query, Response
 
 from app.alerts import store
 from app.alerts.schemas import SilenceCreate, SilenceList, SilenceOut
 from app.api.deps import AnnotateKey, EngineDep, Int4Id, ReadKey, SessionDep
+from app.api.errors import found, unprocessable
 from app.api.routes.alerts import actor
 from app.db import project_row, write_session
 from app.models import Silence
@@ -36,13 +37,10 @@ def create(body: SilenceCreate, principal: AnnotateKey, engine: EngineDep) -> Si
     ``failure_mode`` and ``severity``.
     """
     now = utcnow()
-    try:
-        with write_session(engine) as session:
-            silence = store.create_silence(
-                session, project_id=principal.project_id, body=body, actor=actor(principal), now=now
-            )
-    except ValueError as exc:
-        raise HTTPException(422, str(exc)) from None
+    with unprocessable(ValueError), write_session(engine) as session:
+        silence = store.create_silence(
+            session, project_id=principal.project_id, body=body, actor=actor(principal), now=now
+        )
     return store.silence_view(silence, now=now)
 
 
@@ -50,9 +48,11 @@ def create(body: SilenceCreate, principal: AnnotateKey, engine: EngineDep) -> Si
 def expire(silence_id: Int4Id, principal: AnnotateKey, engine: EngineDep) -> Response:
     """Expire the silence now (it stays listed with ``include_expired``)."""
     with write_session(engine) as session:
-        silence = project_row(session, Silence, silence_id, project_id=principal.project_id)
-        if silence is None:
-            raise HTTPException(404, f"silence {silence_id} not found in this project")
+        silence = found(
+            project_row(session, Silence, silence_id, project_id=principal.project_id),
+            "silence",
+            silence_id,
+        )
         now = utcnow()
         if silence.ends_at > now:
             silence.ends_at = max(now, silence.starts_at)
