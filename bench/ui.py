@@ -6,7 +6,8 @@ Loads the traces through the ingest store (the same COPY path the API uses), spr
 the last ``traces / rate`` hours (100k traces/h: all of them in the last hour, what the
 overview counts), plus one 500-span agent trace whose 250 LLM calls each repeat the
 conversation so far in ``gen_ai.input.messages`` (as instrumentations send it); creates
-the default monitors with a few runs, logs in through /login like a browser, then times
+the default monitors and runs them in one scheduler tick (each run keeps its window's
+readiness counts, which the overview reads), logs in through /login like a browser, then times
 every page over real HTTP. Prints JSON: per page the median and p95 of --repeat requests,
 in milliseconds (the target is 300 ms for the overview and the 500-span trace page).
 """
@@ -21,6 +22,7 @@ import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -139,12 +141,28 @@ def load(db_url: str, n_traces: int, rate: float) -> None:
     engine.dispose()
 
 
+def cycle(db_url: str) -> dict[str, Any]:
+    """One scheduler tick over the due (all new) monitors: its time and the runs' statuses."""
+    from app.db import make_engine
+    from app.scheduler.service import SchedulerService
+    from app.settings import Settings
+
+    engine = make_engine(db_url)
+    t = time.perf_counter()
+    runs = SchedulerService(Settings(database_url=db_url), engine, None).tick()
+    took = round(time.perf_counter() - t, 1)
+    engine.dispose()
+    return {"seconds": took, "runs": {r.failure_mode: r.status for r in runs}}
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--db", choices=["sqlite", "postgresql"], default="postgresql")
     p.add_argument("--traces", type=int, default=100_000)
     p.add_argument("--rate", type=float, default=100_000.0, help="traces per hour")
     p.add_argument("--repeat", type=int, default=20)
+    p.add_argument("--cycle", action=argparse.BooleanOptionalAction, default=True,
+                   help="run every monitor once (one scheduler tick) before timing")  # fmt: skip
     args = p.parse_args()
 
     with fresh_db(args.db) as db_url:
@@ -156,11 +174,11 @@ def main() -> None:
         with server(db_url) as url, httpx.Client(base_url=url, timeout=60) as c:
             api = {"Authorization": f"Bearer {admin}"}
             monitors = c.post("/api/v1/monitors/defaults", json={}, headers=api).json()["monitors"]
-            run_s = {}
-            for m in monitors[:3]:  # a first verdict for the cards (untimed set-up)
-                t = time.perf_counter()
-                c.post(f"/api/v1/monitors/{m['id']}/run", json={}, headers=api, timeout=900)
-                run_s[m["failure_mode"]] = round(time.perf_counter() - t, 1)
+            # A first verdict for the cards (untimed set-up): one scheduler cycle, in this
+            # process, as the service runs it: every monitor as of the tick, sharing the
+            # windows, each keeping its window's readiness counts for the overview.
+            # --no-cycle: no run, so the overview counts on its first load in a minute.
+            cycle_s = cycle(db_url) if args.cycle else None
             c.post(
                 "/api/v1/queues",
                 headers=api,
@@ -188,6 +206,11 @@ def main() -> None:
                 "/label/q",
             ]
             results = {}
+            # The overview's first load in a minute (its readiness counts expire after 60
+            # s): timed once before the repeats, which are then warm.
+            t = time.perf_counter()
+            assert c.get("/").status_code == 200
+            cold_ms = round((time.perf_counter() - t) * 1000, 1)
             for page in pages:
                 times = []
                 for _ in range(args.repeat):
@@ -208,9 +231,10 @@ def main() -> None:
                 "traces_per_hour": args.rate,
                 "spans": args.traces * 3,
                 "load_seconds": round(load_s, 1),
-                "run_now_seconds": run_s,
+                "cycle_seconds": cycle_s,
                 "repeat": args.repeat,
                 "target_ms": 300,
+                "overview_cold_ms": cold_ms,
                 "max_median_ms": max(r["median_ms"] for r in results.values()),
                 "pages": results,
             },

@@ -103,6 +103,7 @@ def _write(
         p_value=finite_or_none(result.p_value) if result else None,
         fired=fired, evidence=evidence, n_current=outcome.n_current,
         n_reference=outcome.n_reference, duration_ms=outcome.duration_ms, error=outcome.error,
+        readiness_counts=outcome.readiness,
     )  # fmt: skip
     session.add(run)
     session.flush()
