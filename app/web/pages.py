@@ -30,7 +30,7 @@ from app.monitors import store as monitors
 from app.onboarding import OtelEnv
 from app.traces import store as traces
 from app.traces.schemas import TraceOut, TracePage
-from app.web import alert_view, health, queries, trace_view
+from app.web import alert_view, health, open_span, queries, trace_view
 from app.web.deps import WebDep
 
 router = APIRouter(include_in_schema=False)
@@ -115,9 +115,11 @@ def alerts_page(
         session, project_id=pid, state=state or None, severity=severity or None, limit=200
     )
     names = monitors.monitor_names(session, project_id=pid)
+    spans = open_span.list_spans(session, rows, now=utcnow())
     return web.render(
-        "alerts.html", alerts=rows, state=state or "", severity=severity or "", monitor_names=names
-    )
+        "alerts.html", alerts=rows, state=state or "", severity=severity or "",
+        monitor_names=names, open_for=spans,
+    )  # fmt: skip
 
 
 @router.get("/alerts/{alert_id}")
@@ -133,7 +135,9 @@ def alert_page(alert_id: Int8Id, web: WebDep, session: SessionDep) -> Any:
         if alert.monitor_id
         else None
     )
-    view = alert_view.alert_view(session, alert=alert, monitor=monitor, events=events, now=utcnow())
+    now = utcnow()
+    view = alert_view.alert_view(session, alert=alert, monitor=monitor, events=events, now=now)
+    view["open_for"] = open_span.alert_open_span(session, alert, monitor, now=now)
     return web.render("alert.html", alert=alert, monitor=monitor, **view)
 
 
