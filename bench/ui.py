@@ -199,6 +199,8 @@ def main() -> None:
                 "/traces",
                 "/traces?agent=agent-3&status=error",
                 "/traces?source=eval",
+                "/traces?q=R0042",  # in the big trace's span attributes (tool arguments)
+                "/traces?q=no-such-words",  # no match: a full page's scan of span content
                 f"/traces/trace-{args.traces // 2:07d}",
                 f"/traces/{BIG_TRACE}",
                 f"/monitors/{monitors[0]['id']}",
