@@ -123,7 +123,14 @@ def _install_web(app: FastAPI) -> None:
     from fastapi.responses import RedirectResponse
     from fastapi.staticfiles import StaticFiles
 
-    from app.web import auth_routes, channel_pages, monitor_settings, pages, settings_pages
+    from app.web import (
+        auth_routes,
+        channel_pages,
+        derived_form,
+        monitor_settings,
+        pages,
+        settings_pages,
+    )
     from app.web.deps import STATIC_DIR, LoginRequired
 
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
@@ -132,6 +139,7 @@ def _install_web(app: FastAPI) -> None:
     app.include_router(channel_pages.router)
     app.include_router(monitor_settings.router)
     app.include_router(settings_pages.router)
+    app.include_router(derived_form.router)
 
     @app.exception_handler(LoginRequired)
     async def to_login(_req: Request, exc: LoginRequired) -> RedirectResponse:

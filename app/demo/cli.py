@@ -149,14 +149,30 @@ def run(args: argparse.Namespace) -> int:
         for line in summary_lines(schedule, result, outcome):
             say(line)
         if not args.exit_when_done and not stop.is_set():
-            say(f"Serving on {base_url} until Ctrl-C.")
+            say(
+                f"Serving on {base_url} until Ctrl-C (the cards show the replay's last runs: "
+                "the scheduler's real-clock runs are held until the demo stops)."
+            )
             stop.wait()
         return 0
     finally:
         server.should_exit = True
         thread.join(timeout=60)
         receiver.stop()
+        _release(url, project.project_id)
         print("telltale demo stopped", flush=True)
+
+
+def _release(url: str, project_id: int) -> None:
+    """The demo's monitors due again on the real clock (app.demo.setup.hold_scheduled_runs)."""
+    from app.db import make_engine
+    from app.demo.setup import release_scheduled_runs
+
+    engine = make_engine(url)
+    try:
+        release_scheduled_runs(engine, project_id)
+    finally:
+        engine.dispose()
 
 
 def _printer() -> Any:

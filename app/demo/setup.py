@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, select, update
 from sqlalchemy.orm import Session
 
 from app.alerts.outbound import OutboundPolicy
@@ -21,7 +21,7 @@ from app.alerts.store import create_channel
 from app.keys import create_key, get_or_create_project
 from app.labeling.queues import create_queue
 from app.labeling.schemas import QueueCreate
-from app.models import Channel, Embedding, Trace
+from app.models import Channel, Embedding, Monitor, Trace
 from app.models.labeling import LabelQueue
 from app.monitors.defaults import create_defaults
 from pipelines.scenarios import IMAGE_STREAM
@@ -45,6 +45,10 @@ QUEUE_BODY = {
 }
 
 
+# The demo's monitors are not due on the real clock while it serves (see hold_scheduled_runs).
+HELD_UNTIL = datetime(9999, 1, 1, tzinfo=UTC)
+
+
 @dataclass(frozen=True)
 class DemoProject:
     project_id: int
@@ -65,6 +69,7 @@ def prepare(
         session.commit()
         project_id = get_or_create_project(session, name=PROJECT).id
         monitors = create_defaults(session, project_id=project_id)
+        hold_scheduled_runs(session, project_id)
         session.commit()
         pairs = [(m.id, m.failure_mode) for m in monitors]
         if (
@@ -120,3 +125,30 @@ def timeline_start(*, now: datetime, hours: float, earliest_data: datetime | Non
     if earliest_data is not None:
         end = min(end, earliest_data.replace(minute=0, second=0, microsecond=0))
     return end - timedelta(hours=hours)
+
+
+def hold_scheduled_runs(session: Session, project_id: int) -> None:
+    """Keep the scheduler's real-clock runs off the demo's monitors while the demo serves.
+
+    The demo runs them itself on its simulated clock, over data that end at the hour
+    before it started. A real-clock run at start-up read empty windows (the replay had sent
+    nothing yet) and, being the latest run, put "insufficient data: no traces" on every
+    card over the alerts the replay had just raised; later ones read the replay's last
+    hours thinning out. Held, the cards show what the summary says: the replay's last
+    verdicts and its alerts. ``run now`` still runs them on the wall clock.
+    """
+    session.execute(
+        update(Monitor).where(Monitor.project_id == project_id).values(next_run_at=HELD_UNTIL)
+    )
+
+
+def release_scheduled_runs(engine: Engine, project_id: int) -> None:
+    """When the demo stops: its monitors are due again, for a ``telltale serve`` on this
+    database to run them on the real clock."""
+    with Session(engine) as session:
+        session.execute(
+            update(Monitor)
+            .where(Monitor.project_id == project_id, Monitor.next_run_at == HELD_UNTIL)
+            .values(next_run_at=None)
+        )
+        session.commit()

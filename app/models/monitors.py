@@ -103,6 +103,9 @@ class DetectorRun(BigId, ProjectOwned, Base):
     n_reference: Mapped[int] = mapped_column(Integer, default=0)
     duration_ms: Mapped[float] = mapped_column(Float, default=0.0)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # The current window's data-readiness counts, taken while the run loaded it: the
+    # overview reads them instead of counting again (app/monitors/readiness/recorded.py).
+    readiness_counts: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 

@@ -37,13 +37,14 @@ class Outcome:
     n_reference: int = 0
     n_current: int = 0
     duration_ms: float = 0.0
+    readiness: dict[str, Any] | None = None  # the window's counts (RunWindows.readiness)
 
     @classmethod
     def failed(cls, plan: RunPlan, error: str, windows: RunWindows | None = None) -> Outcome:
         log.warning("monitor %s (%s) failed: %s", plan.monitor.id, plan.monitor.name, error)
         if windows is None:
             return cls(None, error)
-        return cls(None, error, windows.sample, *windows.sizes)
+        return cls(None, error, windows.sample, *windows.sizes, readiness=windows.readiness)
 
 
 def failure(exc: BaseException) -> str:
@@ -65,7 +66,7 @@ def detect(plan: RunPlan, windows: RunWindows, *, slot: Slot) -> Outcome:
         )
     except Exception as exc:
         return Outcome.failed(plan, failure(exc), windows)
-    return Outcome(result, None, windows.sample, *windows.sizes)
+    return Outcome(result, None, windows.sample, *windows.sizes, readiness=windows.readiness)
 
 
 def call_with_time_limit(

@@ -21,6 +21,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from app.monitors.plan import RunPlan
+from app.monitors.readiness import recorded
 from app.monitors.windows import label_counts, vectors
 from app.monitors.windows import trace_window as traces
 from app.monitors.windows.cache import WindowCache
@@ -36,6 +37,8 @@ class RunWindows:
     reference: Any
     current: Any
     sample: dict[str, Any] = field(default_factory=dict)
+    # The current window's readiness counts, kept with the run (app/monitors/readiness/recorded.py).
+    readiness: dict[str, Any] | None = None
 
     @property
     def sizes(self) -> tuple[int, int]:
@@ -112,7 +115,8 @@ def _traces(
             start=w.current_start, end=w.current_end, cache=cycle,
         )  # fmt: skip
         sample["current"]["label_counts"] = {"traces_counted": current.label_counts.traces}
-    return RunWindows(ref.records, current, sample)
+    kept = recorded.count_for_run(data, tsel, start=w.current_start, end=w.current_end, cycle=cycle)
+    return RunWindows(ref.records, current, sample, kept)
 
 
 def _size(window: Any) -> int:

@@ -56,6 +56,7 @@ def _write(
         statistic=judged.statistic, threshold=judged.threshold, p_value=judged.p_value,
         fired=fired, evidence=evidence, n_current=outcome.n_current,
         n_reference=outcome.n_reference, duration_ms=outcome.duration_ms, error=outcome.error,
+        readiness_counts=outcome.readiness,
     )  # fmt: skip
     session.add(run)
     session.flush()

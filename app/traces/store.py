@@ -4,14 +4,39 @@ from __future__ import annotations
 
 from datetime import datetime
 from operator import eq, ge, lt
+from typing import Any
 
-from sqlalchemy import Text, cast, func, select
+from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
 from app.models import Score, Span, Trace
 from app.pagination import Page, paginate, where_given
 from app.traces.schemas import ScoreOut, SpanOut, TraceDetail, TraceOut, TraceSteps
 from detectors.stored_times import step_order_key
+
+
+def filtered(
+    *,
+    project_id: int,
+    agent: str | None = None,
+    status: str | None = None,
+    source: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    agent_version: str | None = None,
+    trace_id: str | None = None,
+) -> Select[Any]:
+    """The project's traces narrowed by each filter given; ``since <= started_at < until``."""
+    return where_given(
+        select(Trace).where(Trace.project_id == project_id),
+        (Trace.agent, eq, agent),
+        (Trace.agent_version, eq, agent_version),
+        (Trace.trace_id, eq, trace_id),
+        (Trace.status, eq, status),
+        (Trace.source, eq, source),
+        (Trace.started_at, ge, since),
+        (Trace.started_at, lt, until),
+    )
 
 
 def list_traces(
@@ -27,24 +52,12 @@ def list_traces(
     cursor: int | None = None,
     agent_version: str | None = None,
     trace_id: str | None = None,
-    text: str | None = None,
 ) -> Page[Trace]:
-    """Newest first; ``since <= started_at < until``. ``text``: a case-insensitive
-    substring of the trace's attributes (input, output, decision...), which the caller
-    bounds with a time range: it is a scan of the traces in it."""
-    q = where_given(
-        select(Trace).where(Trace.project_id == project_id),
-        (Trace.agent, eq, agent),
-        (Trace.agent_version, eq, agent_version),
-        (Trace.trace_id, eq, trace_id),
-        (Trace.status, eq, status),
-        (Trace.source, eq, source),
-        (Trace.started_at, ge, since),
-        (Trace.started_at, lt, until),
-    )
-    if text:
-        escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        q = q.where(func.lower(cast(Trace.attributes, Text)).like(f"%{escaped}%", escape="\\"))
+    """Newest first (a text search is :func:`app.traces.search.search_traces`)."""
+    q = filtered(
+        project_id=project_id, agent=agent, status=status, source=source, since=since,
+        until=until, agent_version=agent_version, trace_id=trace_id,
+    )  # fmt: skip
     return paginate(session, q, id_column=Trace.id, limit=limit, cursor=cursor)
 
 

@@ -203,7 +203,6 @@ def alert_view(
         chart = run_chart.svg(runs, marks=marks, label=f"{name} per run around alert {alert.id}")
     agent = (monitor.selection or {}).get("agent") if monitor is not None else None
     return {
-        "open_for": duration(end - alert.first_fired_at),
         "statistic_name": sentences.STATISTIC_NAMES.get(alert.failure_mode, "statistic"),
         "chart": chart,
         "runs": runs,

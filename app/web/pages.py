@@ -28,9 +28,10 @@ from app.models.base import utcnow
 from app.monitors import defaults
 from app.monitors import store as monitors
 from app.onboarding import OtelEnv
+from app.traces import search as trace_search
 from app.traces import store as traces
 from app.traces.schemas import TraceOut, TracePage
-from app.web import alert_view, health, queries, trace_view
+from app.web import alert_view, health, open_span, queries, trace_view
 from app.web.deps import WebDep
 
 router = APIRouter(include_in_schema=False)
@@ -115,9 +116,11 @@ def alerts_page(
         session, project_id=pid, state=state or None, severity=severity or None, limit=200
     )
     names = monitors.monitor_names(session, project_id=pid)
+    spans = open_span.list_spans(session, rows, now=utcnow())
     return web.render(
-        "alerts.html", alerts=rows, state=state or "", severity=severity or "", monitor_names=names
-    )
+        "alerts.html", alerts=rows, state=state or "", severity=severity or "",
+        monitor_names=names, open_for=spans,
+    )  # fmt: skip
 
 
 @router.get("/alerts/{alert_id}")
@@ -133,7 +136,9 @@ def alert_page(alert_id: Int8Id, web: WebDep, session: SessionDep) -> Any:
         if alert.monitor_id
         else None
     )
-    view = alert_view.alert_view(session, alert=alert, monitor=monitor, events=events, now=utcnow())
+    now = utcnow()
+    view = alert_view.alert_view(session, alert=alert, monitor=monitor, events=events, now=now)
+    view["open_for"] = open_span.alert_open_span(session, alert, monitor, now=now)
     return web.render("alert.html", alert=alert, monitor=monitor, **view)
 
 
@@ -201,29 +206,30 @@ def traces_page(
     trace_id: str | None = Query(None, max_length=64),
     cursor: Int8Id | None = None,
 ) -> Any:
-    """Newest first, keyset pages; a text search is bounded to a time range (default: the
-    last 24 hours) since it scans the traces in it."""
+    """Newest first, keyset pages; a text search (trace attributes, span content) is
+    bounded to a time range (default: the last 24 hours) and reads at most
+    :data:`app.traces.search.SCAN_TRACES` traces a page, since it scans what they hold."""
     start, end = _when(since, "since"), _when(until, "until")
     text = (q or "").strip() or None
     if text and start is None:
         start = utcnow() - TEXT_SEARCH_DEFAULT
-    found = traces.list_traces(
-        session,
-        project_id=web.principal.project_id,
-        agent=agent or None,
-        agent_version=version or None,
-        trace_id=(trace_id or "").strip() or None,
-        status=status or None,
-        source=source or None,
-        since=start,
-        until=end,
-        text=text,
-        limit=50,
-        cursor=cursor,
-    )
-    page = TracePage(
-        traces=[TraceOut.model_validate(t) for t in found.rows], next_cursor=found.next_cursor
-    )
+    where: dict[str, Any] = dict(
+        project_id=web.principal.project_id, agent=agent or None, agent_version=version or None,
+        trace_id=(trace_id or "").strip() or None, status=status or None,
+        source=source or None, since=start, until=end,
+    )  # fmt: skip
+    scanned_to, scanned = None, 0
+    if text:
+        found = trace_search.search_traces(
+            session, traces.filtered(**where), project_id=web.principal.project_id,
+            text=text, limit=50, cursor=cursor,
+        )  # fmt: skip
+        rows, next_cursor, scanned_to = found.rows, found.next_cursor, found.scanned_to
+        scanned = found.scanned
+    else:
+        listed = traces.list_traces(session, **where, limit=50, cursor=cursor)
+        rows, next_cursor = listed.rows, listed.next_cursor
+    page = TracePage(traces=[TraceOut.model_validate(t) for t in rows], next_cursor=next_cursor)
     filters = {"agent": agent or "", "version": version or "", "status": status or "",
                "source": source or "", "since": since or "", "until": until or "",
                "q": q or "", "trace_id": trace_id or ""}  # fmt: skip
@@ -232,8 +238,9 @@ def traces_page(
         session, project_id=web.principal.project_id, trace_ids=[t.trace_id for t in page.traces]
     )
     return web.render(
-        "traces.html", page=page, filters=filters, searched_from=searched_from, totals=totals
-    )
+        "traces.html", page=page, filters=filters, searched_from=searched_from, totals=totals,
+        scanned_to=scanned_to, scan_traces=scanned,
+    )  # fmt: skip
 
 
 def _when(value: str | None, field: str) -> datetime | None:

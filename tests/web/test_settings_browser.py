@@ -48,3 +48,30 @@ def test_an_admin_sets_up_the_project_without_javascript(empty_project, browser)
     assert "Score roles saved" in page.locator("#flash").inner_text()
     page.screenshot(path=str(SHOTS / "settings-scores.png"), full_page=True)
     context.close()
+
+
+def test_derived_fields_are_edited_field_by_field_by_keyboard(empty_project, browser):  # noqa: F811
+    context = browser.new_context(
+        java_script_enabled=False, viewport={"width": 1280, "height": 900}
+    )
+    page = context.new_page()
+    login(page, empty_project["url"], empty_project["admin"], "/settings/derived")
+    assert page.get_by_label("Agent 1", exact=True).input_value() == ""
+    page.get_by_label("Agent 1", exact=True).fill("support")
+    page.get_by_label("Agent 1: read by").select_option("regex")
+    page.get_by_label("Agent 1: expression").fill("(?<=x)y")  # RE2 refuses lookbehind
+    page.get_by_label("Agent 1: expression").press("Enter")
+    page.locator("#form-error").wait_for()
+    assert "decision.agents.support" in page.locator("#form-error").inner_text()
+    assert page.get_by_label("Agent 1: expression").input_value() == "(?<=x)y"  # kept
+    page.get_by_label("Agent 1: expression").fill(r"ACTION: (\w+)")
+    page.get_by_label("Eval traffic: environments, comma-separated").fill("eval, staging")
+    page.get_by_role("button", name="Save these fields").press("Enter")
+    page.locator("#flash").wait_for()
+    assert "Derived fields saved" in page.locator("#flash").inner_text()
+    assert page.locator("#derived-state").inner_text() == "customised"
+    assert page.get_by_label("Agent 1: expression").input_value() == r"ACTION: (\w+)"
+    assert '"staging"' in page.locator("#derived-rules").input_value()  # the JSON agrees
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    page.screenshot(path=str(SHOTS / "settings-derived-fields.png"), full_page=True)
+    context.close()

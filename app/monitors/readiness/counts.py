@@ -51,6 +51,8 @@ class WindowCounts:
     counted_traces: int = 0  # the traces span and score flags were counted on
     # (name, stored kind, source, scores, traces) per score name in the window
     score_names: list[tuple[str, str, str, int, int]] = field(default_factory=list)
+    # Counts a run kept: its id, time and window (app/monitors/readiness/recorded.py).
+    recorded_by: dict[str, Any] | None = None
 
 
 def _count_if(condition: Any) -> Any:

@@ -6,7 +6,9 @@ a team nothing; this says, for the window the next run would read (the bounds th
 computes: :func:`app.monitors.decision.baseline.windows_for` with the monitor's baseline state),
 each need as present or missing with its count, and for each missing one the exact
 remedy (:mod:`app.monitors.readiness.remedies`). Counts are SQL aggregates
-(:mod:`app.monitors.readiness.counts`), never loaded records.
+(:mod:`app.monitors.readiness.counts`), never loaded records, and are the latest run's
+when it counted that window recently (:mod:`app.monitors.readiness.recorded`): the
+answer then names the run (``counted_by_run``) and its window.
 
 A need is present only in the volume a verdict needs (:data:`MIN_COUNT`: the detectors'
 default minimums) and only when it says something: a derived decision with one value on
@@ -36,6 +38,7 @@ from app.models.base import utcnow
 from app.monitors.decision import baseline
 from app.monitors.decision import state as monitor_state
 from app.monitors.readiness import counts as readiness_counts
+from app.monitors.readiness import recorded
 from app.monitors.readiness.counts import WindowCounts
 from app.monitors.readiness.remedies import REMEDIES, score_role_remedies
 from app.monitors.windows import history
@@ -172,6 +175,12 @@ def monitor_readiness(
         policy, monitor_state.load(session, monitor.id).baseline, now, history_start=begun
     )
     needs_names = tuple(registry.DETECTORS[monitor.failure_mode].needs)
+    latest = session.scalars(
+        select(DetectorRun)
+        .where(DetectorRun.monitor_id == monitor.id)
+        .order_by(DetectorRun.at.desc())
+        .limit(1)
+    ).first()
     pid = monitor.project_id
     answer: dict[str, Any] = {
         "monitor_id": monitor.id,
@@ -198,11 +207,22 @@ def monitor_readiness(
             project_id=pid, agent=sel.get("agent"), source=sel.get("source"), roles=roles
         )
         key = (tsel, w.current_start, w.current_end)
-        counts = (counts_cache or {}).get(key) or readiness_counts.window_counts(
-            session, tsel, start=w.current_start, end=w.current_end, as_of=w.current_end
-        )
+        counts = (
+            (counts_cache or {}).get(key)
+            or recorded.from_run(
+                latest, tsel, now=now, window=w.current_end - w.current_start,
+                interval_seconds=monitor.interval_seconds,
+            )
+            or readiness_counts.window_counts(
+                session, tsel, start=w.current_start, end=w.current_end, as_of=w.current_end
+            )
+        )  # fmt: skip
         if counts_cache is not None:
             counts_cache[key] = counts
+        if counts.recorded_by is not None:  # the run's window, not the one now would read
+            kept = counts.recorded_by
+            answer["window"] = {"start": kept["start"], "end": kept["end"]}
+            answer["counted_by_run"] = {"id": kept["run_id"], "at": kept["at"]}
         needs = trace_needs(needs_names, counts, roles)
         answer["traces"] = counts.traces
         answer["counted_traces"] = counts.counted_traces
@@ -213,7 +233,7 @@ def monitor_readiness(
         ]  # fmt: skip
         empty = not counts.traces
     answer["status"] = status_of(monitor.failure_mode, needs, empty)
-    last = _last_run(session, monitor, w.current_end)
+    last = _last_run(latest, monitor, w.current_end)
     if last is not None:
         answer["last_run"] = last
         if answer["status"] in ("ready", "partial") and last["status"] == "insufficient_data":
@@ -233,15 +253,9 @@ def monitor_readiness(
     return answer
 
 
-def _last_run(session: Session, monitor: Monitor, now: datetime) -> dict[str, Any] | None:
+def _last_run(run: DetectorRun | None, monitor: Monitor, now: datetime) -> dict[str, Any] | None:
     """The monitor's latest run if it read the window as it is now (within two intervals):
     its status and, without a verdict, its reason."""
-    run = session.scalars(
-        select(DetectorRun)
-        .where(DetectorRun.monitor_id == monitor.id)
-        .order_by(DetectorRun.at.desc())
-        .limit(1)
-    ).first()
     if run is None or now - as_utc(run.at) > timedelta(seconds=2 * monitor.interval_seconds):
         return None
     reason = (run.evidence or {}).get("reason") if run.status == "insufficient_data" else None

@@ -44,6 +44,11 @@ class LastRunOut(ResponseModel):
     reason: str | None = Field(None, description="why the run gave no verdict")
 
 
+class CountedByRunOut(ResponseModel):
+    id: int
+    at: str
+
+
 class ReadinessOut(ResponseModel):
     monitor_id: int
     failure_mode: str
@@ -55,6 +60,9 @@ class ReadinessOut(ResponseModel):
     )
     scores: list[ScoreNameOut] = []
     needs: list[NeedOut]
+    counted_by_run: CountedByRunOut | None = Field(
+        None, description="the run whose window counts these are (null: counted on request)"
+    )
     last_run: LastRunOut | None = Field(
         None, description="the latest run on this window: insufficient_data says why"
     )
