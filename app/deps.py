@@ -5,10 +5,10 @@ query id uses."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from annotated_types import Interval
-from fastapi import Depends, Request
+from fastapi import Depends, HTTPException, Request
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
@@ -45,3 +45,15 @@ EngineDep = Annotated[Engine, Depends(get_engine)]
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 SessionDep = Annotated[Session, Depends(get_session)]
 MonitorRunnerDep = Annotated[MonitorRunner, Depends(get_monitor_runner)]
+
+
+R = TypeVar("R")
+
+
+def found(row: R | None, what: str, row_id: object) -> R:
+    """``row``, or a 404 ``"<what> <row_id> not found in this project"``: the API's and the
+    pages' wording for a row the caller's project lacks (another project's reads as missing,
+    so the answer never says whether an id exists elsewhere)."""
+    if row is None:
+        raise HTTPException(404, f"{what} {row_id} not found in this project")
+    return row

@@ -1,8 +1,9 @@
 """The JSON API's 404s and 422s, worded once.
 
-A 404 is a row the caller's project lacks, or the project itself. Another project's row
-reads as missing (:func:`app.db.project_row`), so the answer never says whether an id
-exists elsewhere; the message names the field the id came from. A 422 is a request whose
+A 404 is a row the caller's project lacks (:func:`app.deps.found`, which the pages use
+too), or the project itself. Another project's row reads as missing
+(:func:`app.db.project_row`), so the answer never says whether an id exists elsewhere; the
+message names the field the id came from. A 422 is a request whose
 content the domain refused: its message (which names the field) is the detail.
 """
 
@@ -10,21 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, TypeVar
+from typing import Annotated
 
 from fastapi import Depends, HTTPException
 
 from app.api.deps import AdminKey, SessionDep
+from app.deps import found
 from app.models import Project
 
-R = TypeVar("R")
-
-
-def found(row: R | None, what: str, row_id: object) -> R:
-    """``row``, or a 404 ``"<what> <row_id> not found in this project"``."""
-    if row is None:
-        raise HTTPException(404, f"{what} {row_id} not found in this project")
-    return row
+__all__ = ["AdminProject", "found", "unprocessable"]
 
 
 def admin_project(principal: AdminKey, session: SessionDep) -> Project:

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Form, HTTPException
+from fastapi import APIRouter, Form
 
 from app.alerts import store as alert_store
 from app.alerts.channel_check import queue_test
 from app.alerts.outbound import OutboundPolicy, OutboundRefused
 from app.alerts.schemas import ChannelCreate
 from app.db import project_row, write_session
-from app.deps import EngineDep, Int4Id, SessionDep
+from app.deps import EngineDep, Int4Id, SessionDep, found
 from app.models import Channel
 from app.models.base import utcnow
 from app.web.deps import WebContext, WebDep
@@ -68,10 +68,8 @@ def create_channel(
 
 
 def _channel(s: Any, web: WebContext, channel_id: int) -> Channel:
-    found = project_row(s, Channel, channel_id, project_id=web.principal.project_id)
-    if found is None:
-        raise HTTPException(404, f"channel {channel_id} not found in this project")
-    return found
+    pid = web.principal.project_id
+    return found(project_row(s, Channel, channel_id, project_id=pid), "channel", channel_id)
 
 
 @router.post("/{channel_id}/test")

@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import APIRouter, Form, HTTPException, Request
 
 from app.db import write_session
-from app.deps import EngineDep, Int4Id, MonitorRunnerDep, SessionDep
+from app.deps import EngineDep, Int4Id, MonitorRunnerDep, SessionDep, found
 from app.monitors import defaults
 from app.monitors import store as monitor_store
 from app.monitors.runner import DetectorsBusy
@@ -38,12 +38,12 @@ def monitor_defaults(
 
 
 def _monitor(session: Any, web: WebContext, monitor_id: int) -> Any:
-    found = monitor_store.get_monitor(
-        session, project_id=web.principal.project_id, monitor_id=monitor_id
+    pid = web.principal.project_id
+    return found(
+        monitor_store.get_monitor(session, project_id=pid, monitor_id=monitor_id),
+        "monitor",
+        monitor_id,
     )
-    if found is None:
-        raise HTTPException(404, f"monitor {monitor_id} not found in this project")
-    return found
 
 
 def _patch(engine: Any, web: WebContext, monitor_id: int, patch: MonitorPatch) -> None:
@@ -102,8 +102,7 @@ def run_now(
             run = runner.run_now(monitor_id)
         except DetectorsBusy as exc:
             raise HTTPException(429, str(exc), headers={"Retry-After": "5"}) from None
-        if run is None:
-            raise HTTPException(404, f"monitor {monitor_id} not found in this project")
+        run = found(run, "monitor", monitor_id)
         reason = (run.evidence or {}).get("reason")
         said = f" ({reason})" if isinstance(reason, str) else ""
         return f"Ran monitor {monitor_id}: {run.status.replace('_', ' ')}{said}{', fired' if run.fired else ''}."

@@ -16,12 +16,13 @@ from typing import Any
 
 from fastapi import APIRouter, Form, HTTPException, Query
 from fastapi.responses import RedirectResponse
+from sqlalchemy.orm import Session
 
 from app.alerts import lifecycle
 from app.alerts import store as alerts
 from app.alerts.schemas import SilenceCreate
 from app.db import write_session
-from app.deps import EngineDep, Int4Id, Int8Id, SessionDep
+from app.deps import EngineDep, Int4Id, Int8Id, SessionDep, found
 from app.labeling import queues
 from app.labeling.errors import NotFound
 from app.models.base import utcnow
@@ -32,7 +33,7 @@ from app.traces import search as trace_search
 from app.traces import store as traces
 from app.traces.schemas import TraceOut, TracePage
 from app.web import alert_view, health, open_span, queries, trace_view
-from app.web.deps import WebDep
+from app.web.deps import WebContext, WebDep
 
 router = APIRouter(include_in_schema=False)
 TEXT_SEARCH_DEFAULT = timedelta(hours=24)
@@ -67,9 +68,9 @@ def create_default_monitors(web: WebDep, engine: EngineDep, csrf: str = Form("")
 @router.get("/monitors/{monitor_id}")
 def monitor_page(monitor_id: Int4Id, web: WebDep, session: SessionDep) -> Any:
     pid = web.principal.project_id
-    monitor = monitors.get_monitor(session, project_id=pid, monitor_id=monitor_id)
-    if monitor is None:
-        raise HTTPException(404, f"monitor {monitor_id} not found in this project")
+    monitor = found(
+        monitors.get_monitor(session, project_id=pid, monitor_id=monitor_id), "monitor", monitor_id
+    )
     runs = monitors.list_runs(session, monitor_id=monitor_id)
     points = [
         {
@@ -127,9 +128,7 @@ def alerts_page(
 def alert_page(alert_id: Int8Id, web: WebDep, session: SessionDep) -> Any:
     """One alert with its evidence and every transition (the link notifications carry)."""
     pid = web.principal.project_id
-    alert = alerts.get_alert(session, project_id=pid, alert_id=alert_id)
-    if alert is None:
-        raise HTTPException(404, f"alert {alert_id} not found in this project")
+    alert = found(alerts.get_alert(session, project_id=pid, alert_id=alert_id), "alert", alert_id)
     events = alerts.alert_events(session, alert_id=alert_id)
     monitor = (
         monitors.get_monitor(session, project_id=pid, monitor_id=alert.monitor_id)
@@ -159,11 +158,10 @@ def alert_action(
     public_url = web.request.app.state.settings.public_url
     try:
         with write_session(engine) as session:
-            alert = alerts.get_alert(
-                session, project_id=web.principal.project_id, alert_id=alert_id
+            pid = web.principal.project_id
+            alert = found(
+                alerts.get_alert(session, project_id=pid, alert_id=alert_id), "alert", alert_id
             )
-            if alert is None:
-                raise HTTPException(404, f"alert {alert_id} not found in this project")
             if action == "silence":
                 _silence_for(session, web, alert)
             else:
@@ -256,12 +254,15 @@ def _when(value: str | None, field: str) -> datetime | None:
         raise HTTPException(422, f"{field}: out of range once read as UTC") from None
 
 
+def _trace(session: Session, web: WebContext, trace_id: str) -> dict[str, Any]:
+    """The trace with its spans as the pages read it, or a 404 naming its id."""
+    got = traces.get_trace(session, project_id=web.principal.project_id, trace_id=trace_id)
+    return found(got, "trace", repr(trace_id)).model_dump()
+
+
 @router.get("/traces/{trace_id}")
 def trace_page(trace_id: str, web: WebDep, session: SessionDep) -> Any:
-    found = traces.get_trace(session, project_id=web.principal.project_id, trace_id=trace_id)
-    if found is None:
-        raise HTTPException(404, f"trace {trace_id!r} not found in this project")
-    trace = found.model_dump()
+    trace = _trace(session, web, trace_id)
     depth = {s["span_id"]: d for d, s in _tree(trace["spans"])}
     view = trace_view.trace_view(
         session, project_id=web.principal.project_id, trace=trace, depth=depth
@@ -272,10 +273,7 @@ def trace_page(trace_id: str, web: WebDep, session: SessionDep) -> Any:
 @router.get("/traces/{trace_id}/conversation")
 def trace_conversation(trace_id: str, web: WebDep, session: SessionDep) -> Any:
     """The conversation alone, as an HTML fragment (the labeling page shows it inline)."""
-    found = traces.get_trace(session, project_id=web.principal.project_id, trace_id=trace_id)
-    if found is None:
-        raise HTTPException(404, f"trace {trace_id!r} not found in this project")
-    trace = found.model_dump()
+    trace = _trace(session, web, trace_id)
     chat = trace_view.conversation(
         trace["spans"], trace_view.events_of(session, web.principal.project_id, trace_id)
     )

@@ -20,7 +20,7 @@ from app import keys
 from app.alerts import store as alert_store
 from app.alerts.schemas import SilenceCreate
 from app.db import project_row, write_session
-from app.deps import EngineDep, Int4Id, SessionDep
+from app.deps import EngineDep, Int4Id, SessionDep, found
 from app.derive.config import SignalConfig, set_signal_config, signals_view
 from app.keys import KeyCreate
 from app.models import Project, Silence
@@ -222,9 +222,10 @@ def expire_silence(
 ) -> Any:
     def action() -> str:
         with write_session(engine) as s:
-            silence = project_row(s, Silence, silence_id, project_id=web.principal.project_id)
-            if silence is None:
-                raise HTTPException(404, f"silence {silence_id} not found in this project")
+            pid = web.principal.project_id
+            silence = found(
+                project_row(s, Silence, silence_id, project_id=pid), "silence", silence_id
+            )
             now = utcnow()
             if silence.ends_at > now:
                 silence.ends_at = max(now, silence.starts_at)
