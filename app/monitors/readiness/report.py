@@ -19,7 +19,9 @@ every trace (``|stop`` on each trace captured without content) counts as missing
 the window at all). ``ready`` and ``partial`` are promises that the next run gives a
 verdict; where the monitor's latest run, on the window as it is now, gave none
 (``insufficient_data``: not enough failures, say, which no count here foresees), the
-status is ``insufficient`` and ``last_run`` carries that run's reason.
+status is ``insufficient`` and ``last_run`` carries that run's reason. Where that run gave
+a verdict, ``missing`` is not claimed either: some sub-test ran (``partial``), and the
+needs still say which are missing and how to send them.
 """
 
 from __future__ import annotations
@@ -238,6 +240,11 @@ def monitor_readiness(
         answer["last_run"] = last
         if answer["status"] in ("ready", "partial") and last["status"] == "insufficient_data":
             answer["status"] = "insufficient"
+        elif answer["status"] == "missing" and last["status"] == "ok":
+            # The run gave a verdict, so some sub-test had what it needs where these counts
+            # do not look (FM-4's labeled reference, say, when the current window's labels
+            # stopped: the very failure it watches for).
+            answer["status"] = "partial"
     answer["needs"] = [
         {
             "need": n.need,

@@ -268,3 +268,40 @@ def test_ready_is_not_claimed_when_the_last_run_gave_no_verdict(client, make_key
     assert answer["status"] == "insufficient"
     assert answer["last_run"]["status"] == "insufficient_data"
     assert "multi-step traces" in answer["last_run"]["reason"]
+
+
+def test_missing_is_not_claimed_when_the_last_run_gave_a_verdict(client, make_key):
+    """FM-4 counts labels in the current window; when they stop (its own failure) a run
+    still gives a verdict from the labeled reference, and the card must not say 'missing'."""
+    from sqlalchemy.orm import Session
+
+    from app.models import DetectorRun, Monitor
+
+    admin, reader, monitors = setup(client, make_key)
+    ingest(client, admin, plain_llm_traces(120, start=NOW - timedelta(minutes=150)))
+    before = readiness(client, reader, monitors, "FM-4")
+    assert before["status"] == "missing", before  # no labels in the current window
+    with Session(client.app.state.engine) as session:
+        monitor = session.get(Monitor, monitors["FM-4"])
+        assert monitor is not None
+        session.add(
+            DetectorRun(
+                project_id=monitor.project_id,
+                monitor_id=monitor.id,
+                failure_mode="FM-4",
+                at=NOW - timedelta(minutes=5),
+                window_start=NOW - timedelta(hours=8),
+                window_end=NOW - timedelta(minutes=5),
+                status="ok",
+                statistic=0.09,
+                threshold=0.02,
+                p_value=0.001,
+                fired=True,
+                evidence={"estimator": "confidence"},
+            )  # fmt: skip
+        )
+        session.commit()
+    after = readiness(client, reader, monitors, "FM-4")
+    assert after["status"] == "partial" and after["last_run"]["status"] == "ok"
+    labels = by_need(after)["true_scores"]
+    assert not labels["present"] and labels["remedies"]  # still says how to send labels
