@@ -50,8 +50,13 @@ class CompoundingErrorDetector(WindowTest):
     * **compounding** (decisions) and **tool_compounding** (tool calls), each: with an
       adequate reference, a trace-permutation test that the log
       ratio is larger in ``current`` than in ``reference`` (an agent that always had
-      correlated errors does not keep firing); without one, the one-sided
-      Cochran-Mantel-Haenszel test of ratio 1. Fires only if also
+      correlated errors does not keep firing). Without one the family is not tested and
+      the result is ``insufficient_data`` until a reference fills: real agents' errors
+      cluster by task (a hard task fails several calls), so independence is not their
+      healthy state; on clean traffic of the real shape (pipelines/scenarios, 2 h windows,
+      20 seeds) the test of ratio 1 fired 14 times in 20. ``without_reference=True``
+      restores that test (one-sided Cochran-Mantel-Haenszel of ratio 1) for agents
+      whose errors are known to be independent. Fires only if also
       ``ratio >= min_ratio * max(reference ratio, 1)`` (reference ratio 1 when absent).
     * **coherence illusion** (with a reference only): per trace, the mean step confidence
       after the first non-final step with confidence ``< low_confidence``; the window
@@ -87,6 +92,8 @@ class CompoundingErrorDetector(WindowTest):
         Steps after an earlier error needed in a window for the compounding sub-test.
     max_depth : int, default 12
         Depths at or beyond this are pooled into one stratum.
+    without_reference : bool, default False
+        Test against independent errors when no reference window is adequate.
 
     Examples
     --------
@@ -118,6 +125,7 @@ class CompoundingErrorDetector(WindowTest):
     min_traces: int = param(30, ge=2)
     min_exposed: int = param(10, ge=1)
     max_depth: int = param(12, ge=1)
+    without_reference: bool = param(False)
 
     def _profile_counts(self, profile: str) -> tuple[np.ndarray, int]:
         """Counts (a, n1, c, n0) per depth of one trace's step profile
@@ -244,6 +252,7 @@ class CompoundingErrorDetector(WindowTest):
             "example_trace_ids": cur["examples"],
         }
         ratios: dict[str, tuple[float, float]] = {}  # family -> (ratio, threshold)
+        unreferenced: list[str] = []  # families with current data but no reference yet
         for family, key in FAMILIES.items():
             c, r = cur[family], ref[family]
             has_ref = ref["n_traces"] >= self.min_traces and r["exposed"] >= self.min_exposed
@@ -255,6 +264,9 @@ class CompoundingErrorDetector(WindowTest):
             evidence[f"{key}by_depth"] = table
             evidence[f"{key}compounding_begins_at_depth"] = begins
             if c["exposed"] < self.min_exposed:
+                continue
+            if not (has_ref or self.without_reference):
+                unreferenced.append(family)
                 continue
             if has_ref:
                 _, p = self.permutation_test(
@@ -274,6 +286,16 @@ class CompoundingErrorDetector(WindowTest):
             evidence["coherence_illusion_change"] = change
             sub_tests["coherence_illusion"] = sub_test(
                 _welch_greater(c_scores, r_scores), change >= self.min_confidence_increase
+            )
+        if not sub_tests and unreferenced:
+            return DetectorResult.insufficient(
+                FAILURE_MODE,
+                f"no reference yet for {' and '.join(unreferenced)} (the reference window holds "
+                f"{ref['n_traces']} multi-step traces; {self.min_traces} with "
+                f"{self.min_exposed} steps after an earlier error needed): compounding is "
+                "judged against the agent's own history, since real agents' errors cluster "
+                "by task",
+                **evidence,
             )
         if not sub_tests:
             return DetectorResult.insufficient(

@@ -39,13 +39,18 @@ class ToolCascadeDetector(WindowTest):
 
     Sub-tests, Holm-adjusted at ``alpha``:
 
-    * **cascade_lift**: Fisher's exact test (one-sided, greater) on the current 2x2 table,
-      and, with an adequate reference, a trace-permutation test that the excess risk
+    * **cascade_lift** (reference needed, unless ``without_reference``): Fisher's exact
+      test (one-sided, greater) on the current 2x2 table, and a trace-permutation test
+      that the excess risk
       ``P(t+1 fails | t failed) - P(t+1 fails | t ok)`` is larger than the reference's
       (less noisy than the lift when failures are rare); the sub-test's p is the larger of the two (an
       intersection-union test, valid at ``alpha`` without adjustment: it fires only when
       cascades are both present and worse than before, so an agent that always cascaded
-      stays quiet). Fires only if ``lift >= min_lift * max(reference lift, 1)``.
+      stays quiet). Fires only if ``lift >= min_lift * max(reference lift, 1)``. Without an
+      adequate reference it is not tested: a failed call makes the next one likelier in
+      every real agent (tau-bench airline, gpt-4o: 27.5% vs 5.9%), so Fisher's test alone
+      fired on 20 of 20 clean 2 h windows of the real-shaped generator;
+      ``without_reference=True`` restores it (then with Fisher's test alone, lift against 1).
     * **available_but_wrong** (reference needed): per tool with ``min_tool_calls`` ok calls
       in both windows, Fisher's exact test that the rate of ok-but-partial/stale/empty
       results (:func:`available_but_wrong`) rose; Bonferroni over the tools whose smallest
@@ -82,6 +87,9 @@ class ToolCascadeDetector(WindowTest):
         Traces with a tool call (and varying latency and quality) for the correlation.
     min_rho_drop : float, default 0.2
         Smallest fall of the latency-quality rank correlation that counts.
+    without_reference : bool, default False
+        Test the lift against 1 when no reference window holds ``min_failures`` failed
+        and ok tool calls.
 
     Examples
     --------
@@ -112,6 +120,7 @@ class ToolCascadeDetector(WindowTest):
     min_abw_increase: float = param(0.05, ge=0.0, lt=1.0)
     min_traces: int = param(30, ge=4)
     min_rho_drop: float = param(0.2, ge=0.0, lt=2.0)
+    without_reference: bool = param(False)
 
     def _has_lift_data(self, window: dict[str, Any]) -> bool:
         _, n1, _, n0 = window["pair_sums"]
@@ -213,7 +222,7 @@ class ToolCascadeDetector(WindowTest):
         }
         sub_tests: dict[str, dict[str, Any]] = {}
         lift = float("nan")
-        if self._has_lift_data(cur):
+        if self._has_lift_data(cur) and (has_ref or self.without_reference):
             lift, p, ok = self._lift(cur, ref, has_ref, ev)
             ev["cascade_lift"] = lift
             sub_tests["cascade_lift"] = sub_test(p, ok)
@@ -223,6 +232,14 @@ class ToolCascadeDetector(WindowTest):
         ):
             if outcome is not None:
                 sub_tests[name] = sub_test(*outcome)
+        if not sub_tests and self._has_lift_data(cur) and not has_ref:
+            return DetectorResult.insufficient(
+                FAILURE_MODE,
+                f"no reference yet (fewer than {self.min_failures} failed and ok tool calls "
+                "with a next step before): cascades are judged against the agent's own "
+                "history, since a failed call makes the next one likelier in every real agent",
+                **ev,
+            )
         if not sub_tests:
             return DetectorResult.insufficient(
                 FAILURE_MODE,

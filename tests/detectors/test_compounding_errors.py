@@ -138,9 +138,23 @@ def test_evidence_names_depth_ratio_and_examples() -> None:
     assert result.p_value is not None and 0.0 < result.p_value <= 0.01
 
 
+def test_without_reference_waits_for_one_by_default() -> None:
+    """Errors clustered by task (frailty) are every real agent's healthy state: without the
+    agent's own history to compare with, the detector says so instead of firing."""
+    fired = 0
+    for seed in range(10):
+        window = make_window(np.random.default_rng(seed), 300, frailty=True)
+        result = CompoundingErrorDetector().test([], window)
+        assert result.status == "insufficient_data"
+        assert result.evidence["reason"].startswith("no reference yet")
+        assert result.evidence["compounding_ratio"] > 0  # the ratio is still shown
+        fired += CompoundingErrorDetector(without_reference=True).test([], window).fired
+    assert fired >= 1  # the independence test would have paged on healthy traffic
+
+
 def test_without_reference_uses_independent_error_model() -> None:
     rng = np.random.default_rng(5)
-    detector = CompoundingErrorDetector()
+    detector = CompoundingErrorDetector(without_reference=True)
     quiet = detector.test([], make_window(rng, 300, frailty=False))
     assert quiet.status == "ok" and not quiet.fired
     assert quiet.evidence["reference_used"] is False
@@ -252,8 +266,8 @@ def test_only_production_traces_count_by_default() -> None:
         TraceRecord(t.trace_id, t.agent, source="eval", steps=t.steps)
         for t in make_window(rng, 100)
     ]
-    assert CompoundingErrorDetector().test([], evals).status == "insufficient_data"
-    assert CompoundingErrorDetector(sources=("eval",)).test([], evals).status == "ok"
+    assert CompoundingErrorDetector().test(evals, evals).status == "insufficient_data"
+    assert CompoundingErrorDetector(sources=("eval",)).test(evals, evals).status == "ok"
 
 
 def test_fm1_to_fm3_modules_stay_a_pure_library() -> None:

@@ -163,9 +163,17 @@ def test_cascade_depth_counts_failures_after_the_tool() -> None:
     ]
 
 
+def test_without_reference_waits_for_one_by_default() -> None:
+    rng = np.random.default_rng(7)
+    result = ToolCascadeDetector().test([], make_window(rng, 300, p_cascade=0.5))
+    assert result.status == "insufficient_data" and not result.fired
+    assert result.evidence["reason"].startswith("no reference yet")
+    assert result.evidence["cascade_depths"]  # what the window holds is still shown
+
+
 def test_without_reference_fisher_and_min_lift_decide() -> None:
     rng = np.random.default_rng(7)
-    detector = ToolCascadeDetector()
+    detector = ToolCascadeDetector(without_reference=True)
     loud = detector.test([], make_window(rng, 300, p_cascade=0.5))
     assert loud.fired and not loud.evidence["reference_used"]
     assert loud.threshold == detector.min_lift
