@@ -41,10 +41,10 @@ def world(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[dict]:
     events = generate_workload(
         11,
         START,
-        timedelta(hours=6),
+        timedelta(hours=8),
         traces_per_hour=90,
         embedding_dim=32,
-        injections=[Injection("FM-2", START + timedelta(hours=4), "strong")],
+        injections=[Injection("FM-2", START + timedelta(hours=6), "strong")],
     )
     with (
         LiveServer(create_app(settings, start_background=False)) as server,
@@ -55,7 +55,9 @@ def world(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[dict]:
             assert r.status_code == 200, r.text
         monitors = c.post("/api/v1/monitors/defaults", json={}).json()["monitors"]
         fm2 = next(m for m in monitors if m["failure_mode"] == "FM-2")
-        for hours in (3, 4, 5, 6):
+        # From the fifth hour on the reference holds enough tool calls: FM-2 compares with
+        # the agent's own history and says "no reference yet" before.
+        for hours in (5, 6, 7, 8):
             now = (START + timedelta(hours=hours)).isoformat()
             r = c.post(f"/api/v1/monitors/{fm2['id']}/run", json={"now": now})
             assert r.status_code == 200, r.text
