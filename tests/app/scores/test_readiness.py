@@ -36,14 +36,18 @@ def ingest(client: Any, key: str, events: list[dict[str, Any]]) -> None:
         assert r.status_code == 200 and not r.json()["rejected"], r.text
 
 
-def readiness(client: Any, key: str, monitors: dict[str, Any], fm: str) -> dict[str, Any]:
+def readiness_at(client: Any, key: str, monitor_id: int, now: datetime) -> dict[str, Any]:
     r = client.get(
-        f"/api/v1/monitors/{monitors[fm]}/readiness",
+        f"/api/v1/monitors/{monitor_id}/readiness",
         headers=auth(key),
-        params={"now": NOW.isoformat()},
+        params={"now": now.isoformat()},
     )
     assert r.status_code == 200, r.text
     return r.json()
+
+
+def readiness(client: Any, key: str, monitors: dict[str, Any], fm: str) -> dict[str, Any]:
+    return readiness_at(client, key, monitors[fm], NOW)
 
 
 def by_need(answer: dict[str, Any]) -> dict[str, dict[str, Any]]:

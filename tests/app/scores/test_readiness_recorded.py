@@ -9,18 +9,8 @@ from typing import Any
 from sqlalchemy import event, update
 
 from app.models import DetectorRun
-from tests.app.scores.test_readiness import NOW, ingest, plain_llm_traces, setup
+from tests.app.scores.test_readiness import NOW, ingest, plain_llm_traces, readiness_at, setup
 from tests.conftest import auth
-
-
-def readiness_at(client: Any, key: str, monitor_id: int, now: Any) -> dict[str, Any]:
-    r = client.get(
-        f"/api/v1/monitors/{monitor_id}/readiness",
-        headers=auth(key),
-        params={"now": now.isoformat()},
-    )
-    assert r.status_code == 200, r.text
-    return r.json()
 
 
 def span_counts(client: Any, call: Any) -> tuple[Any, int]:
