@@ -84,24 +84,20 @@ def alert_open_span(
 
 
 def list_spans(session: Session, alerts: list[Alert], *, now: datetime) -> dict[int, str]:
-    """The open span of each open alert of a list, by alert id (resolved ones: none)."""
+    """The open span of each open alert of a list, by alert id (resolved ones: none). An open
+    alert's last evaluation is its monitor's ``last_run_at`` (every recorded run sets it)."""
     open_ = [a for a in alerts if a.resolved_at is None and a.state != "resolved"]
     ids = sorted({a.monitor_id for a in open_ if a.monitor_id is not None})
-    evaluated = last_evaluations(session, ids, until=now)
-    intervals: dict[int, int] = {
-        int(m): int(n)
-        for m, n in session.execute(
-            select(Monitor.id, Monitor.interval_seconds).where(Monitor.id.in_(ids))
+    monitors: dict[int, tuple[int, datetime | None]] = {
+        int(m): (int(n), last)
+        for m, n, last in session.execute(
+            select(Monitor.id, Monitor.interval_seconds, Monitor.last_run_at).where(
+                Monitor.id.in_(ids)
+            )
         )
     }
-    return {
-        a.id: str(
-            open_span(
-                a,
-                evaluated=evaluated.get(a.monitor_id or 0),
-                interval_s=intervals.get(a.monitor_id or 0),
-                now=now,
-            )
-        )  # fmt: skip
-        for a in open_
-    }
+    spans = {}
+    for a in open_:
+        interval_s, evaluated = monitors.get(a.monitor_id or 0, (None, None))
+        spans[a.id] = str(open_span(a, evaluated=evaluated, interval_s=interval_s, now=now))
+    return spans
