@@ -1,18 +1,21 @@
 """What an alert's transitions tell people: its event rows, and its notifications unless a
 silence mutes them.
 
-:mod:`app.alerts.lifecycle` decides a transition and hands it here (:func:`tell`): every
-transition is an ``alert_events`` row with its actor and time (:func:`add_event`), and
-what it tells channels follows. A notification goes to every channel that routes the
-event (:func:`routes_to`), into the channel's group
-(:mod:`app.alerts.groups`), written to the outbox in the transaction of the transition;
-an alert that an active silence matches (Alertmanager's matchers: :func:`matches`) is
-marked silenced instead, and announced on a later event once the silence has ended.
+:mod:`app.alerts.lifecycle` decides a transition (a :class:`Transition`) and hands it
+here (:func:`tell`): every transition is an ``alert_events`` row with its actor and time
+(:func:`add_event`), and what it tells channels follows (:func:`send`, also the
+reminders' way in, :mod:`app.alerts.repeats`). A notification goes to every channel that
+routes the event (:func:`routes_to`), carrying what the channel's type receives
+(:func:`app.alerts.channels.item`), into the channel's group (:mod:`app.alerts.groups`),
+written to the outbox in the transaction of the transition; a trigger that an active
+silence matches (Alertmanager's matchers: :func:`matches`) marks the alert silenced
+instead, and it is announced on a later trigger once the silence has ended.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -45,18 +48,26 @@ def add_event(
     )
 
 
-def tell(
-    session: Session, alert: Alert, kind: str, *, at: datetime, before: str | None,
-    public_url: str, actor: str = SYSTEM, detail: dict[str, Any] | None = None,
-    then: str | None = None,
-) -> None:  # fmt: skip
-    """Record the transition ``kind``, then tell channels what ``then`` says: ``trigger``
-    (notify unless a silence matches), ``acknowledge`` or ``resolve`` (notify), or nothing."""
-    add_event(session, alert, kind, at=at, before=before, actor=actor, detail=detail)
-    if then == "trigger":
-        send_or_silence(session, alert, event=then, now=at, public_url=public_url)
-    elif then is not None:
-        notify(session, alert, event=then, now=at, public_url=public_url)
+@dataclass(frozen=True)
+class Transition:
+    """What happened to an alert, as :mod:`app.alerts.lifecycle` decided it.
+
+    ``kind`` names the ``alert_events`` row (``fired``, ``repeat``, ``acknowledged``,
+    ``resolved``); ``then`` is what channels are told: ``trigger`` (unless a silence
+    matches), ``acknowledge``, ``resolve``, or nothing (None)."""
+
+    kind: str
+    before: str | None
+    actor: str = SYSTEM
+    detail: dict[str, Any] | None = None
+    then: str | None = None
+
+
+def tell(session: Session, alert: Alert, t: Transition, *, at: datetime, public_url: str) -> None:
+    """Record the transition, then tell channels what it says (:func:`send`)."""
+    add_event(session, alert, t.kind, at=at, before=t.before, actor=t.actor, detail=t.detail)
+    if t.then is not None:
+        send(session, alert, event=t.then, now=at, public_url=public_url)
 
 
 def routes_to(channel: Channel, alert: Alert, event: str) -> bool:
@@ -108,14 +119,12 @@ def _context(session: Session, alert: Alert, public_url: str) -> channels.AlertC
     )
 
 
-def silenced_by(
-    session: Session, alert: Alert, *, now: datetime, public_url: str = ""
+def _silence_matching(
+    session: Session, project_id: int, labels: Mapping[str, str], *, now: datetime
 ) -> int | None:
-    """The id of an active silence whose matchers match the alert's labels, if any."""
-    labels = _context(session, alert, public_url).labels
     active = session.scalars(
         select(Silence).where(
-            Silence.project_id == alert.project_id,
+            Silence.project_id == project_id,
             Silence.starts_at <= now,
             Silence.ends_at > now,
         )
@@ -126,36 +135,35 @@ def silenced_by(
     return None
 
 
-def notify(session: Session, alert: Alert, *, event: str, now: datetime, public_url: str) -> int:
+def send(session: Session, alert: Alert, *, event: str, now: datetime, public_url: str) -> int:
     """Queue ``event`` for every channel that routes it; return how many were queued.
 
-    Each goes into the channel's notification group, sent after its ``group_wait`` /
-    ``group_interval`` (:mod:`app.alerts.groups`)."""
+    A ``trigger`` is held while an active silence matches the alert (the alert is marked
+    silenced, with a ``silenced`` event the first time), and otherwise recorded as a
+    ``notified`` event with the number of channels. Each notification goes into its
+    channel's group, sent after the group's wait or interval (:mod:`app.alerts.groups`).
+    """
     ctx = _context(session, alert, public_url)
-    queued = 0
-    for channel in session.scalars(
-        select(Channel).where(Channel.project_id == alert.project_id).order_by(Channel.id)
-    ):
-        if not routes_to(channel, alert, event):
-            continue
-        groups.enqueue(session, channel, item=groups.item(channel, ctx, event), now=now)
-        queued += 1
-    return queued
-
-
-def send_or_silence(
-    session: Session, alert: Alert, *, event: str, now: datetime, public_url: str
-) -> None:
-    """Notify ``event``, or mark the alert silenced while a silence matches it."""
-    silence = silenced_by(session, alert, now=now, public_url=public_url)
-    if silence is not None:
-        if not alert.silenced:
-            detail = {"silence_id": silence, "event": event}
-            add_event(session, alert, "silenced", at=now, before=alert.state, detail=detail)
-        alert.silenced = True
-        return
-    alert.silenced = False
-    alert.last_notified_at = now
-    n = notify(session, alert, event=event, now=now, public_url=public_url)
-    detail = {"event": event, "channels": n}
-    add_event(session, alert, "notified", at=now, before=alert.state, detail=detail)
+    if event == "trigger":
+        silence = _silence_matching(session, alert.project_id, ctx.labels, now=now)
+        if silence is not None:
+            if not alert.silenced:
+                detail = {"silence_id": silence, "event": event}
+                add_event(session, alert, "silenced", at=now, before=alert.state, detail=detail)
+            alert.silenced = True
+            return 0
+    routed = [
+        channel
+        for channel in session.scalars(
+            select(Channel).where(Channel.project_id == alert.project_id).order_by(Channel.id)
+        )
+        if routes_to(channel, alert, event)
+    ]
+    if event == "trigger":
+        alert.silenced = False
+        alert.last_notified_at = now
+        detail = {"event": event, "channels": len(routed)}
+        add_event(session, alert, "notified", at=now, before=alert.state, detail=detail)
+    for channel in routed:
+        groups.enqueue(session, channel, item=channels.item(channel, ctx, event), now=now)
+    return len(routed)

@@ -28,7 +28,7 @@ def queue_test(
     ctx = channels.AlertContext(
         alert=alert, monitor_name="channel test", project_name=project_name, public_url=public_url
     )
-    item = {**groups.item(channel, ctx, "trigger"), "alert_id": None}
+    item = {**channels.item(channel, ctx, "trigger"), "alert_id": None}
     row = Notification(
         project_id=channel.project_id, channel_id=channel.id, alert_id=None, event="trigger",
         items=[item], payload=groups.combine(channel.type, [item], key="test"),

@@ -207,3 +207,17 @@ def build_payload(channel: Channel, ctx: AlertContext, event: str) -> Any:
     if channel.type == "alertmanager":
         return alertmanager_payload(ctx, event)
     raise ValueError(f"type: unknown channel type {channel.type!r}")
+
+
+def item(channel: Channel, ctx: AlertContext, event: str) -> dict[str, Any]:
+    """One alert event as a notification group keeps it (:mod:`app.alerts.groups`): the
+    payload the channel's type takes for it on its own, a one-line text and the link."""
+    verb = {"trigger": "Firing", "acknowledge": "Acknowledged", "resolve": "Resolved"}[event]
+    a = ctx.alert
+    return {
+        "alert_id": a.id,
+        "event": event,
+        "text": f"{verb}: [{a.severity.upper()}] {ctx.title}: {a.summary}",
+        "link": ctx.link,
+        "payload": build_payload(channel, ctx, event),
+    }

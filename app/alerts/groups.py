@@ -44,8 +44,9 @@ flushes; the collecting row is read ``FOR UPDATE``, so a claim that got there fi
 **What a group carries.** A channel receives a *group* of alert events in one notification.
 
 Each event of a group is kept as an item: the single-alert payload the channel type gets
-(:func:`app.alerts.channels.build_payload`, built when the event happened) plus a one-line
-text and the alert's link. A group notification is built from its items:
+(:func:`app.alerts.channels.item`: :func:`~app.alerts.channels.build_payload`, built when
+the event happened, plus a one-line text and the alert's link). A group notification is
+built from its items:
 
 * ``webhook``: the single-alert fields (``version``, ``event``, ``alert``, ``link``) stay
   as they were when the group holds one alert, so existing receivers keep working; every
@@ -68,24 +69,10 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.alerts import channels
 from app.models import Channel, Notification
 
 MERGED_TYPES = frozenset({"webhook", "slack", "alertmanager"})
 SLACK_MAX_LINES = 45  # header + lines + overflow note stay under Slack's 50 blocks
-
-
-def item(channel: Channel, ctx: channels.AlertContext, event: str) -> dict[str, Any]:
-    """One alert event of a group, with the payload its channel type takes on its own."""
-    verb = {"trigger": "Firing", "acknowledge": "Acknowledged", "resolve": "Resolved"}[event]
-    a = ctx.alert
-    return {
-        "alert_id": a.id,
-        "event": event,
-        "text": f"{verb}: [{a.severity.upper()}] {ctx.title}: {a.summary}",
-        "link": ctx.link,
-        "payload": channels.build_payload(channel, ctx, event),
-    }
 
 
 def with_item(items: Sequence[dict[str, Any]], new: dict[str, Any]) -> list[dict[str, Any]]:

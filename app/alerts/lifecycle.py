@@ -23,7 +23,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.alerts import sentences
-from app.alerts.announce import SYSTEM, tell
+from app.alerts.announce import SYSTEM, Transition, tell
 from app.models import Alert, DetectorRun, Finding, Monitor
 
 OPEN_STATES = ("firing", "acknowledged")
@@ -99,68 +99,66 @@ def record_run(
         labels=monitor.labels or {},
     )
     alert = _open_alert(session, monitor.project_id, fp)
-    if run.fired and alert is None and pending:
-        return None
     if run.fired:
-        if alert is None:
-            alert = Alert(
-                project_id=monitor.project_id,
-                monitor_id=monitor.id,
-                fingerprint=fp,
-                failure_mode=monitor.failure_mode,
-                severity=monitor.severity,
-                labels=dict(monitor.labels or {}),
-                state="firing",
-                summary=summary(run, scope=monitor.selection),
-                evidence=run.evidence,
-                count=1,
-                clean_runs=0,
-                first_fired_at=now,
-                last_fired_at=now,
-            )
-            session.add(alert)
-            session.flush()
-            tell(
-                session, alert, "fired", at=now, before=None, public_url=public_url,
-                detail={"run_id": run.id}, then="trigger",
-            )  # fmt: skip
-        else:
-            alert.count += 1
-            alert.clean_runs = 0
-            alert.last_fired_at = now
-            alert.summary = summary(run, scope=monitor.selection)
-            alert.evidence = run.evidence
-            alert.severity = monitor.severity
-            due = alert.last_notified_at is None or now - alert.last_notified_at >= timedelta(
-                seconds=monitor.repeat_interval_seconds
-            )
-            # A silenced alert is re-checked on every repeat, so it is announced as soon as
-            # its silence ends rather than a whole repeat interval later.
-            remind = alert.state == "firing" and (due or alert.silenced)
-            tell(
-                session, alert, "repeat", at=now, before=alert.state, public_url=public_url,
-                detail={"run_id": run.id, "count": alert.count},
-                then="trigger" if remind else None,
-            )  # fmt: skip
+        if alert is None and pending:
+            return None
+        alert, told = _fired(session, monitor, run, alert, fp=fp, now=now)
         if finding is not None:
             finding.alert_id = alert.id
+    elif alert is None or run.status != "ok":
         return alert
-    if alert is not None and run.status == "ok" and still_degraded:
+    elif still_degraded:
         alert.clean_runs = 0
         return alert
-    if alert is not None and run.status == "ok":
+    else:
         alert.clean_runs += 1
-        if alert.clean_runs >= monitor.auto_resolve_after:
-            resolve(
-                session,
-                alert,
-                actor=SYSTEM,
-                now=now,
-                public_url=public_url,
-                detail={"clean_runs": alert.clean_runs},
-            )
-        return alert
+        if alert.clean_runs < monitor.auto_resolve_after:
+            return alert
+        told = _resolved(alert, actor=SYSTEM, now=now, detail={"clean_runs": alert.clean_runs})
+    tell(session, alert, told, at=now, public_url=public_url)
     return alert
+
+
+def _fired(
+    session: Session, monitor: Monitor, run: DetectorRun, alert: Alert | None, *, fp: str,
+    now: datetime,
+) -> tuple[Alert, Transition]:  # fmt: skip
+    """A fired run opens a new alert, or refreshes the open one (a reminder when due)."""
+    if alert is None:
+        alert = Alert(
+            project_id=monitor.project_id,
+            monitor_id=monitor.id,
+            fingerprint=fp,
+            failure_mode=monitor.failure_mode,
+            severity=monitor.severity,
+            labels=dict(monitor.labels or {}),
+            state="firing",
+            summary=summary(run, scope=monitor.selection),
+            evidence=run.evidence,
+            count=1,
+            clean_runs=0,
+            first_fired_at=now,
+            last_fired_at=now,
+        )
+        session.add(alert)
+        session.flush()
+        return alert, Transition("fired", None, detail={"run_id": run.id}, then="trigger")
+    alert.count += 1
+    alert.clean_runs = 0
+    alert.last_fired_at = now
+    alert.summary = summary(run, scope=monitor.selection)
+    alert.evidence = run.evidence
+    alert.severity = monitor.severity
+    due = alert.last_notified_at is None or now - alert.last_notified_at >= timedelta(
+        seconds=monitor.repeat_interval_seconds
+    )
+    # A silenced alert is re-checked on every repeat, so it is announced as soon as its
+    # silence ends rather than a whole repeat interval later.
+    remind = alert.state == "firing" and (due or alert.silenced)
+    detail = {"run_id": run.id, "count": alert.count}
+    return alert, Transition(
+        "repeat", alert.state, detail=detail, then="trigger" if remind else None
+    )
 
 
 def acknowledge(
@@ -173,10 +171,9 @@ def acknowledge(
     alert.state = "acknowledged"
     alert.acknowledged_at = now
     alert.acknowledged_by = actor
-    tell(
-        session, alert, "acknowledged", at=now, before="firing", actor=actor,
-        public_url=public_url, then=None if alert.silenced else "acknowledge",
-    )  # fmt: skip
+    then = None if alert.silenced else "acknowledge"
+    told = Transition("acknowledged", "firing", actor=actor, then=then)
+    tell(session, alert, told, at=now, public_url=public_url)
     return alert
 
 
@@ -189,6 +186,14 @@ def resolve(
     public_url: str,
     detail: dict[str, Any] | None = None,
 ) -> Alert:
+    told = _resolved(alert, actor=actor, now=now, detail=detail)
+    tell(session, alert, told, at=now, public_url=public_url)
+    return alert
+
+
+def _resolved(
+    alert: Alert, *, actor: str, now: datetime, detail: dict[str, Any] | None
+) -> Transition:
     if alert.state not in OPEN_STATES:
         raise TransitionError(f"state: alert {alert.id} is already {alert.state}")
     before = alert.state
@@ -197,8 +202,6 @@ def resolve(
     alert.resolved_by = actor
     # Only tell channels that heard about the alert; a silenced one was never announced.
     heard = alert.last_notified_at is not None
-    tell(
-        session, alert, "resolved", at=now, before=before, actor=actor, detail=detail,
-        public_url=public_url, then="resolve" if heard else None,
-    )  # fmt: skip
-    return alert
+    return Transition(
+        "resolved", before, actor=actor, detail=detail, then="resolve" if heard else None
+    )

@@ -39,9 +39,7 @@ def renotify_due(engine: Engine, *, now: datetime, public_url: str = "") -> int:
             if not (due or alert.silenced):
                 continue
             before = alert.last_notified_at
-            announce.send_or_silence(
-                session, alert, event="trigger", now=now, public_url=public_url
-            )
+            announce.send(session, alert, event="trigger", now=now, public_url=public_url)
             sent += int(alert.last_notified_at != before)
     return sent
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.alerts import channels, groups, sentences
+from app.alerts import channels, sentences
 from app.web import evidence_view
 
 BASELINE = {"baseline": {"degradation_started_at": "2026-12-03T20:30:00Z"}}
@@ -168,7 +168,7 @@ def test_every_channel_carries_the_sentence_and_the_link_without_repeating_the_m
     assert said in am["annotations"]["summary"] and am["annotations"]["link"] == link
     assert am["generatorURL"] == link
     channel = SimpleNamespace(type="slack", config={})
-    item = groups.item(channel, ctx, "trigger")  # type: ignore[arg-type]
+    item = channels.item(channel, ctx, "trigger")  # type: ignore[arg-type]
     assert item["text"] == f"Firing: [CRITICAL] FM-2 tool failure cascades: {said}"
 
 
