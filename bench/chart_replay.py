@@ -45,8 +45,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.models import DetectorRun
+from app.monitors import decide
 from app.monitors.decision import sequential
-from app.monitors.decision import state as monitor_state
 from app.monitors.defaults import WINDOW
 from bench import alerting
 from detectors.drift import ewma_limit_for_arl0, reflected_ewma_limit_for_arl0
@@ -206,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.traces_per_hour is not None:
         alerting.set_traffic(args.traces_per_hour)
     # Hold the lifecycle shut: no run fires, so no alert freezes the baseline.
-    monitor_state._verdict = lambda monitor, policy, state, w, result: monitor_state.Verdict(
+    decide._verdict = lambda monitor, policy, state, w, result: decide.Verdict(
         False, False, state.chart, {}
     )
     t0 = time.perf_counter()

@@ -177,7 +177,7 @@ def sweep(db_url: str, end: str, cycles: int, interval_s: float) -> dict:
 
     from app.db import make_engine
     from app.models import Alert, DetectorRun, Monitor
-    from app.monitors.plan import run_params
+    from app.monitors.decision.calibration import run_params
     from app.scheduler.service import SchedulerService
     from app.settings import Settings
     from detectors.registry import detector_parameters

@@ -2,26 +2,45 @@
 
 Between detect and record (:mod:`app.monitors.runner`): the detector's result becomes the
 run's status (``ok``, ``insufficient_data`` or ``failed``), its evidence as plain JSON, and
-for an ``ok`` result the monitor's verdict (:func:`app.monitors.decision.state.verdict`:
-the sequential chart, hysteresis, ``for``) and the baseline the run leaves behind
-(:func:`app.monitors.decision.baseline.advance`), for either outcome of the alert, which
-only the record stage learns. Nothing here reads or writes the database, so the record
-stage is only writing.
+for an ``ok`` result the monitor's verdict (:func:`verdict`) and the baseline the run
+leaves behind (:func:`app.monitors.decision.baseline.advance`), for either outcome of the
+alert, which only the record stage learns. Nothing here reads or writes the database, so
+the record stage is only writing.
+
+The verdict, given what the monitor carries from run to run
+(:mod:`app.monitors.decision.state`):
+
+* with no alert open, the run fires when the detector fires at the per-run alpha *or*
+  the chart signals (each on half the false-alert budget);
+* the chart observes only against a rolling baseline: held (after a resolution), pinned
+  and version baselines are shared by every observation, which voids its tables;
+* with an alert open the chart is paused (it watches for onsets; it restarts after the
+  alert resolves) and a run that does not fire still keeps the alert open while its
+  p-value is at most ``RESOLVE_ALPHA``: the current window is not back within the frozen
+  baseline yet. Opening at a strict level and closing at a lenient one is hysteresis,
+  which keeps an alert from flapping on a failure near the detection limit;
+* Prometheus's ``for``: with ``for_seconds`` set, fired runs open no alert until they
+  have held that long (the run is ``pending``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 import numpy as np
 
-from app.monitors.decision import baseline
+from app.models import Monitor
+from app.monitors.decision import baseline, sequential
 from app.monitors.decision import state as monitor_state
 from app.monitors.detect import Outcome
 from app.monitors.plan import RunPlan
+from detectors.result import DetectorResult
+
+RESOLVE_ALPHA = 0.05
 
 
 @dataclass(frozen=True)
@@ -34,7 +53,7 @@ class Judgement:
     status: str
     fired: bool
     evidence: dict[str, Any]
-    verdict: monitor_state.Verdict | None
+    verdict: Verdict | None
     statistic: float | None = None
     threshold: float | None = None
     p_value: float | None = None
@@ -55,29 +74,93 @@ def decide(plan: RunPlan, outcome: Outcome) -> Judgement:
     result, w = outcome.result, plan.windows
     if result is None:
         return Judgement("failed", False, {}, None)
+    found = verdict(plan.monitor, plan.policy, plan.state, w, result, plan.now)
     numbers = (
         finite_or_none(result.statistic),
         finite_or_none(result.threshold),
         finite_or_none(result.p_value),
     )
-    evidence = jsonable(dict(result.evidence))
-    if outcome.sample:
-        evidence["window_sample"] = jsonable(outcome.sample)
-    if result.status != "ok":
+    sample = {"window_sample": outcome.sample} if outcome.sample else {}
+    evidence = jsonable({**result.evidence, **sample, **(found.evidence if found else {})})
+    if found is None:
         return Judgement("insufficient_data", False, evidence, None, *numbers)
-    verdict = monitor_state.verdict(plan.monitor, plan.policy, plan.state, w, result, plan.now)
-    evidence.update(jsonable(verdict.evidence))
     if_open, if_closed = (_advanced(plan, alert_open=o) for o in (True, False))
     # What an alert is held against: the baseline a firing run freezes; otherwise the
     # baseline the run compared with.
-    held = if_open if verdict.fired and not verdict.pending else plan.state.baseline
+    held = if_open if found.fired and not found.pending else plan.state.baseline
     evidence["baseline"] = baseline.describe(held, w)
-    chart, pending_since = verdict.chart, verdict.pending_since
+    chart, pending_since = found.chart, found.pending_since
     return Judgement(
-        "ok", verdict.fired, evidence, verdict, *numbers,
+        "ok", found.fired, evidence, found, *numbers,
         state_if_open=monitor_state.MonitorState(if_open, chart, pending_since),
         state_if_closed=monitor_state.MonitorState(if_closed, chart, pending_since),
     )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Verdict:
+    fired: bool
+    still_degraded: bool
+    chart: sequential.ChartState
+    evidence: dict[str, Any]  # added to the run's evidence
+    pending: bool = False  # fired, but not for ``for_seconds`` yet: no alert opens
+    pending_since: datetime | None = None
+
+
+def verdict(
+    monitor: Monitor, policy: baseline.BaselinePolicy, state: monitor_state.MonitorState,
+    w: baseline.Windows, result: DetectorResult, now: datetime,
+) -> Verdict | None:  # fmt: skip
+    """The outcome of a result given the monitor's state (see the module's notes); None
+    when the detector tested nothing (insufficient data)."""
+    if result.status != "ok":
+        return None
+    v = _verdict(monitor, policy, state, w, result)
+    if state.alert_open or not v.fired or monitor.for_seconds <= 0:
+        return v
+    # Prometheus's ``for``: the condition must hold through consecutive runs this long.
+    since = state.pending_since or now
+    pending = (now - since).total_seconds() < monitor.for_seconds
+    extra = {**v.evidence, "pending_since": since.isoformat(), "pending": pending}
+    return replace(v, pending=pending, pending_since=since if pending else None, evidence=extra)
+
+
+def _verdict(
+    monitor: Monitor, policy: baseline.BaselinePolicy, state: monitor_state.MonitorState,
+    w: baseline.Windows, result: DetectorResult,
+) -> Verdict:  # fmt: skip
+    fired = bool(result.fired)
+    p = result.p_value
+    if state.alert_open:
+        degraded = not fired and p is not None and p <= RESOLVE_ALPHA
+        extra: dict[str, Any] = {"resolve_alpha": RESOLVE_ALPHA, "still_degraded": degraded}
+        if monitor.sequential:
+            extra["sequential"] = {"paused": "an alert is open"}
+        return Verdict(fired, degraded, sequential.ChartState(), extra)
+    if not monitor.sequential:
+        return Verdict(fired, False, state.chart, {})
+    if w.mode != "rolling":
+        # A held, pinned or version baseline is the same for every observation, and what is
+        # shared is its own sampling error: the chart's run-length tables would not hold
+        # (app.monitors.decision.sequential). The run test, valid against any clean baseline, stays.
+        paused = {"paused": f"the baseline is {w.mode}: every observation would share it"}
+        return Verdict(fired, False, state.chart, {"sequential": paused})
+    arl0, inflation = sequential.chart_for(
+        interval_seconds=monitor.interval_seconds,
+        current_seconds=policy.current.total_seconds(),
+        reference_seconds=policy.reference.total_seconds(),
+        ert_days=monitor.expected_days_between_false_alerts,
+    )
+    chart, ev = sequential.update(
+        state.chart, p_value=p, window_start=w.current_start, window_end=w.current_end,
+        arl0=arl0, inflation=inflation,
+    )  # fmt: skip
+    extra = {"sequential": ev}
+    if ev["signal"] and not fired:
+        extra["opened_by"] = "sequential chart"
+    elif fired:
+        extra["opened_by"] = "run test"
+    return Verdict(fired or bool(ev["signal"]), False, chart, extra)
 
 
 def _advanced(plan: RunPlan, *, alert_open: bool) -> baseline.BaselineState:

@@ -55,21 +55,6 @@ class RunPlan:
         return self.monitor.project_id
 
 
-def run_params(monitor: Monitor, defaults: Mapping[str, Any]) -> dict[str, Any]:
-    """The detector parameters a run uses: the monitor's, with alpha from its ERT.
-
-    With the sequential chart on, the per-run test gets half the false-alert rate (twice
-    the ERT) and the chart the other half (:mod:`app.monitors.decision.state`).
-    """
-    share = 0.5 if monitor.sequential else 1.0
-    return calibration.calibrated_params(
-        monitor.detector_params or {},
-        defaults=defaults,
-        ert_days=float(monitor.expected_days_between_false_alerts) / share,
-        interval_seconds=float(monitor.interval_seconds),
-    )
-
-
 def plan_run(
     session: Session,
     data: Session,
@@ -102,7 +87,9 @@ def plan_run(
     detector, build_error = None, None
     if no_reference is None:
         try:
-            params = run_params(monitor, registry.detector_parameters(monitor.failure_mode))
+            params = calibration.run_params(
+                monitor, registry.detector_parameters(monitor.failure_mode)
+            )
             detector = detector_factory(monitor.failure_mode, params)
         except Exception as exc:
             build_error = f"{type(exc).__name__}: {exc}"[:2000]

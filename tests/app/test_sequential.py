@@ -130,6 +130,7 @@ def test_the_chart_only_observes_against_a_rolling_baseline() -> None:
     chart pauses (p = 0.01 every window would signal within a few against a rolling one)."""
     from types import SimpleNamespace
 
+    from app.monitors import decide
     from app.monitors.decision import state as monitor_state
     from app.monitors.decision.baseline import BaselinePolicy, windows_for
 
@@ -142,8 +143,8 @@ def test_the_chart_only_observes_against_a_rolling_baseline() -> None:
         for k in range(30):
             now = T0 + timedelta(hours=k)
             w = replace(windows_for(policy, None, now), mode=mode)
-            v = monitor_state.verdict(monitor, policy, st, w,
-                                      DetectorResult("FM-2", 0.0, 1.0, 0.01, False), now)  # fmt: skip
+            v = decide.verdict(monitor, policy, st, w,
+                               DetectorResult("FM-2", 0.0, 1.0, 0.01, False), now)  # fmt: skip
             if v.fired:
                 return k
             if mode != "rolling":

@@ -35,7 +35,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from app.models import Monitor
 
 DEFAULT_ERT_DAYS = 30.0
 # Resampled statistics that may exceed the observed one at p = alpha, the library's own
@@ -105,3 +108,18 @@ def calibrated_params(
             given = int(out.get(name, defaults[name]))
             out[name] = max(given, resamples_for(alpha))
     return out
+
+
+def run_params(monitor: Monitor, defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """The detector parameters a run of ``monitor`` uses: its own, with alpha from its ERT.
+
+    With the sequential chart on, the per-run test gets half the false-alert rate (twice
+    the ERT) and the chart the other half (:mod:`app.monitors.decide`).
+    """
+    share = 0.5 if monitor.sequential else 1.0
+    return calibrated_params(
+        monitor.detector_params or {},
+        defaults=defaults,
+        ert_days=float(monitor.expected_days_between_false_alerts) / share,
+        interval_seconds=float(monitor.interval_seconds),
+    )

@@ -61,7 +61,7 @@ held baseline. A permutation p-value conditions on both windows and is far less 
 the baseline's particular draw, but a baseline held for a day after an alert resolves is
 still one draw for every observation: measured, a false FM-6 alert whose held baseline
 opened a second one through the chart. So the chart observes only while the baseline rolls
-(:func:`app.monitors.decision.state.verdict`).
+(:func:`app.monitors.decide.verdict`).
 
 Half the monitor's ERT budget goes to the per-run test and half to the chart (the union
 bound again: the two false-alert rates add up).

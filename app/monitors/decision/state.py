@@ -1,23 +1,15 @@
-"""What a monitor carries from run to run, and the verdict of one run given it.
+"""What a monitor carries from run to run: one ``monitor_baselines`` row.
 
-The state is one ``monitor_baselines`` row: where the baseline stands
-(:mod:`app.monitors.decision.baseline`) and the sequential chart (:mod:`app.monitors.decision.sequential`).
-:func:`verdict` turns a detector's result into the run's outcome:
-
-* with no alert open, the run fires when the detector fires at the per-run alpha *or*
-  the chart signals (each on half the false-alert budget);
-* the chart observes only against a rolling baseline: held (after a resolution), pinned
-  and version baselines are shared by every observation, which voids its tables;
-* with an alert open the chart is paused (it watches for onsets; it restarts after the
-  alert resolves) and a run that does not fire still keeps the alert open while its
-  p-value is at most ``RESOLVE_ALPHA``: the current window is not back within the frozen
-  baseline yet. Opening at a strict level and closing at a lenient one is hysteresis,
-  which keeps an alert from flapping on a failure near the detection limit.
+Where the baseline stands (:mod:`app.monitors.decision.baseline`), the sequential chart
+(:mod:`app.monitors.decision.sequential`) and since when fired runs are pending
+(``for``): read by the plan stage (:func:`load`), decided on by the decide stage
+(:mod:`app.monitors.decide`), written by the record stage (:func:`save`), which also
+asks whether the project's error-rate monitors are quiet (:func:`silent_drift`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -26,10 +18,8 @@ from sqlalchemy.orm import Session
 
 from app.models import Alert, Monitor, MonitorBaseline
 from app.monitors.decision import sequential
-from app.monitors.decision.baseline import BaselinePolicy, BaselineState, Windows
-from detectors.result import DetectorResult
+from app.monitors.decision.baseline import BaselineState
 
-RESOLVE_ALPHA = 0.05
 # The modes whose alerts say error rates moved; FM-6 drift without them is "silent".
 ERROR_RATE_MODES = ("FM-1", "FM-2", "OUTCOME")
 
@@ -78,69 +68,6 @@ def save(session: Session, monitor: Monitor, state: MonitorState, now: datetime)
     row.chart_window_end = state.chart.last_window_end
     row.pending_since = state.pending_since
     row.updated_at = now
-
-
-@dataclass(frozen=True)
-class Verdict:
-    fired: bool
-    still_degraded: bool
-    chart: sequential.ChartState
-    evidence: dict[str, Any]  # added to the run's evidence
-    pending: bool = False  # fired, but not for ``for_seconds`` yet: no alert opens
-    pending_since: datetime | None = None
-
-
-def verdict(
-    monitor: Monitor, policy: BaselinePolicy, state: MonitorState, w: Windows,
-    result: DetectorResult, now: datetime,
-) -> Verdict:  # fmt: skip
-    """The outcome of an ``ok`` result given the monitor's state (see the module's notes)."""
-    v = _verdict(monitor, policy, state, w, result)
-    if state.alert_open or not v.fired or monitor.for_seconds <= 0:
-        return v
-    # Prometheus's ``for``: the condition must hold through consecutive runs this long.
-    since = state.pending_since or now
-    pending = (now - since).total_seconds() < monitor.for_seconds
-    extra = {**v.evidence, "pending_since": since.isoformat(), "pending": pending}
-    return replace(v, pending=pending, pending_since=since if pending else None, evidence=extra)
-
-
-def _verdict(
-    monitor: Monitor, policy: BaselinePolicy, state: MonitorState, w: Windows,
-    result: DetectorResult,
-) -> Verdict:  # fmt: skip
-    fired = bool(result.fired)
-    p = result.p_value
-    if state.alert_open:
-        degraded = not fired and p is not None and p <= RESOLVE_ALPHA
-        extra: dict[str, Any] = {"resolve_alpha": RESOLVE_ALPHA, "still_degraded": degraded}
-        if monitor.sequential:
-            extra["sequential"] = {"paused": "an alert is open"}
-        return Verdict(fired, degraded, sequential.ChartState(), extra)
-    if not monitor.sequential:
-        return Verdict(fired, False, state.chart, {})
-    if w.mode != "rolling":
-        # A held, pinned or version baseline is the same for every observation, and what is
-        # shared is its own sampling error: the chart's run-length tables would not hold
-        # (app.monitors.decision.sequential). The run test, valid against any clean baseline, stays.
-        paused = {"paused": f"the baseline is {w.mode}: every observation would share it"}
-        return Verdict(fired, False, state.chart, {"sequential": paused})
-    arl0, inflation = sequential.chart_for(
-        interval_seconds=monitor.interval_seconds,
-        current_seconds=policy.current.total_seconds(),
-        reference_seconds=policy.reference.total_seconds(),
-        ert_days=monitor.expected_days_between_false_alerts,
-    )
-    chart, ev = sequential.update(
-        state.chart, p_value=p, window_start=w.current_start, window_end=w.current_end,
-        arl0=arl0, inflation=inflation,
-    )  # fmt: skip
-    extra = {"sequential": ev}
-    if ev["signal"] and not fired:
-        extra["opened_by"] = "sequential chart"
-    elif fired:
-        extra["opened_by"] = "run test"
-    return Verdict(fired or bool(ev["signal"]), False, chart, extra)
 
 
 def silent_drift(session: Session, *, project_id: int) -> dict[str, Any]:
