@@ -40,25 +40,11 @@ def filtered(
 
 
 def list_traces(
-    session: Session,
-    *,
-    project_id: int,
-    agent: str | None = None,
-    status: str | None = None,
-    source: str | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
-    limit: int = 50,
-    cursor: int | None = None,
-    agent_version: str | None = None,
-    trace_id: str | None = None,
+    session: Session, filtered: Select[Any], *, limit: int = 50, cursor: int | None = None
 ) -> Page[Trace]:
-    """Newest first (a text search is :func:`app.traces.search.search_traces`)."""
-    q = filtered(
-        project_id=project_id, agent=agent, status=status, source=source, since=since,
-        until=until, agent_version=agent_version, trace_id=trace_id,
-    )  # fmt: skip
-    return paginate(session, q, id_column=Trace.id, limit=limit, cursor=cursor)
+    """The traces ``filtered`` selects (see :func:`filtered`), newest first (a text search is
+    :func:`app.traces.search.search_traces`)."""
+    return paginate(session, filtered, id_column=Trace.id, limit=limit, cursor=cursor)
 
 
 def get_trace(

@@ -10,17 +10,25 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Form
+from sqlalchemy.orm import Session
 
 from app.alerts import store as alert_store
 from app.alerts.channel_check import queue_test
 from app.alerts.outbound import OutboundPolicy, OutboundRefused
 from app.alerts.schemas import ChannelCreate
-from app.db import project_row, write_session
-from app.deps import EngineDep, Int4Id, SessionDep, found
+from app.db import write_session
+from app.deps import EngineDep, Int4Id, SessionDep
 from app.models import Channel
 from app.models.base import utcnow
 from app.web.deps import WebContext, WebDep
-from app.web.settings_pages import FormError, act, parse_form, require_admin, settings_page
+from app.web.settings_pages import (
+    FormError,
+    act,
+    act_on_row,
+    parse_form,
+    require_admin,
+    settings_page,
+)
 
 router = APIRouter(prefix="/settings/channels", include_in_schema=False)
 
@@ -67,34 +75,30 @@ def create_channel(
     return act(web, session, "channels", csrf, action, typed, renderer=_render)
 
 
-def _channel(s: Any, web: WebContext, channel_id: int) -> Channel:
-    pid = web.principal.project_id
-    return found(project_row(s, Channel, channel_id, project_id=pid), "channel", channel_id)
-
-
 @router.post("/{channel_id}/test")
 def send_test(
     channel_id: Int4Id, web: WebDep, session: SessionDep, engine: EngineDep, csrf: str = Form("")
 ) -> Any:
-    def action() -> str:
-        with write_session(engine) as s:
-            channel = _channel(s, web, channel_id)
-            queue_test(
-                s, channel, project_name=web.principal.project_name,
-                public_url=web.request.app.state.settings.public_url, now=utcnow(),
-            )  # fmt: skip
+    def change(s: Session, channel: Channel) -> str:
+        queue_test(
+            s, channel, project_name=web.principal.project_name,
+            public_url=web.request.app.state.settings.public_url, now=utcnow(),
+        )  # fmt: skip
         return f"Test queued for channel {channel_id}; it goes out with the next outbox round."
 
-    return act(web, session, "channels", csrf, action, {}, renderer=_render)
+    return act_on_row(
+        web, session, "channels", csrf, engine, Channel, "channel", channel_id, change, _render
+    )
 
 
 @router.post("/{channel_id}/delete")
 def delete_channel(
     channel_id: Int4Id, web: WebDep, session: SessionDep, engine: EngineDep, csrf: str = Form("")
 ) -> Any:
-    def action() -> str:
-        with write_session(engine) as s:
-            s.delete(_channel(s, web, channel_id))
+    def change(s: Session, channel: Channel) -> str:
+        s.delete(channel)
         return f"Channel {channel_id} deleted."
 
-    return act(web, session, "channels", csrf, action, {}, renderer=_render)
+    return act_on_row(
+        web, session, "channels", csrf, engine, Channel, "channel", channel_id, change, _render
+    )

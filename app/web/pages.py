@@ -211,7 +211,7 @@ def traces_page(
     text = (q or "").strip() or None
     if text and start is None:
         start = utcnow() - TEXT_SEARCH_DEFAULT
-    where: dict[str, Any] = dict(
+    filtered = traces.filtered(
         project_id=web.principal.project_id, agent=agent or None, agent_version=version or None,
         trace_id=(trace_id or "").strip() or None, status=status or None,
         source=source or None, since=start, until=end,
@@ -219,13 +219,13 @@ def traces_page(
     scanned_to, scanned = None, 0
     if text:
         found = trace_search.search_traces(
-            session, traces.filtered(**where), project_id=web.principal.project_id,
+            session, filtered, project_id=web.principal.project_id,
             text=text, limit=50, cursor=cursor,
         )  # fmt: skip
         rows, next_cursor, scanned_to = found.rows, found.next_cursor, found.scanned_to
         scanned = found.scanned
     else:
-        listed = traces.list_traces(session, **where, limit=50, cursor=cursor)
+        listed = traces.list_traces(session, filtered, limit=50, cursor=cursor)
         rows, next_cursor = listed.rows, listed.next_cursor
     page = TracePage(traces=[TraceOut.model_validate(t) for t in rows], next_cursor=next_cursor)
     filters = {"agent": agent or "", "version": version or "", "status": status or "",

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import RedirectResponse
 from pydantic import BaseModel, ValidationError
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
 
 from app import keys
 from app.alerts import store as alert_store
@@ -35,6 +37,7 @@ from app.web.deps import WebContext, WebDep
 router = APIRouter(prefix="/settings", include_in_schema=False)
 ADMIN = "admin"
 TABS = ("keys", "monitors", "silences", "scores", "derived", "retention")  # channels: own module
+R = TypeVar("R")
 
 
 class FormError(ValueError):
@@ -118,6 +121,30 @@ def act(
     except FormError as exc:
         return render(status=422, error=str(exc), form=form)
     return render(flash=done, **(shown or {}))
+
+
+def act_on_row(
+    web: WebContext,
+    session: Any,
+    tab: str,
+    csrf: str,
+    engine: Engine,
+    model: type[R],
+    noun: str,
+    row_id: int,
+    change: Callable[[Session, R], str],
+    renderer: Callable[..., Any] | None = None,
+) -> Any:
+    """:func:`act` for a form action on one row of the caller's project: ``change`` gets row
+    ``row_id`` of ``model`` in one write transaction and says what happened; a row the project
+    lacks is the 404 ``"<noun> <row_id> not found in this project"``."""
+
+    def action() -> str:
+        with write_session(engine) as s:
+            pid = web.principal.project_id
+            return change(s, found(project_row(s, model, row_id, project_id=pid), noun, row_id))
+
+    return act(web, session, tab, csrf, action, {}, renderer=renderer)
 
 
 @router.get("")
@@ -220,18 +247,15 @@ def create_silence(
 def expire_silence(
     silence_id: Int4Id, web: WebDep, session: SessionDep, engine: EngineDep, csrf: str = Form("")
 ) -> Any:
-    def action() -> str:
-        with write_session(engine) as s:
-            pid = web.principal.project_id
-            silence = found(
-                project_row(s, Silence, silence_id, project_id=pid), "silence", silence_id
-            )
-            now = utcnow()
-            if silence.ends_at > now:
-                silence.ends_at = max(now, silence.starts_at)
+    def change(s: Session, silence: Silence) -> str:
+        now = utcnow()
+        if silence.ends_at > now:
+            silence.ends_at = max(now, silence.starts_at)
         return f"Silence {silence_id} expired."
 
-    return act(web, session, "silences", csrf, action, {})
+    return act_on_row(
+        web, session, "silences", csrf, engine, Silence, "silence", silence_id, change
+    )
 
 
 @router.post("/scores")

@@ -29,17 +29,15 @@ def list_traces(
     cursor: Int8Id | None = Query(None, description="next_cursor of the previous page"),
 ) -> TracePage:
     """Newest first. Pass ``next_cursor`` back as ``cursor`` for the next page."""
-    page = store.list_traces(
-        session,
+    filtered = store.filtered(
         project_id=principal.project_id,
         agent=agent,
         status=status,
         source=source,
         since=since,
         until=until,
-        limit=limit,
-        cursor=cursor,
     )
+    page = store.list_traces(session, filtered, limit=limit, cursor=cursor)
     return TracePage(
         traces=[TraceOut.model_validate(t) for t in page.rows], next_cursor=page.next_cursor
     )
