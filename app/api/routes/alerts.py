@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query
+from pydantic import BaseModel, Field
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
@@ -31,25 +32,21 @@ def _get(session: Session, project_id: int, alert_id: int) -> Alert:
     )
 
 
+class AlertFilters(BaseModel):
+    """The alert list's query parameters, each narrowing the list when given."""
+
+    state: Literal["firing", "acknowledged", "resolved"] | None = None
+    severity: Severity | None = None
+    failure_mode: FailureMode | None = None
+    monitor_id: Int4Id | None = None
+    limit: int = Field(100, ge=1, le=1000)
+
+
 @router.get("")
 def list_alerts(
-    principal: ReadKey,
-    session: SessionDep,
-    state: Literal["firing", "acknowledged", "resolved"] | None = None,
-    severity: Severity | None = None,
-    failure_mode: FailureMode | None = None,
-    monitor_id: Int4Id | None = None,
-    limit: int = Query(100, ge=1, le=1000),
+    principal: ReadKey, session: SessionDep, filters: Annotated[AlertFilters, Query()]
 ) -> AlertList:
-    rows = store.list_alerts(
-        session,
-        project_id=principal.project_id,
-        state=state,
-        severity=severity,
-        failure_mode=failure_mode,
-        monitor_id=monitor_id,
-        limit=limit,
-    )
+    rows = store.list_alerts(session, project_id=principal.project_id, **filters.model_dump())
     return AlertList(alerts=[AlertOut.model_validate(a) for a in rows])
 
 

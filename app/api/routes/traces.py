@@ -3,9 +3,10 @@ GenAI events of its spans."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query
+from pydantic import BaseModel, Field
 
 from app.api.deps import Int8Id, ReadKey, SessionDep
 from app.models.base import UTCTime
@@ -16,28 +17,26 @@ from app.traces.span_events import span_events_of_trace
 router = APIRouter(prefix="/api/v1/traces", tags=["traces"])
 
 
+class TraceFilters(BaseModel):
+    """The trace list's query parameters, each narrowing the list when given."""
+
+    agent: str | None = None
+    status: Literal["ok", "error"] | None = None
+    source: Literal["production", "eval", "shadow"] | None = None
+    since: UTCTime | None = Field(None, description="started_at >= since (ISO-8601)")
+    until: UTCTime | None = Field(None, description="started_at < until (ISO-8601)")
+    limit: int = Field(50, ge=1, le=500)
+    cursor: Int8Id | None = Field(None, description="next_cursor of the previous page")
+
+
 @router.get("")
 def list_traces(
-    principal: ReadKey,
-    session: SessionDep,
-    agent: str | None = None,
-    status: Literal["ok", "error"] | None = None,
-    source: Literal["production", "eval", "shadow"] | None = None,
-    since: UTCTime | None = Query(None, description="started_at >= since (ISO-8601)"),
-    until: UTCTime | None = Query(None, description="started_at < until (ISO-8601)"),
-    limit: int = Query(50, ge=1, le=500),
-    cursor: Int8Id | None = Query(None, description="next_cursor of the previous page"),
+    principal: ReadKey, session: SessionDep, filters: Annotated[TraceFilters, Query()]
 ) -> TracePage:
     """Newest first. Pass ``next_cursor`` back as ``cursor`` for the next page."""
-    filtered = store.filtered(
-        project_id=principal.project_id,
-        agent=agent,
-        status=status,
-        source=source,
-        since=since,
-        until=until,
-    )
-    page = store.list_traces(session, filtered, limit=limit, cursor=cursor)
+    narrowed = filters.model_dump(exclude={"limit", "cursor"})
+    filtered = store.filtered(project_id=principal.project_id, **narrowed)
+    page = store.list_traces(session, filtered, limit=filters.limit, cursor=filters.cursor)
     return TracePage(
         traces=[TraceOut.model_validate(t) for t in page.rows], next_cursor=page.next_cursor
     )
