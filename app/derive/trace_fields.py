@@ -1,7 +1,7 @@
 """The derived fields of one settled trace (input identity, decision, confidence, source),
 from its spans and their GenAI events.
 
-Rules (docs/guides/derived-signals.md); a value the telemetry gave explicitly always wins:
+Rules (docs/guides/derived-fields.md); a value the telemetry gave explicitly always wins:
 
 - **input identity**: :mod:`app.derive.identity` on the user side of the first LLM call
   (step order, :func:`detectors.stored_times.step_order_key`); the *input text* embedded is
