@@ -78,7 +78,7 @@ class Settings(BaseSettings):
     # JPEG decoder of the embed worker's device path (pipelines/embedding/device_decoders.py):
     # auto takes DALI, else nvImageCodec, else torchvision on CUDA, and PIL on CPU.
     image_decoder: Literal["auto", "dali", "nvimgcodec", "torchvision", "pil"] = "auto"
-    # Derived signals (app/derive): input identity, decision, confidence, source,
+    # Derived fields (app/derive): input identity, decision, confidence, source,
     # counterfactual pairs and MiniLM text embeddings, for traces that got no new span or
     # GenAI event for derive_settle_seconds. derive_text_embeddings=false turns the text
     # embeddings off for every project (they are the costly part; a project can also).

@@ -1,7 +1,7 @@
-"""A project's rules for deriving signals from telemetry (``projects.signal_config``).
+"""A project's rules for the fields derived from its traces (``projects.derived_field_rules``).
 
-Stored as JSON, null meaning every default; ``GET/PUT /api/v1/project/signals`` read and
-set it. Every user-supplied pattern is compiled with RE2 (:mod:`app.derive.patterns`), so
+Stored as JSON, null meaning every default; ``GET/PUT /api/v1/project/derived-fields`` read
+and set it. Every user-supplied pattern is compiled with RE2 (:mod:`app.derive.patterns`), so
 no rule can make a derivation take more than linear time in its input; a pattern RE2
 refuses (backreferences, lookaround, too big a DFA) is a 422 naming its field.
 
@@ -133,7 +133,7 @@ class TextEmbeddings(_Rules):
     enabled: bool = True
 
 
-class SignalConfig(_Rules):
+class DerivedFieldRules(_Rules):
     """The whole configuration; every part optional (its defaults apply)."""
 
     input_identity: InputIdentity = Field(default_factory=InputIdentity)
@@ -144,41 +144,43 @@ class SignalConfig(_Rules):
     text_embeddings: TextEmbeddings = Field(default_factory=TextEmbeddings)
 
 
-class SignalConfigOut(ResponseModel):
-    config: SignalConfig  # the effective configuration, defaults filled in
+class DerivedFieldRulesOut(ResponseModel):
+    config: DerivedFieldRules  # the effective configuration, defaults filled in
     customised: bool  # false: the project follows every default
     text_embeddings_on_server: bool  # false: the server has text embeddings turned off
 
 
-def effective_config(stored: dict[str, Any] | None) -> SignalConfig:
+def effective_config(stored: dict[str, Any] | None) -> DerivedFieldRules:
     """The stored JSON as a config; one that no longer validates falls back to defaults.
 
     A stored config was valid when it was written; a later release may tighten a rule, and
     a job must not stop deriving for the whole project over it.
     """
     if not stored:
-        return SignalConfig()
+        return DerivedFieldRules()
     try:
-        return SignalConfig.model_validate(stored)
+        return DerivedFieldRules.model_validate(stored)
     except ValidationError:
-        return SignalConfig()
+        return DerivedFieldRules()
 
 
-def signals_view(project: Project, *, server_embeddings: bool) -> SignalConfigOut:
-    return SignalConfigOut(
-        config=effective_config(project.signal_config),
-        customised=project.signal_config is not None,
+def derived_field_rules_view(project: Project, *, server_embeddings: bool) -> DerivedFieldRulesOut:
+    return DerivedFieldRulesOut(
+        config=effective_config(project.derived_field_rules),
+        customised=project.derived_field_rules is not None,
         text_embeddings_on_server=server_embeddings,
     )
 
 
-def set_signal_config(session: Session, *, project_id: int, config: SignalConfig | None) -> Project:
+def set_derived_field_rules(
+    session: Session, *, project_id: int, config: DerivedFieldRules | None
+) -> Project:
     """Set (or, with None, clear to the defaults) the project's rules; the caller commits.
 
-    Traces derived under the old rules keep their signals; new traces follow the new ones.
+    Traces derived under the old rules keep their fields; new traces follow the new ones.
     """
     project = session.get(Project, project_id)
     if project is None:  # the caller's key names it, so only a race with its deletion
         raise LookupError(f"project {project_id} not found")
-    project.signal_config = None if config is None else config.model_dump(mode="json")
+    project.derived_field_rules = None if config is None else config.model_dump(mode="json")
     return project

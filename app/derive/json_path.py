@@ -1,4 +1,4 @@
-"""The small JSON path subset the signal rules accept: ``$``, ``.name``, ``['name']``, ``[N]``.
+"""The JSON path subset the derived-field rules accept: ``$``, ``.name``, ``['name']``, ``[N]``.
 
 Enough to name a field of an agent's JSON answer (``$.action``, ``$.result.items[0].id``,
 ``$['final answer']``); no filters, wildcards or recursion, so a path is a fixed list of

@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import and_, or_, select
 from sqlalchemy.engine import Connection
 
-from app.derive.config import SignalConfig, effective_config
+from app.derive.config import DerivedFieldRules, effective_config
 from app.models import Project, Span, SpanEvent, Trace
 
 _TRACE_COLUMNS = (
@@ -41,7 +41,7 @@ class Batch:
     spans: dict[tuple[int, str], list[dict[str, Any]]] = field(default_factory=dict)
     # (project_id, trace_id) -> {span_id: [event, ...]} in time order
     events: dict[tuple[int, str], dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
-    configs: dict[int, SignalConfig] = field(default_factory=dict)
+    configs: dict[int, DerivedFieldRules] = field(default_factory=dict)
 
 
 def pending_batch(
@@ -69,7 +69,7 @@ def pending_batch(
         _load_content(conn, batch, project_id, trace_ids)
     if by_project:
         stored = conn.execute(
-            select(Project.id, Project.signal_config).where(Project.id.in_(list(by_project)))
+            select(Project.id, Project.derived_field_rules).where(Project.id.in_(list(by_project)))
         ).all()
         batch.configs = {pid: effective_config(cfg) for pid, cfg in stored}
     return batch

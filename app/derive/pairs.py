@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.engine import Connection
 
-from app.derive.config import Counterfactual, SignalConfig
+from app.derive.config import Counterfactual, DerivedFieldRules
 from app.models import Trace
 
 _FAR = datetime.max
@@ -94,7 +94,7 @@ def pair_batch(
     conn: Connection,
     *,
     traces: list[dict[str, Any]],
-    configs: Mapping[int, SignalConfig],
+    configs: Mapping[int, DerivedFieldRules],
     hashes: Mapping[tuple[int, str], str | None],
 ) -> dict[tuple[int, str], str]:
     """Pairs for one batch of every project with a rule; re-queues the candidates of the

@@ -1,4 +1,4 @@
-"""User patterns of the signal rules, matched in linear time with RE2.
+"""User patterns of the derived-field rules, matched in linear time with RE2.
 
 The same engine and memory bound as silence matchers (:mod:`app.alerts.patterns`, the fix
 for a pattern that froze the process): a pattern such as ``(a+)+$`` runs in time linear

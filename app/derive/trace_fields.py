@@ -1,7 +1,7 @@
 """The derived fields of one settled trace (input identity, decision, confidence, source),
 from its spans and their GenAI events.
 
-Rules (docs/guides/derived-signals.md); a value the telemetry gave explicitly always wins:
+Rules (docs/guides/derived-fields.md); a value the telemetry gave explicitly always wins:
 
 - **input identity**: :mod:`app.derive.identity` on the user side of the first LLM call
   (step order, :func:`detectors.stored_times.step_order_key`); the *input text* embedded is
@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.derive.config import SignalConfig
+from app.derive.config import DerivedFieldRules
 from app.derive.identity import embedding_text, input_hash
 from app.derive.json_path import read_json_path
 from app.derive.messages import CallContent, call_content
@@ -66,7 +66,7 @@ def derive_trace(
     trace: Mapping[str, Any],
     spans: Sequence[Mapping[str, Any]],
     events: Mapping[str, list[dict[str, Any]]],
-    config: SignalConfig,
+    config: DerivedFieldRules,
 ) -> DerivedFields:
     ordered = sorted(spans, key=step_order_key)
     llm = [s for s in ordered if s.get("kind") == "llm"]
@@ -104,7 +104,7 @@ def _decision(
     llm: list[Mapping[str, Any]],
     calls: list[CallContent],
     output: str | None,
-    config: SignalConfig,
+    config: DerivedFieldRules,
 ) -> str | None:
     rule = config.decision.agents.get(str(trace.get("agent") or ""))
     if rule is not None:
@@ -146,7 +146,7 @@ def _confidence(
     ordered: list[Mapping[str, Any]],
     calls: list[CallContent],
     output: str | None,
-    config: SignalConfig,
+    config: DerivedFieldRules,
 ) -> float | None:
     name = config.confidence.field
     if name is not None and name.startswith("$"):

@@ -31,8 +31,8 @@ class Project(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     # Days its data is kept; None follows Settings.retention_days.
     retention_days: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    # How signals are derived from its telemetry (app/derive/config.py); None: defaults.
-    signal_config: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+    # Its rules for the fields derived from its traces (app/derive/config.py); None: defaults.
+    derived_field_rules: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
 
 
 class ApiKey(IntId, ProjectOwned, Base):
@@ -73,7 +73,7 @@ class Trace(BigId, ProjectOwned, Base):
     counterfactual_of: Mapped[str | None] = mapped_column(String(64), nullable=True)
     attributes: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-    # When a piece of it last arrived (trace, span or GenAI event), and when its signals
+    # When a piece of it last arrived (trace, span or GenAI event), and when its fields
     # were derived from what had arrived by then; None: not yet, or something came since.
     updated_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True, default=utcnow)
     derived_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)

@@ -1,5 +1,5 @@
 """The periodic jobs the scheduler runs beside the monitors: queue fillers, lease reapers,
-data retention, alert reminders, derived signals.
+data retention, alert reminders, derived fields.
 
 A job is ``func(engine, sessionmaker, settings)``, run every ``interval_seconds``; a failing
 job is logged and runs again at its next interval. ``exclusive=True`` (the default) runs a

@@ -21,7 +21,7 @@ class TraceOut(ResponseModel):
     source: str
     counterfactual_of: str | None
     attributes: dict[str, Any]
-    # Why its signals could not be derived (app/derive/failures.py); None when they were.
+    # Why its fields could not be derived (app/derive/failures.py); None when they were.
     derive_error: str | None = None
 
 

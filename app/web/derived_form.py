@@ -1,12 +1,12 @@
 """The derived-field rules edited field by field (``POST /settings/derived/fields``).
 
 The JSON form (:func:`app.web.settings_pages.put_derived`) takes every rule
-``PUT /api/v1/project/signals`` takes, but a team mostly changes a handful: how decisions
+``PUT /api/v1/project/derived-fields`` takes, but a team mostly changes a handful: how decisions
 are read (the default, and per agent a JSON path or regex over the output), where
 confidence is, which environments are eval traffic, the input identity's exclusions, a
 counterfactual pair, text embeddings on or off. These get one input each. The form is
 applied over the project's effective rules, so anything only the JSON form sets is kept,
-and the result goes through :class:`app.derive.config.SignalConfig` like the API's body:
+and the result goes through :class:`app.derive.config.DerivedFieldRules` like the API's body:
 a refused value is a 422 naming its field, with what was typed kept.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 from fastapi import APIRouter, Form
 
 from app.deps import SessionDep
-from app.derive.config import SignalConfig, effective_config, set_signal_config
+from app.derive.config import DerivedFieldRules, effective_config, set_derived_field_rules
 from app.models import Project
 from app.web.deps import WebDep
 from app.web.settings_pages import FormError, act, parse_form
@@ -46,7 +46,7 @@ def _agents(agents: list[str], hows: list[str], exprs: list[str]) -> dict[str, A
     return out
 
 
-def config_from_form(form: dict[str, Any], current: SignalConfig) -> SignalConfig:
+def config_from_form(form: dict[str, Any], current: DerivedFieldRules) -> DerivedFieldRules:
     """``current`` with the form's fields set (see the module's notes)."""
     data = current.model_dump(mode="json")
     data["decision"]["default"] = form["decision_default"] or "tools_and_finish"
@@ -68,7 +68,7 @@ def config_from_form(form: dict[str, Any], current: SignalConfig) -> SignalConfi
     else:
         data["counterfactual"] = None
     data["text_embeddings"]["enabled"] = form["text_embeddings"]
-    return parse_form(SignalConfig, data)
+    return parse_form(DerivedFieldRules, data)
 
 
 @router.post("/derived/fields")
@@ -102,8 +102,8 @@ def put_derived_fields(
 
     def action() -> str:
         project = session.get(Project, pid)
-        current = effective_config(project.signal_config if project else None)
-        set_signal_config(session, project_id=pid, config=config_from_form(form, current))
+        current = effective_config(project.derived_field_rules if project else None)
+        set_derived_field_rules(session, project_id=pid, config=config_from_form(form, current))
         session.commit()
         return "Derived fields saved; traces that arrive from now on are derived by them."
 

@@ -23,7 +23,7 @@ from app.alerts import store as alert_store
 from app.alerts.schemas import SilenceCreate
 from app.db import project_row, write_session
 from app.deps import EngineDep, Int4Id, SessionDep, found
-from app.derive.config import SignalConfig, set_signal_config, signals_view
+from app.derive.config import DerivedFieldRules, derived_field_rules_view, set_derived_field_rules
 from app.keys import KeyCreate
 from app.models import Project, Silence
 from app.models.base import utcnow
@@ -90,7 +90,7 @@ def settings_page(
     elif tab == "derived":
         project = session.get(Project, pid)
         settings = web.request.app.state.settings
-        view = signals_view(project, server_embeddings=settings.derive_text_embeddings)
+        view = derived_field_rules_view(project, server_embeddings=settings.derive_text_embeddings)
         data["derived"] = view
         data["derived_json"] = json.dumps(view.config.model_dump(mode="json"), indent=2)
     return web.render("settings.html", status_code=status, **data)
@@ -304,18 +304,18 @@ def put_derived(
     rules: str = Form("", max_length=100_000),
     reset: str = Form(""),
 ) -> Any:
-    """The derived-field rules as the API takes them (``PUT /api/v1/project/signals``), as
-    JSON in a text box; or back to every default."""
+    """The derived-field rules as the API takes them (``PUT /api/v1/project/derived-fields``),
+    as JSON in a text box; or back to every default."""
 
     def action() -> str:
-        config: SignalConfig | None = None
+        config: DerivedFieldRules | None = None
         if not reset:
             try:
                 data = json.loads(rules or "{}")
             except json.JSONDecodeError as exc:
                 raise FormError(f"rules: not valid JSON ({exc.msg}, line {exc.lineno})") from None
-            config = parse_form(SignalConfig, data)
-        set_signal_config(session, project_id=web.principal.project_id, config=config)
+            config = parse_form(DerivedFieldRules, data)
+        set_derived_field_rules(session, project_id=web.principal.project_id, config=config)
         session.commit()
         if config is None:
             return "Derived fields follow every default again; new traces are derived by them."

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import inspect
+from sqlalchemy import Engine, column, insert, inspect, select, table
 
 from app import migrate
-from app.db import make_engine
-from app.models import Base
+from app.db import make_engine, write_session
+from app.derive.config import effective_config
+from app.models import ApiKey, Base, Project
+from app.models.base import JSONType, utcnow
 from app.retention.partitions import is_partition_name
 from tests.conftest import empty_database
 
@@ -68,5 +72,67 @@ def test_models_match_migrations(backend, tmp_path, request):
             assert {_span_key(d) for d in diff} == expected, diff
             diff = []
         assert diff == [], f"models and migrations differ: {diff}"
+    finally:
+        engine.dispose()
+
+
+RULES = {
+    "decision": {"agents": {"bot": {"regex": "ACTION: (\\w+)"}}},
+    "text_embeddings": {"enabled": False},
+}
+
+
+def _projects(column_name: str) -> Any:
+    """``projects`` as a revision has it, for rows written and read without the models."""
+    return table("projects", column("id"), column("name"), column("created_at"),
+                 column(column_name, JSONType))  # fmt: skip
+
+
+def _stored(engine: Engine, column_name: str) -> dict[str, Any]:
+    projects = _projects(column_name)
+    with engine.connect() as conn:
+        rows = conn.execute(select(projects.c.name, projects.c[column_name]))
+        return {name: value for name, value in rows}
+
+
+def test_0019_renames_the_derived_field_rules_column_keeping_each_rule(
+    backend, tmp_path, request
+) -> None:
+    url = empty_database(backend, tmp_path, request)
+    migrate.upgrade(url, "0018_run_readiness_counts")
+    engine = make_engine(url)
+    try:
+        with engine.begin() as conn:
+            old = _projects("signal_config")
+            conn.execute(
+                insert(old),
+                [
+                    {"name": "custom", "created_at": utcnow(), "signal_config": RULES},
+                    {"name": "defaults", "created_at": utcnow(), "signal_config": None},
+                ],
+            )
+        with write_session(engine) as s:  # a row that references the project comes through
+            custom = s.scalar(select(Project.id).where(Project.name == "custom"))
+            s.add(ApiKey(project_id=custom, prefix="tt_x", key_hash="h" * 64, role="admin"))
+
+        migrate.upgrade(url)
+
+        columns = {c["name"] for c in inspect(engine).get_columns("projects")}
+        assert "derived_field_rules" in columns and "signal_config" not in columns
+        with write_session(engine) as s:
+            by_name = {p.name: p for p in s.scalars(select(Project))}
+            assert by_name["custom"].derived_field_rules == RULES
+            assert by_name["defaults"].derived_field_rules is None
+            rules = effective_config(by_name["custom"].derived_field_rules)
+            assert rules.decision.agents["bot"].regex == "ACTION: (\\w+)"
+            assert rules.text_embeddings.enabled is False
+            assert s.scalar(select(ApiKey.project_id)) == by_name["custom"].id
+
+        migrate.downgrade(url, "0018_run_readiness_counts")
+        columns = {c["name"] for c in inspect(engine).get_columns("projects")}
+        assert "signal_config" in columns and "derived_field_rules" not in columns
+        assert _stored(engine, "signal_config") == {"custom": RULES, "defaults": None}
+        migrate.upgrade(url)
+        assert _stored(engine, "derived_field_rules") == {"custom": RULES, "defaults": None}
     finally:
         engine.dispose()

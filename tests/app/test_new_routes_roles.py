@@ -1,4 +1,4 @@
-"""The routes added for derived signals, scores and readiness, tried with a key of each
+"""The routes added for derived fields, scores and readiness, tried with a key of each
 role: only the roles the route names get past the key check (admin does everything,
 annotate implies read)."""
 
@@ -17,9 +17,9 @@ ROUTES: list[tuple[str, str, Any, set[str]]] = [
      {"ingest", "admin"}),
     ("GET", "/api/v1/project/score-roles", None, {"admin"}),
     ("PUT", "/api/v1/project/score-roles", {"roles": {"csat": "proxy"}}, {"admin"}),
-    ("GET", "/api/v1/project/signals", None, {"admin"}),
-    ("PUT", "/api/v1/project/signals", {}, {"admin"}),
-    ("DELETE", "/api/v1/project/signals", None, {"admin"}),
+    ("GET", "/api/v1/project/derived-fields", None, {"admin"}),
+    ("PUT", "/api/v1/project/derived-fields", {}, {"admin"}),
+    ("DELETE", "/api/v1/project/derived-fields", None, {"admin"}),
     ("GET", "/api/v1/monitors/{fm1}/readiness", None, {"read", "annotate", "admin"}),
 ]  # fmt: skip
 

@@ -98,3 +98,29 @@ def test_span_events_answer_a_typed_model(spec: dict[str, Any]) -> None:
     event = spec["components"]["schemas"]["SpanEventOut"]
     assert {"name", "time", "attributes", "body"} <= set(event["properties"])
     assert op["tags"] == ["traces"]
+
+
+def test_derived_fields_and_their_deprecated_alias(spec: dict[str, Any]) -> None:
+    """The rules for derived fields under their own path and tag; the first path, /signals,
+    is the same operations marked deprecated, naming the new path."""
+    new = spec["paths"]["/api/v1/project/derived-fields"]
+    old = spec["paths"]["/api/v1/project/signals"]
+    assert set(new) == set(old) == {"get", "put", "delete"}
+    for method in new:
+        assert new[method]["tags"] == old[method]["tags"] == ["derived fields"]
+        assert "deprecated" not in new[method] and old[method]["deprecated"] is True
+        assert (
+            new[method]["operationId"]
+            == f"{method}_derived_fields_api_v1_project_derived_fields_{method}"
+        )
+        assert new[method]["operationId"] != old[method]["operationId"]
+        assert "derived_fields" in old[method]["operationId"]
+        assert "/api/v1/project/derived-fields" in old[method]["description"]
+        assert (
+            new[method]["responses"]["200"]["content"] == old[method]["responses"]["200"]["content"]
+        )
+        assert set(old[method]["responses"]["200"]["headers"]) == {"Deprecation", "Link"}
+    ref = {"$ref": "#/components/schemas/DerivedFieldRules"}
+    assert new["put"]["requestBody"]["content"]["application/json"]["schema"] == ref
+    assert {"DerivedFieldRules", "DerivedFieldRulesOut"} <= set(spec["components"]["schemas"])
+    assert not {"SignalConfig", "SignalConfigOut"} & set(spec["components"]["schemas"])

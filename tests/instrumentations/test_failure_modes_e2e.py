@@ -166,7 +166,7 @@ def test_fm5_eval_overfitting_openai_v2(run_agent: RunAgent, telltale: Telltale)
 
     # The gap needs the derived source only; the input-coverage sub-test would read the
     # MiniLM input vectors (it does not fire here), so the embeddings are off (faster).
-    telltale.put("/api/v1/project/signals", {"text_embeddings": {"enabled": False}})
+    telltale.put("/api/v1/project/derived-fields", {"text_embeddings": {"enabled": False}})
     run_both("v1", 51, T0, CLEAN_H)
     run_both("v2", 53, ONSET, INJECTED_H, AGENT_MODEL="gpt-4o-mini-evalfit")
     derive(telltale)
@@ -191,7 +191,7 @@ def test_fm3_nondeterministic_decisions_langgraph(run_agent: RunAgent, telltale:
 
     # Decisions need content capture only; the text embeddings (output spread, paraphrase
     # groups) are a second opinion this test does not need, so they are off (faster).
-    telltale.put("/api/v1/project/signals", {"text_embeddings": {"enabled": False}})
+    telltale.put("/api/v1/project/derived-fields", {"text_embeddings": {"enabled": False}})
 
     phases(
         run,
@@ -217,8 +217,8 @@ def test_fm4_model_degrades_while_labels_stop_openai_v2(
     confidence, the derived ``confidence``, falls with them): no label shows the drop, the
     calibrated confidence does."""
     # The confidence the model reports in its JSON answer; no text embeddings (not needed).
-    signals = {"confidence": {"field": "$.confidence"}, "text_embeddings": {"enabled": False}}
-    telltale.put("/api/v1/project/signals", signals)
+    rules = {"confidence": {"field": "$.confidence"}, "text_embeddings": {"enabled": False}}
+    telltale.put("/api/v1/project/derived-fields", rules)
     telltale.put(
         "/api/v1/project/score-roles", {"roles": {"resolved": "true"}, "label_sources": ["delayed"]}
     )

@@ -36,7 +36,7 @@ def test_the_common_fields_save_what_the_json_would(client, make_key):
     assert re.search(r'name="text_embeddings" checked', page)
     r = post(client, "/settings/derived/fields", FIELDS, csrf(page))
     assert r.status_code == 200 and "Derived fields saved" in r.text, r.text[:300]
-    config = client.get("/api/v1/project/signals", headers=auth(admin)).json()["config"]
+    config = client.get("/api/v1/project/derived-fields", headers=auth(admin)).json()["config"]
     assert config["decision"]["agents"] == {"support": {"json_path": "$.action", "regex": None}}
     assert config["confidence"]["field"] == "$.confidence"
     assert config["source"]["eval_environments"] == ["eval", "staging"]
@@ -57,7 +57,7 @@ def test_the_common_fields_save_what_the_json_would(client, make_key):
     # Emptying a row's expression and the counterfactual removes them.
     emptied = {**FIELDS, "expr": ["", ""], "cf_agent": "", "cf_baseline": "", "cf_candidate": ""}
     r = post(client, "/settings/derived/fields", {**emptied, "text_embeddings": "on"}, csrf(page))
-    config = client.get("/api/v1/project/signals", headers=auth(admin)).json()["config"]
+    config = client.get("/api/v1/project/derived-fields", headers=auth(admin)).json()["config"]
     assert config["decision"]["agents"] == {} and config["counterfactual"] is None
 
 

@@ -163,6 +163,7 @@ def test_derived_field_rules_are_edited_as_json(client, make_key, engine):
     login(client, admin)
     page = client.get("/settings/derived", headers=HTML).text
     assert "every default" in page and "tools_and_finish" in page
+    assert "PUT /api/v1/project/derived-fields" in page and "project/signals" not in page
     token = csrf(page)
     r = post(client, "/settings/derived", {"rules": "{not json"}, token)
     assert r.status_code == 422 and "rules: not valid JSON" in r.text
@@ -173,8 +174,9 @@ def test_derived_field_rules_are_edited_as_json(client, make_key, engine):
     rules = '{"decision": {"agents": {"support": {"json_path": "$.action"}}}}'
     r = post(client, "/settings/derived", {"rules": rules}, token)
     assert r.status_code == 200 and "rules saved" in r.text and "customised" in r.text
-    api = client.get("/api/v1/project/signals", headers=auth(admin)).json()
+    rules_api = "/api/v1/project/derived-fields"
+    api = client.get(rules_api, headers=auth(admin)).json()
     assert api["customised"] and api["config"]["decision"]["agents"]["support"]["json_path"]
     r = post(client, "/settings/derived", {"rules": rules, "reset": "1"}, token)
     assert r.status_code == 200 and "follow every default" in r.text
-    assert not client.get("/api/v1/project/signals", headers=auth(admin)).json()["customised"]
+    assert not client.get(rules_api, headers=auth(admin)).json()["customised"]

@@ -21,7 +21,7 @@ from tests.app.derive.otlp_agent import AgentRun, agent_run, send
 from tests.conftest import auth
 from tests.web.test_pages import login
 
-SIGNALS = "/api/v1/project/signals"
+RULES_API = "/api/v1/project/derived-fields"
 
 
 def derive(engine: Engine, **kwargs: Any) -> Any:
@@ -111,7 +111,7 @@ def test_decision_by_json_path_and_regex_per_agent(
         "refunds": {"json_path": "$.action"},
         "triage": {"regex": "ACTION: (\\w+)"},
     }}}  # fmt: skip
-    assert client.put(SIGNALS, json=rules, headers=auth(admin)).status_code == 200
+    assert client.put(RULES_API, json=rules, headers=auth(admin)).status_code == 200
     runs = [
         agent_run("refund me", agent="refunds", answer='Sure: {"action": "refund", "amount": 3}'),
         agent_run("refund me", agent="refunds", answer="no json here"),
@@ -176,7 +176,7 @@ def test_confidence_from_logprobs_or_a_configured_field(
     assert stored(engine, with_logprobs).attributes["confidence"] == pytest.approx(0.7)
     assert "confidence" not in stored(engine, without).attributes
     rules = {"confidence": {"field": "$.confidence"}}
-    assert client.put(SIGNALS, json=rules, headers=auth(make_key("admin"))).status_code == 200
+    assert client.put(RULES_API, json=rules, headers=auth(make_key("admin"))).status_code == 200
     field = agent_run("q", answer='{"answer": "yes", "confidence": 0.25}')
     send(client, make_key("ingest"), [field])
     derive(engine)
@@ -188,7 +188,7 @@ def test_counterfactual_pairs_by_input_identity_in_any_order(
 ) -> None:
     rules = {"counterfactual": {"agent": "support-agent", "baseline_version": "v1",
                                 "candidate_version": "v2"}}  # fmt: skip
-    assert client.put(SIGNALS, json=rules, headers=auth(make_key("admin"))).status_code == 200
+    assert client.put(RULES_API, json=rules, headers=auth(make_key("admin"))).status_code == 200
     key = make_key("ingest")
     base = agent_run("Where is my order 42?", version="v1")
     cand = agent_run("where is my order 42?", version="v2")

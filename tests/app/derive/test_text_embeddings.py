@@ -117,16 +117,14 @@ def test_rederiving_writes_no_vector_twice_and_keeps_groups(
 def test_turned_off_by_the_project_or_the_server(
     client: TestClient, make_key: Any, engine: Engine, settings: Settings
 ) -> None:
+    rules_api = "/api/v1/project/derived-fields"
     off = {"text_embeddings": {"enabled": False}}
-    assert (
-        client.put("/api/v1/project/signals", json=off, headers=auth(make_key("admin"))).status_code
-        == 200
-    )
+    assert client.put(rules_api, json=off, headers=auth(make_key("admin"))).status_code == 200
     send(client, make_key("ingest"), [agent_run("q1")])
     assert derive(engine).embeddings == 0
     # The server switch: the periodic job embeds nothing for any project.
     on = auth(make_key("admin", project="p2"))
-    assert client.put("/api/v1/project/signals", json={}, headers=on).status_code == 200
+    assert client.put(rules_api, json={}, headers=on).status_code == 200
     send(client, make_key("ingest", project="p2"), [agent_run("q2")])
     quiet = settings.model_copy(
         update={"derive_text_embeddings": False, "derive_settle_seconds": 0}

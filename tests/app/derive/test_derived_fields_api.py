@@ -1,5 +1,6 @@
-"""GET/PUT/DELETE /api/v1/project/signals: an admin reads and sets the derive rules; a bad
-rule is a 422 naming its field, and no rule can make derivation backtrack."""
+"""GET/PUT/DELETE /api/v1/project/derived-fields: an admin reads and sets the derive rules; a
+bad rule is a 422 naming its field, and no rule can make derivation backtrack. The first path,
+/api/v1/project/signals, still answers, as a deprecated alias."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from app.models.base import utcnow
 from tests.app.derive.otlp_agent import agent_run, send
 from tests.conftest import auth
 
-URL = "/api/v1/project/signals"
+URL = "/api/v1/project/derived-fields"
+OLD_URL = "/api/v1/project/signals"  # the deprecated alias
 
 
 def test_defaults_then_rules_then_back(client: TestClient, make_key: Any) -> None:
@@ -114,3 +116,38 @@ def test_a_backtracking_pattern_runs_in_linear_time(
     with engine.connect() as conn:
         row = conn.execute(select(Trace.input_hash, Trace.attributes)).one()
     assert row.input_hash is not None and "decision" not in row.attributes
+
+
+def test_the_old_path_is_a_deprecated_alias(client: TestClient, make_key: Any) -> None:
+    """The same handlers answer the same bodies there, each answer marked deprecated and
+    pointing at the new path; the new path's answers carry neither header."""
+    admin = auth(make_key("admin"))
+    successor = f'<{URL}>; rel="successor-version"'
+
+    def marked(answer: Any) -> bool:
+        return (
+            answer.headers.get("deprecation") == "true" and answer.headers.get("link") == successor
+        )
+
+    rules = {"source": {"eval_environments": ["staging-eval"]}}
+    for method, body in (("GET", None), ("PUT", rules), ("GET", None), ("DELETE", None)):
+        new = client.request(method, URL, json=body, headers=admin)
+        old = client.request(method, OLD_URL, json=body, headers=admin)
+        assert new.status_code == old.status_code == 200, (method, old.text)
+        assert old.json() == new.json(), method
+        assert marked(old), (method, old.headers)
+        assert "deprecation" not in new.headers and "link" not in new.headers, method
+    # One store behind both: what the old path sets, the new path reads.
+    client.put(OLD_URL, json=rules, headers=admin)
+    assert client.get(URL, headers=admin).json()["config"]["source"]["eval_environments"] == [
+        "staging-eval"
+    ]
+    # Its refusals are marked too, and are the new path's refusals.
+    bad = {"decisions": {}}
+    old, new = (client.put(u, json=bad, headers=admin) for u in (OLD_URL, URL))
+    assert old.status_code == new.status_code == 422 and old.json() == new.json()
+    assert marked(old) and "deprecation" not in new.headers
+    reader = auth(make_key("read"))
+    old, new = (client.get(u, headers=reader) for u in (OLD_URL, URL))
+    assert old.status_code == new.status_code == 403 and marked(old)
+    assert "deprecation" not in new.headers
