@@ -2,7 +2,7 @@
 
 A remedy is one of: an ``attribute`` to set on spans or on the resource
 (``OTEL_RESOURCE_ATTRIBUTES``), an ``instrumentation`` setting of the library a team
-already runs, a derived-signal ``config`` key of ``PUT /api/v1/project/signals``, a
+already runs, a derived-field rule of ``PUT /api/v1/project/derived-fields``, a
 ``score_roles`` change (``PUT /api/v1/project/score-roles``), or an ``api`` to call. The
 instrumentation settings are the libraries' own names (read in their sources): OTel
 GenAI's ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (an enum under
@@ -40,7 +40,7 @@ CONTENT_CAPTURE: tuple[Remedy, ...] = (
     _r("instrumentation", "OpenLIT: openlit.init(capture_message_content=True)"),
 )  # fmt: skip
 
-_SIGNALS_API = "PUT /api/v1/project/signals"
+_DERIVED_FIELDS_API = "PUT /api/v1/project/derived-fields"
 
 REMEDIES: dict[str, tuple[Remedy, ...]] = {
     "steps": (
@@ -63,7 +63,7 @@ REMEDIES: dict[str, tuple[Remedy, ...]] = {
         _r("attribute", "telltale.input_hash on the root span (the same value for the same "
            "user input)"),
         _r("config", f"input_identity: a normalised hash of the first LLM call's user input, "
-           f"derived from captured content ({_SIGNALS_API})"),
+           f"derived from captured content ({_DERIVED_FIELDS_API})"),
         *CONTENT_CAPTURE,
     ),
     "entry_point": (
@@ -73,12 +73,12 @@ REMEDIES: dict[str, tuple[Remedy, ...]] = {
     "decision": (
         _r("attribute", "telltale.decision (the categorical final answer) on the root span"),
         _r("config", f"decision: the tools executed plus the finish reason, or a field of the "
-           f"final output by JSON path or regex ({_SIGNALS_API})"),
+           f"final output by JSON path or regex ({_DERIVED_FIELDS_API})"),
     ),
     "confidence": (
         _r("attribute", "telltale.confidence (a number in [0, 1]) on the agent's final span"),
         _r("config", f"confidence: from token logprobs or a self-reported field "
-           f"({_SIGNALS_API})"),
+           f"({_DERIVED_FIELDS_API})"),
     ),
     "true_scores": (
         _r("api", 'POST /api/v1/scores {"scores": [{"trace_id": ..., "name": "resolved", '
@@ -95,28 +95,28 @@ REMEDIES: dict[str, tuple[Remedy, ...]] = {
         _r("attribute", "OTEL_RESOURCE_ATTRIBUTES=telltale.source=eval for the evaluation "
            "harness's runs (telltale.source on spans works too)"),
         _r("config", f"source: a rule such as deployment.environment=eval -> eval "
-           f"({_SIGNALS_API})"),
+           f"({_DERIVED_FIELDS_API})"),
     ),
     "counterfactual_runs": (
         _r("attribute", "telltale.counterfactual_of=<baseline trace id> on the candidate run"),
         _r("config", f"counterfactual: pair a baseline and a candidate agent version by their "
-           f"shared input identity (shadow traffic) ({_SIGNALS_API})"),
+           f"shared input identity (shadow traffic) ({_DERIVED_FIELDS_API})"),
     ),
     "input_embedding": (
         _r("config", f"text_embeddings: <agent>.input vectors computed by Telltale from "
-           f"captured content ({_SIGNALS_API})"),
+           f"captured content ({_DERIVED_FIELDS_API})"),
         *CONTENT_CAPTURE,
         _r("api", "or POST /api/v1/embeddings to stream <agent>.input with trace_ids"),
     ),
     "output_embedding": (
         _r("config", f"text_embeddings: <agent>.output vectors computed by Telltale from "
-           f"captured content ({_SIGNALS_API})"),
+           f"captured content ({_DERIVED_FIELDS_API})"),
         *CONTENT_CAPTURE,
         _r("api", "or POST /api/v1/embeddings to stream <agent>.output with trace_ids"),
     ),
     "stream_embeddings": (
         _r("config", f"text_embeddings: each trace's input text embedded by Telltale into "
-           f"the <agent>.input stream FM-6 watches, from captured content ({_SIGNALS_API})"),
+           f"the <agent>.input stream FM-6 watches, from captured content ({_DERIVED_FIELDS_API})"),
         *CONTENT_CAPTURE,
         _r("api", "POST /api/v1/embeddings (vectors of your own encoder), or POST "
            "/api/v1/media to have images and texts embedded by Telltale"),
