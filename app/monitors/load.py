@@ -6,7 +6,7 @@ the monitors of one cycle that read the same bounds share one load. What the det
 reads follows its declarations: embedding streams for a detector that needs stream
 vectors, trace records otherwise (with their input/output vectors when it needs those),
 and whole-window counts beside a sampled window for a detector that declares
-``window_counts`` (:func:`detectors.registry.window_counts_of`).
+``window_counts`` (the plan carries the declaration).
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from app.monitors.windows import label_counts, vectors
 from app.monitors.windows import trace_window as traces
 from app.monitors.windows.cache import WindowCache
 from app.scores import roles as score_roles
-from detectors import registry
 from detectors.needs import STREAM_NEEDS, TRACE_EMBEDDING_NEEDS
 
 
@@ -108,7 +107,7 @@ def _traces(
     cur = window(w.current_start, w.current_end, cur_version)
     sample = {"reference": ref.evidence(), "current": cur.evidence()}
     current: Any = cur.records
-    if "labels" in registry.window_counts_of(plan.monitor.failure_mode) and cur.sample.rate < 1.0:
+    if "labels" in plan.window_counts and cur.sample.rate < 1.0:
         # A sampled window: FM-4's coverage and delays count every trace of it.
         current = label_counts.with_label_counts(
             data, cur, replace(tsel, agent_version=cur_version),

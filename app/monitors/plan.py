@@ -47,8 +47,11 @@ class RunPlan:
     no_reference: str | None = None
     # Why the monitor's configuration builds no detector (the run fails).
     build_error: str | None = None
-    # A fired run also reports whether the project's traffic went silent (FM-6's needs).
+    # What the detector declares (detectors.registry): a fired run also reports whether the
+    # error-rate monitors are quiet (FM-6's "silent"); what is counted over a whole sampled
+    # window ("labels": FM-4's coverage and delays).
     checks_silence: bool = False
+    window_counts: tuple[str, ...] = ()
 
     @property
     def project_id(self) -> int:
@@ -96,4 +99,5 @@ def plan_run(
     return RunPlan(
         monitor, policy, state, w, now, cycle.now, scheduled_for, detector, no_reference,
         build_error, registry.checks_silence(monitor.failure_mode),
+        registry.window_counts_of(monitor.failure_mode),
     )  # fmt: skip
