@@ -8,8 +8,8 @@ from typing import Any
 from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, JSONType, UTCDateTime, utcnow
-from app.models.columns import BigId, IntId, ProjectNamed, ProjectOwned
+from app.models.base import Base, JSONType, UTCDateTime
+from app.models.columns import BigId, Created, IntId, ProjectNamed, ProjectOwned
 
 
 class Alert(BigId, ProjectOwned, Base):
@@ -58,7 +58,7 @@ class AlertEvent(BigId, ProjectOwned, Base):
     detail: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
 
 
-class Silence(IntId, ProjectOwned, Base):
+class Silence(IntId, ProjectOwned, Created, Base):
     """Label matchers (``=``, ``!=``, ``=~``, ``!~``) that mute notifications until ``ends_at``."""
 
     __tablename__ = "silences"
@@ -69,10 +69,9 @@ class Silence(IntId, ProjectOwned, Base):
     ends_at: Mapped[datetime] = mapped_column(UTCDateTime)
     comment: Mapped[str] = mapped_column(Text, default="")
     created_by: Mapped[str] = mapped_column(String(64))
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class Channel(ProjectNamed, Base):
+class Channel(ProjectNamed, Created, Base):
     """Where notifications go: webhook, slack, pagerduty or alertmanager, with routing."""
 
     __tablename__ = "channels"
@@ -88,10 +87,9 @@ class Channel(ProjectNamed, Base):
     # Alertmanager's timing for the channel's notification group (app.alerts.groups).
     group_wait_seconds: Mapped[int] = mapped_column(Integer, default=30)
     group_interval_seconds: Mapped[int] = mapped_column(Integer, default=300)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class Notification(BigId, ProjectOwned, Base):
+class Notification(BigId, ProjectOwned, Created, Base):
     """The outbox: a row stays ``pending`` until a 2xx, so delivery survives restarts."""
 
     __tablename__ = "notifications"
@@ -117,5 +115,4 @@ class Notification(BigId, ProjectOwned, Base):
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime)
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)

@@ -1,13 +1,16 @@
-"""The columns most tables open with, declared once as mixins: the key, the owning project,
-and a project's named settings. ``sort_order`` keeps them first and in the order the
-migrations created them (id, project_id, name), so the schema is what it was."""
+"""The columns most tables share, declared once as mixins: the key, the owning project, a
+project's named settings, and when the row was created. ``sort_order`` keeps the opening
+ones first and in the order the migrations created them (id, project_id, name), and
+``created_at`` after a table's own columns."""
 
 from __future__ import annotations
+
+from datetime import datetime
 
 from sqlalchemy import ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import BigIntPK
+from app.models.base import BigIntPK, UTCDateTime, utcnow
 
 
 class BigId:
@@ -35,3 +38,9 @@ class ProjectNamed(IntId, ProjectOwned):
     class declares the ``UniqueConstraint("project_id", "name")`` that names it once."""
 
     name: Mapped[str] = mapped_column(String(128), sort_order=-1)
+
+
+class Created:
+    """``created_at``: when the row was written (UTC)."""
+
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, sort_order=1)

@@ -20,33 +20,31 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, JSONType, UTCDateTime, utcnow
-from app.models.columns import BigId, IntId, ProjectNamed, ProjectOwned
+from app.models.columns import BigId, Created, IntId, ProjectNamed, ProjectOwned
 
 
-class Project(Base):
+class Project(Created, Base):
     __tablename__ = "projects"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(128), unique=True)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     # Days its data is kept; None follows Settings.retention_days.
     retention_days: Mapped[int | None] = mapped_column(Integer, nullable=True)
     # Its rules for the fields derived from its traces (app/derive/config.py); None: defaults.
     derived_field_rules: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
 
 
-class ApiKey(IntId, ProjectOwned, Base):
+class ApiKey(IntId, ProjectOwned, Created, Base):
     __tablename__ = "api_keys"
 
     name: Mapped[str] = mapped_column(String(128), default="")
     prefix: Mapped[str] = mapped_column(String(16))
     key_hash: Mapped[str] = mapped_column(String(64), unique=True)
     role: Mapped[str] = mapped_column(String(16))
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
-class Trace(BigId, ProjectOwned, Base):
+class Trace(BigId, ProjectOwned, Created, Base):
     __tablename__ = "traces"
     __table_args__ = (
         UniqueConstraint("project_id", "trace_id"),
@@ -72,7 +70,6 @@ class Trace(BigId, ProjectOwned, Base):
     source: Mapped[str] = mapped_column(String(16), default="production")
     counterfactual_of: Mapped[str | None] = mapped_column(String(64), nullable=True)
     attributes: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     # When a piece of it last arrived (trace, span or GenAI event), and when its fields
     # were derived from what had arrived by then; None: not yet, or something came since.
     updated_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True, default=utcnow)
@@ -136,7 +133,7 @@ class SpanEvent(BigId, Base):
     body: Mapped[Any] = mapped_column(JSONType, nullable=True)
 
 
-class Score(BigId, Base):
+class Score(BigId, Created, Base):
     __tablename__ = "scores"
     __table_args__ = (
         Index("ix_scores_project_trace", "project_id", "trace_id"),
@@ -149,13 +146,12 @@ class Score(BigId, Base):
     value: Mapped[float] = mapped_column(Float)
     kind: Mapped[str] = mapped_column(String(16), default="proxy")
     source: Mapped[str] = mapped_column(String(16), default="online")
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     # An evaluator's verdict beside its number ("relevant", "hallucinated") and its reason.
     label: Mapped[str | None] = mapped_column(String(128), nullable=True)
     explanation: Mapped[str | None] = mapped_column(String(2000), nullable=True)
 
 
-class EmbeddingStream(ProjectNamed, Base):
+class EmbeddingStream(ProjectNamed, Created, Base):
     """One named stream of vectors; its first vectors fix ``dim`` for every later one."""
 
     __tablename__ = "embedding_streams"
@@ -163,10 +159,9 @@ class EmbeddingStream(ProjectNamed, Base):
 
     model: Mapped[str] = mapped_column(String(128), default="")
     dim: Mapped[int] = mapped_column(Integer)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class Embedding(BigId, Base):
+class Embedding(BigId, Created, Base):
     """A float32 little-endian vector; never a JSON array in the database."""
 
     __tablename__ = "embeddings"
@@ -182,10 +177,9 @@ class Embedding(BigId, Base):
     vector: Mapped[bytes] = mapped_column(LargeBinary)
     trace_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     sample_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class IngestEvent(Base):
+class IngestEvent(Created, Base):
     """Client event ids already committed: a re-sent id is a duplicate and writes nothing."""
 
     __tablename__ = "ingest_events"
@@ -193,7 +187,6 @@ class IngestEvent(Base):
     project_id: Mapped[int] = mapped_column(Integer, primary_key=True)  # no foreign key: 0016
     event_id: Mapped[str] = mapped_column(String(200), primary_key=True)
     type: Mapped[str] = mapped_column(String(16))
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 class IngestMinute(Base):

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from sqlalchemy import Integer, LargeBinary, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, UTCDateTime, utcnow
-from app.models.columns import BigId, ProjectOwned
+from app.models.base import Base
+from app.models.columns import BigId, Created, ProjectOwned
 
 
-class InputGroup(BigId, ProjectOwned, Base):
+class InputGroup(BigId, ProjectOwned, Created, Base):
     """The group of one distinct input (``input_hash``) of one agent.
 
     The first input of a group is its leader: ``group_key`` is its own hash and it keeps
@@ -27,4 +25,3 @@ class InputGroup(BigId, ProjectOwned, Base):
     group_key: Mapped[str] = mapped_column(String(128))
     dim: Mapped[int | None] = mapped_column(Integer, nullable=True)
     vector: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -18,10 +18,10 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, BigIntPK, JSONType, UTCDateTime, utcnow
-from app.models.columns import BigId, ProjectNamed, ProjectOwned
+from app.models.columns import BigId, Created, ProjectNamed, ProjectOwned
 
 
-class LabelQueue(ProjectNamed, Base):
+class LabelQueue(ProjectNamed, Created, Base):
     """A named queue: which samples it selects, how they are labeled, how fast it fills."""
 
     __tablename__ = "label_queues"
@@ -40,11 +40,10 @@ class LabelQueue(ProjectNamed, Base):
     lease_seconds: Mapped[int] = mapped_column(Integer, default=300)
     reference_size: Mapped[int] = mapped_column(Integer, default=2000)
     last_filled_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class QueueItem(BigId, ProjectOwned, Base):
+class QueueItem(BigId, ProjectOwned, Created, Base):
     """One sample in one queue: pending → leased → labeled | skipped (or back to pending).
 
     ``(queue_id, sample_key)`` is unique, so a sample is never enqueued twice even when two
@@ -76,10 +75,9 @@ class QueueItem(BigId, ProjectOwned, Base):
     claims: Mapped[int] = mapped_column(Integer, default=0)
     done_by: Mapped[int | None] = mapped_column(Integer, nullable=True)
     done_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class Label(BigId, ProjectOwned, Base):
+class Label(BigId, ProjectOwned, Created, Base):
     """A label given by an annotator; ``score_synced`` once written back as a score."""
 
     __tablename__ = "labels"
@@ -99,10 +97,9 @@ class Label(BigId, ProjectOwned, Base):
     score_synced: Mapped[bool] = mapped_column(Boolean, default=False)
     annotator_key_id: Mapped[int] = mapped_column(Integer)
     comment: Mapped[str | None] = mapped_column(Text, nullable=True)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class RejectedLabel(BigId, ProjectOwned, Base):
+class RejectedLabel(BigId, ProjectOwned, Created, Base):
     """A label that arrived on a stale or foreign lease: kept so the UI can resubmit it."""
 
     __tablename__ = "rejected_labels"
@@ -114,4 +111,3 @@ class RejectedLabel(BigId, ProjectOwned, Base):
     comment: Mapped[str | None] = mapped_column(Text, nullable=True)
     annotator_key_id: Mapped[int] = mapped_column(Integer)
     reason: Mapped[str] = mapped_column(String(32))
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

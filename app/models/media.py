@@ -8,12 +8,12 @@ from sqlalchemy import BigInteger, Index, Integer, String, Text, UniqueConstrain
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, UTCDateTime, utcnow
-from app.models.columns import BigId, ProjectOwned
+from app.models.columns import BigId, Created, ProjectOwned
 
 JOB_STATUSES = ("pending", "running", "done", "failed", "dead")
 
 
-class MediaJob(BigId, ProjectOwned, Base):
+class MediaJob(BigId, ProjectOwned, Created, Base):
     """One sample to embed: pending → running → done | failed (bad input) | dead (retries spent).
 
     ``(project_id, stream, sample_id)`` is unique, so a re-upload finds the existing job.
@@ -47,6 +47,5 @@ class MediaJob(BigId, ProjectOwned, Base):
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     model: Mapped[str | None] = mapped_column(String(128), nullable=True)
     embedding_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)

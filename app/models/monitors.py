@@ -9,10 +9,10 @@ from sqlalchemy import Boolean, Float, ForeignKey, Index, Integer, String, Text,
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, JSONType, UTCDateTime, utcnow
-from app.models.columns import BigId, ProjectNamed, ProjectOwned
+from app.models.columns import BigId, Created, ProjectNamed, ProjectOwned
 
 
-class Monitor(ProjectNamed, Base):
+class Monitor(ProjectNamed, Created, Base):
     """A failure mode, a detector configuration, a data selection and a schedule."""
 
     __tablename__ = "monitors"
@@ -44,7 +44,6 @@ class Monitor(ProjectNamed, Base):
     # with a compare-and-set (see app.scheduler.leader).
     next_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     last_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
@@ -75,7 +74,7 @@ class MonitorBaseline(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class DetectorRun(BigId, ProjectOwned, Base):
+class DetectorRun(BigId, ProjectOwned, Created, Base):
     """One run of a monitor, persisted whether it fired or not."""
 
     __tablename__ = "detector_runs"
@@ -106,7 +105,6 @@ class DetectorRun(BigId, ProjectOwned, Base):
     # The current window's data-readiness counts, taken while the run loaded it: the
     # overview reads them instead of counting again (app/monitors/readiness/recorded.py).
     readiness_counts: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 class Finding(BigId, ProjectOwned, Base):

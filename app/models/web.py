@@ -11,20 +11,20 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, UTCDateTime, utcnow
+from app.models.base import Base, UTCDateTime
+from app.models.columns import Created
 
 
-class InstallationSecret(Base):
+class InstallationSecret(Created, Base):
     """A secret generated once per installation (``name`` = what it signs)."""
 
     __tablename__ = "installation_secrets"
 
     name: Mapped[str] = mapped_column(String(64), primary_key=True)
     value: Mapped[str] = mapped_column(String(128))
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class WebSession(Base):
+class WebSession(Created, Base):
     """A logged-in browser: the cookie is valid only while its row exists (logout deletes it)."""
 
     __tablename__ = "web_sessions"
@@ -34,4 +34,3 @@ class WebSession(Base):
     # SHA-256 of the cookie's nonce: a database reader learns no live cookie.
     nonce_hash: Mapped[str] = mapped_column(String(64), unique=True)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
