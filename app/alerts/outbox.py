@@ -40,17 +40,20 @@ from app.alerts.signing import SIGNATURE_HEADER, sign
 from app.db import as_utc, claim_rows, write_session
 from app.models import Channel, Notification
 from app.models.base import utcnow
+from app.retry import Backoff
 
 log = logging.getLogger("telltale.outbox")
 RETRYABLE_4XX = frozenset({408, 429})
 
 
+# Failures back off from 2 s to at most 15 minutes, with jitter; a notification is dead
+# after 12 attempts (about an hour and a half of retries).
+OUTBOX_BACKOFF = Backoff(max_attempts=12, backoff_base_s=2.0, backoff_max_s=900.0, jitter=0.5)
+
+
 @dataclass(frozen=True)
 class DeliveryPolicy:
-    backoff_base_s: float = 2.0
-    backoff_max_s: float = 900.0
-    jitter: float = 0.5
-    max_attempts: int = 12
+    retry: Backoff = OUTBOX_BACKOFF
     claim_lease_s: float = 120.0
     timeout_s: float = 10.0
     batch_size: int = 50
@@ -203,12 +206,6 @@ class OutboxSender:
             )
         metrics.NOTIFICATIONS_SENT.labels(channel_type=d.channel_type).inc()
 
-    def backoff(self, attempt: int) -> float:
-        """Seconds before retry number ``attempt`` (1-based), with equal jitter."""
-        p = self.policy
-        delay = min(p.backoff_max_s, p.backoff_base_s * 2 ** max(0, attempt - 1))
-        return delay * (1.0 - p.jitter * self.rng.random())
-
     def _failed(
         self,
         d: Delivery,
@@ -220,11 +217,11 @@ class OutboxSender:
     ) -> None:
         attempts = d.attempts + 1
         now = self.clock()
-        dead = permanent or attempts >= self.policy.max_attempts
+        dead = permanent or attempts >= self.policy.retry.max_attempts
         if retry_after is not None:
             delay = min(retry_after, self.policy.max_retry_after_s)
         else:
-            delay = self.backoff(attempts)
+            delay = self.policy.retry.seconds(attempts, draw=self.rng.random())
         with write_session(self.engine) as s:
             s.execute(
                 update(Notification)

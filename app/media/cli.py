@@ -56,8 +56,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from app import migrate
     from app.db import make_engine
-    from app.media.jobs import RetryPolicy
     from app.media.worker import EmbedWorker
+    from app.retry import Backoff
     from app.settings import get_settings
     from pipelines.embedding import ClipEmbedder
 
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         media_dir=settings.media_dir,
         batch_size=args.batch_size,
         lease_seconds=args.lease,
-        policy=RetryPolicy(max_attempts=args.max_attempts),
+        policy=Backoff(max_attempts=args.max_attempts),
     )
     try:
         if args.once:

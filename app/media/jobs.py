@@ -23,6 +23,7 @@ from app.db import claim_rows, write_transaction
 from app.models import Embedding
 from app.models.base import utcnow
 from app.models.media import MediaJob
+from app.retry import Backoff
 
 MJ = MediaJob
 
@@ -64,19 +65,6 @@ class ClaimedJob:
     text: str | None
     attempts: int  # including this one
     lease_token: str
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    max_attempts: int = 5
-    backoff_base_s: float = 2.0
-    backoff_max_s: float = 600.0
-
-    def delay(self, attempts: int) -> timedelta:
-        """Exponential backoff after the ``attempts``-th failed attempt."""
-        return timedelta(
-            seconds=min(self.backoff_base_s * 2 ** max(attempts - 1, 0), self.backoff_max_s)
-        )
 
 
 def existing_jobs(
@@ -155,7 +143,7 @@ def claim_jobs(
     *,
     limit: int,
     lease_seconds: float,
-    policy: RetryPolicy,
+    policy: Backoff,
     now: datetime | None = None,
 ) -> list[ClaimedJob]:
     """Lease up to ``limit`` due jobs (oldest due first) to one new lease token.
@@ -281,7 +269,7 @@ def retry_jobs(
     *,
     jobs: Sequence[ClaimedJob],
     error: str,
-    policy: RetryPolicy,
+    policy: Backoff,
     now: datetime | None = None,
 ) -> dict[str, int]:
     """Transient failures: back to ``pending`` after a backoff, or ``dead`` when spent."""
@@ -298,7 +286,7 @@ def retry_jobs(
                     now,
                     status="pending",
                     error=f"attempt {job.attempts} failed: {error}"[:2000],
-                    next_attempt_at=now + policy.delay(job.attempts),
+                    next_attempt_at=now + timedelta(seconds=policy.seconds(job.attempts)),
                 )
                 outcome = "retried"
             stmt = update(MJ).where(_leased([job.id], job.lease_token)).values(**values)

@@ -28,6 +28,7 @@ from app.ingest.store import write_events
 from app.media import jobs as queue
 from app.media.store import image_path
 from app.models.base import utcnow
+from app.retry import Backoff
 
 log = logging.getLogger("telltale.media.worker")
 
@@ -80,7 +81,7 @@ class EmbedWorker:
         media_dir: str | Path,
         batch_size: int = 256,
         lease_seconds: float = 300.0,
-        policy: queue.RetryPolicy | None = None,
+        policy: Backoff | None = None,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self.engine = engine
@@ -88,7 +89,7 @@ class EmbedWorker:
         self.media_dir = media_dir
         self.batch_size = batch_size
         self.lease_seconds = lease_seconds
-        self.policy = policy or queue.RetryPolicy()
+        self.policy = policy or Backoff()
         self.clock = clock
 
     def run_once(self) -> BatchReport:

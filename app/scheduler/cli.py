@@ -41,9 +41,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from app import migrate
     from app.alerts.outbound import OutboundPolicy
-    from app.alerts.outbox import DeliveryPolicy, OutboxSender
+    from app.alerts.outbox import OUTBOX_BACKOFF, DeliveryPolicy, OutboxSender
     from app.db import make_engine, make_sessionmaker
     from app.scheduler.heartbeat import Heartbeat
     from app.scheduler.jobs import periodic_jobs
@@ -66,11 +68,10 @@ def run(args: argparse.Namespace) -> int:
             )
         )
     if not args.no_outbox:
-        policy = DeliveryPolicy(
-            backoff_base_s=args.backoff_base,
-            backoff_max_s=args.backoff_max,
-            claim_lease_s=args.claim_lease,
+        retry = replace(
+            OUTBOX_BACKOFF, backoff_base_s=args.backoff_base, backoff_max_s=args.backoff_max
         )
+        policy = DeliveryPolicy(retry=retry, claim_lease_s=args.claim_lease)
         outbound = OutboundPolicy.from_allow(settings.outbound_allow)
         services.append(
             OutboxSender(engine, policy=policy, poll_interval_s=args.outbox_poll, outbound=outbound)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import fields, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Engine, select
 
 from app.alerts.outbound import OutboundPolicy
-from app.alerts.outbox import DeliveryPolicy, OutboxSender
+from app.alerts.outbox import OUTBOX_BACKOFF, DeliveryPolicy, OutboxSender
 from app.alerts.schemas import ChannelCreate
 from app.alerts.store import create_channel
 from app.db import write_session
@@ -17,7 +18,10 @@ from app.keys import get_or_create_project
 from app.models import Notification
 from app.monitors.schemas import MonitorCreate
 from app.monitors.store import create_monitor
+from app.retry import Backoff
 from detectors.records import DetectorResult
+
+RETRY_FIELDS = tuple(f.name for f in fields(Backoff))
 
 T0 = datetime(2025, 3, 3, 12, 0, tzinfo=UTC)
 # The receivers of these tests listen on loopback, which production refuses by default.
@@ -111,10 +115,11 @@ def add_channel(
 def sender(
     engine: Engine, clock: Clock, *, outbound: OutboundPolicy = LOCAL, **policy: Any
 ) -> OutboxSender:
-    base = {"backoff_base_s": 10.0, "backoff_max_s": 600.0, "claim_lease_s": 60.0}
+    given = {"backoff_base_s": 10.0, "backoff_max_s": 600.0, "claim_lease_s": 60.0, **policy}
+    retry = {k: given.pop(k) for k in RETRY_FIELDS if k in given}
     return OutboxSender(
         engine,
-        policy=DeliveryPolicy(**{**base, **policy}),
+        policy=DeliveryPolicy(retry=replace(OUTBOX_BACKOFF, **retry), **given),
         clock=clock,
         seed=0,
         outbound=outbound,

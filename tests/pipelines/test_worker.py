@@ -140,7 +140,7 @@ def test_transient_failures_back_off_then_dead_letter(
 ) -> None:
     [job_id] = text_jobs(engine, 1)
     clock = Clock(T0)
-    policy = queue.RetryPolicy(max_attempts=3, backoff_base_s=10, backoff_max_s=15)
+    policy = queue.Backoff(max_attempts=3, backoff_base_s=10, backoff_max_s=15)
     worker = EmbedWorker(
         engine,
         FlakyEmbedder(embedder, 99),
@@ -185,7 +185,7 @@ def test_expired_lease_returns_the_job_and_it_is_stored_once(
     project: str, engine: Engine, settings: Settings, embedder: ClipEmbedder
 ) -> None:
     text_jobs(engine, 2)
-    policy = queue.RetryPolicy(max_attempts=2)
+    policy = queue.Backoff(max_attempts=2)
     # A worker claims and dies: its jobs stay leased until the lease runs out.
     lost = queue.claim_jobs(engine, limit=10, lease_seconds=60, policy=policy, now=T0)
     assert len(lost) == 2
