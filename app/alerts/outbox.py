@@ -47,7 +47,7 @@ RETRYABLE_4XX = frozenset({408, 429})
 
 
 # Failures back off from 2 s to at most 15 minutes, with jitter; a notification is dead
-# after 12 attempts (23 to 45 minutes of waits between them, unless Retry-After says more).
+# after 12 attempts (24 to 47 minutes of waits between them, unless Retry-After says more).
 OUTBOX_BACKOFF = Backoff(max_attempts=12, backoff_base_s=2.0, backoff_max_s=900.0, jitter=0.5)
 
 
