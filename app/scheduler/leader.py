@@ -61,6 +61,7 @@ def claim_monitor(
 ) -> datetime | None:
     """Move the monitor's lease forward; return the slot won, or None if another did."""
     won = slot if slot is not None else now
+    after = next_slot(won, interval_s, now)
     with write_transaction(engine) as conn:
         result = conn.execute(
             update(Monitor)
@@ -69,7 +70,7 @@ def claim_monitor(
                 Monitor.enabled.is_(True),
                 or_(Monitor.next_run_at.is_(None), Monitor.next_run_at <= now),
             )
-            .values(next_run_at=next_slot(won, interval_s, now))
+            .values(next_run_at=after)
         )
     return won if result.rowcount == 1 else None
 
