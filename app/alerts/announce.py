@@ -135,8 +135,8 @@ def _silence_matching(
     return None
 
 
-def send(session: Session, alert: Alert, *, event: str, now: datetime, public_url: str) -> int:
-    """Queue ``event`` for every channel that routes it; return how many were queued.
+def send(session: Session, alert: Alert, *, event: str, now: datetime, public_url: str) -> None:
+    """Queue ``event`` for every channel that routes it.
 
     A ``trigger`` is held while an active silence matches the alert (the alert is marked
     silenced, with a ``silenced`` event the first time), and otherwise recorded as a
@@ -151,7 +151,7 @@ def send(session: Session, alert: Alert, *, event: str, now: datetime, public_ur
                 detail = {"silence_id": silence, "event": event}
                 add_event(session, alert, "silenced", at=now, before=alert.state, detail=detail)
             alert.silenced = True
-            return 0
+            return
     routed = [
         channel
         for channel in session.scalars(
@@ -166,4 +166,3 @@ def send(session: Session, alert: Alert, *, event: str, now: datetime, public_ur
         add_event(session, alert, "notified", at=now, before=alert.state, detail=detail)
     for channel in routed:
         groups.enqueue(session, channel, item=channels.item(channel, ctx, event), now=now)
-    return len(routed)
