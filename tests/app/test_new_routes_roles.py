@@ -20,6 +20,10 @@ ROUTES: list[tuple[str, str, Any, set[str]]] = [
     ("GET", "/api/v1/project/derived-fields", None, {"admin"}),
     ("PUT", "/api/v1/project/derived-fields", {}, {"admin"}),
     ("DELETE", "/api/v1/project/derived-fields", None, {"admin"}),
+    # The deprecated alias of the three above.
+    ("GET", "/api/v1/project/signals", None, {"admin"}),
+    ("PUT", "/api/v1/project/signals", {}, {"admin"}),
+    ("DELETE", "/api/v1/project/signals", None, {"admin"}),
     ("GET", "/api/v1/monitors/{fm1}/readiness", None, {"read", "annotate", "admin"}),
 ]  # fmt: skip
 
