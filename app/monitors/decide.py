@@ -1,11 +1,12 @@
 """The decide stage of a run: what the run says, worked out before anything is written.
 
 Between detect and record (:mod:`app.monitors.runner`): the detector's result becomes the
-run's status (``ok``, ``insufficient_data`` or ``failed``), its evidence as plain JSON, and
-for an ``ok`` result the monitor's verdict (:func:`verdict`) and the baseline the run
-leaves behind (:func:`app.monitors.decision.baseline.advance`), for either outcome of the
-alert, which only the record stage learns. Nothing here reads or writes the database, so
-the record stage is only writing.
+run's status (``ok``, ``insufficient_data`` or ``failed``; a plan with no reference version
+is ``insufficient_data`` without a detector), its evidence and numbers (the record stage
+makes them plain JSON), and for an ``ok`` result the monitor's verdict (:func:`verdict`)
+and the baseline the run leaves behind (:func:`app.monitors.decision.baseline.advance`),
+for either outcome of the alert, which only the record stage learns. Nothing here reads
+or writes the database, so the record stage is only writing.
 
 The verdict, given what the monitor carries from run to run
 (:mod:`app.monitors.decision.state`):
@@ -25,13 +26,9 @@ The verdict, given what the monitor carries from run to run
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
-
-import numpy as np
 
 from app.models import Monitor
 from app.monitors.decision import baseline, sequential
@@ -72,22 +69,26 @@ class Judgement:
 def decide(plan: RunPlan, outcome: Outcome) -> Judgement:
     """The run's status, evidence, verdict and next baseline."""
     result, w = outcome.result, plan.windows
+    if plan.no_reference is not None:  # no version to compare with: not an error
+        return Judgement("insufficient_data", False, {"reason": plan.no_reference}, None)
     if result is None:
         return Judgement("failed", False, {}, None)
     found = verdict(plan.monitor, plan.policy, plan.state, w, result, plan.now)
-    numbers = (
-        finite_or_none(result.statistic),
-        finite_or_none(result.threshold),
-        finite_or_none(result.p_value),
-    )
+    numbers = (result.statistic, result.threshold, result.p_value)
     sample = {"window_sample": outcome.sample} if outcome.sample else {}
-    evidence = jsonable({**result.evidence, **sample, **(found.evidence if found else {})})
+    evidence = {**result.evidence, **sample, **(found.evidence if found else {})}
     if found is None:
         return Judgement("insufficient_data", False, evidence, None, *numbers)
-    if_open, if_closed = (_advanced(plan, alert_open=o) for o in (True, False))
+    before, since = plan.state.baseline, plan.state.pending_since
+    if_open, if_closed = (
+        baseline.advance(
+            plan.policy, before, used=w, now=plan.now, alert_open=o, degraded_from=since
+        )
+        for o in (True, False)
+    )
     # What an alert is held against: the baseline a firing run freezes; otherwise the
     # baseline the run compared with.
-    held = if_open if found.fired and not found.pending else plan.state.baseline
+    held = if_open if found.fired and not found.pending else before
     evidence["baseline"] = baseline.describe(held, w)
     chart, pending_since = found.chart, found.pending_since
     return Judgement(
@@ -161,35 +162,3 @@ def _verdict(
     elif fired:
         extra["opened_by"] = "run test"
     return Verdict(fired or bool(ev["signal"]), False, chart, extra)
-
-
-def _advanced(plan: RunPlan, *, alert_open: bool) -> baseline.BaselineState:
-    return baseline.advance(
-        plan.policy, plan.state.baseline, used=plan.windows, now=plan.now,
-        alert_open=alert_open, degraded_from=plan.state.pending_since,
-    )  # fmt: skip
-
-
-def finite_or_none(x: float | None) -> float | None:
-    """NaN and infinities become NULL in the database and JSON."""
-    if x is None:
-        return None
-    x = float(x)
-    return x if math.isfinite(x) else None
-
-
-def jsonable(value: Any) -> Any:
-    """Evidence as plain JSON: numpy scalars to Python, NaN/inf to null, arrays to lists."""
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return jsonable(value.tolist())
-    if isinstance(value, np.generic):
-        return jsonable(value.item())
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if value is None or isinstance(value, (str, int, bool)):
-        return value
-    return str(value)

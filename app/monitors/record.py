@@ -4,11 +4,17 @@ Whatever happened (:mod:`app.monitors.decide` says what: ``ok``, fired or not,
 ``insufficient_data`` or ``failed``), the run is written; a fired run writes a finding and
 raises or refreshes an alert (:mod:`app.alerts.lifecycle`); a clean run counts towards
 auto-resolve; a run that tested the data saves the monitor's new state (baseline, chart).
-All in one transaction, so an alert never exists without its run.
+All in one transaction, so an alert never exists without its run. The evidence and numbers
+become plain JSON here, where the JSON columns are written (:func:`jsonable`).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
@@ -44,7 +50,7 @@ def _write(
     session: Session, plan: RunPlan, outcome: Outcome, judged: Judgement, *, public_url: str
 ) -> DetectorRun:
     monitor, w, now = plan.monitor, plan.windows, plan.now
-    evidence, fired = judged.evidence, judged.fired
+    evidence, fired = jsonable(judged.evidence), judged.fired
     if fired and plan.checks_silence:
         evidence = {**evidence, **monitor_state.silent_drift(session, project_id=plan.project_id)}
     run = DetectorRun(
@@ -53,7 +59,8 @@ def _write(
         window_start=w.current_start, window_end=w.current_end,
         reference_start=w.reference_start, reference_end=w.reference_end,
         status=judged.status,
-        statistic=judged.statistic, threshold=judged.threshold, p_value=judged.p_value,
+        statistic=finite_or_none(judged.statistic), threshold=finite_or_none(judged.threshold),
+        p_value=finite_or_none(judged.p_value),
         fired=fired, evidence=evidence, n_current=outcome.n_current,
         n_reference=outcome.n_reference, duration_ms=outcome.duration_ms, error=outcome.error,
         readiness_counts=outcome.readiness,
@@ -86,3 +93,28 @@ def _write(
     if after is not None:
         monitor_state.save(session, live, after, now)
     return run
+
+
+def finite_or_none(x: float | None) -> float | None:
+    """NaN and infinities become NULL in the database and JSON."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def jsonable(value: Any) -> Any:
+    """Evidence as plain JSON: numpy scalars to Python, NaN/inf to null, arrays to lists."""
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return jsonable(value.item())
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if value is None or isinstance(value, (str, int, bool)):
+        return value
+    return str(value)

@@ -51,7 +51,6 @@ from app.monitors.record import record
 from app.monitors.slots import DetectorsBusy, DetectorSlots
 from app.monitors.windows.cache import WindowCache
 from app.monitors.windows.step_cache import StepCache
-from detectors.result import DetectorResult
 
 __all__ = ["DetectorFactory", "DetectorsBusy", "MonitorRunner", "run_monitor"]
 
@@ -114,8 +113,8 @@ def _outcome(
     refuse_when_busy: bool, write_engine: Engine,
 ) -> Outcome:  # fmt: skip
     """Load and detect under a detector slot (the windows count against it too)."""
-    if plan.no_reference is not None:  # no version to compare with: not an error
-        return Outcome(DetectorResult.insufficient(plan.monitor.failure_mode, plan.no_reference))
+    if plan.no_reference is not None:  # nothing to detect on: decide says why
+        return Outcome(None)
     slot = slots.take(0.0 if refuse_when_busy else float(plan.monitor.time_limit_seconds))
     if slot is None:
         if refuse_when_busy:

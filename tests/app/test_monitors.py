@@ -173,9 +173,9 @@ def test_monitor_windows_and_scenario_converter_give_the_same_records_and_fm6_ru
     the registry's FM-6 detector on the loaded streams is what the default FM-6 monitor ran."""
     from sqlalchemy.orm import Session
 
-    from app.monitors.decide import jsonable
     from app.monitors.decision.calibration import calibrated_params
     from app.monitors.defaults import DEFAULTS
+    from app.monitors.record import jsonable
     from app.monitors.windows import trace_window as windows
     from app.monitors.windows import vectors as vector_windows
     from detectors.registry import build_detector, detector_parameters
