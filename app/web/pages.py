@@ -10,7 +10,6 @@ would not let the same key do.
 
 from __future__ import annotations
 
-import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -32,15 +31,11 @@ from app.onboarding import OtelEnv
 from app.traces import search as trace_search
 from app.traces import store as traces
 from app.traces.schemas import TraceOut, TracePage
-from app.web import alert_view, health, open_span, queries, trace_view
+from app.web import alert_view, health, open_span, queries, run_chart, trace_view
 from app.web.deps import WebContext, WebDep
 
 router = APIRouter(include_in_schema=False)
 TEXT_SEARCH_DEFAULT = timedelta(hours=24)
-
-
-def _num(x: float | None) -> float | None:
-    return None if x is None or not math.isfinite(x) else x
 
 
 @router.get("/")
@@ -72,16 +67,6 @@ def monitor_page(monitor_id: Int4Id, web: WebDep, session: SessionDep) -> Any:
         monitors.get_monitor(session, project_id=pid, monitor_id=monitor_id), "monitor", monitor_id
     )
     runs = monitors.list_runs(session, monitor_id=monitor_id)
-    points = [
-        {
-            "t": r.at.isoformat(),
-            "statistic": _num(r.statistic),
-            "threshold": _num(r.threshold),
-            "fired": r.fired,
-            "status": r.status,
-        }
-        for r in runs
-    ]
     latest = runs[-1] if runs else None
     mine = [
         a
@@ -93,10 +78,16 @@ def monitor_page(monitor_id: Int4Id, web: WebDep, session: SessionDep) -> Any:
         open_alerts=len(mine), first_data=queries.first_trace_at(session, project_id=pid),
         counts=queries.overview_counts(session),
     )  # fmt: skip
+    name = row["health"].statistic_name
+    chart = run_chart.svg(
+        [run_chart.RunPoint(r.at, r.statistic, r.threshold, r.fired, r.status) for r in runs],
+        marks=run_chart.Marks(),
+        label=f"{name} per run, against its threshold",
+    )
     return web.render(
         "monitor.html",
         monitor=monitor,
-        points=points,
+        chart=chart,
         latest=latest,
         row=row,
         open_alerts=mine,

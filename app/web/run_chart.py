@@ -1,9 +1,10 @@
-"""A monitor's runs around an alert as an SVG drawn on the server.
+"""A monitor's runs as an SVG drawn on the server: on its page, and around an alert.
 
 Drawn here rather than by a script so the chart reads with JavaScript off and under the
 CSP (presentation attributes, no style attributes): the statistic per run, its threshold
-(dashed), the frozen baseline's reference window (shaded), the onset the baseline records
-(a vertical line) and the time the alert was open (a red band). Every text is escaped.
+(dashed), and around an alert the frozen baseline's reference window (shaded), the onset
+the baseline records (a vertical line) and the time the alert was open (a red band). The
+value axis is labelled at round numbers (:func:`ticks`). Every text is escaped.
 """
 
 from __future__ import annotations
@@ -41,6 +42,21 @@ def _finite(x: float | None) -> bool:
     return x is not None and math.isfinite(x)
 
 
+def ticks(lo: float, hi: float, *, at_most: int = 6) -> list[float]:
+    """Round values (1, 2, 2.5 or 5 times a power of ten apart) from at or below ``lo`` to
+    at or above ``hi``, at most ``at_most`` of them: axis labels a person reads at a
+    glance (0, 2.5, 5, 7.5, 10), not the data's own extremes (0.976, 3.12, 5.27)."""
+    if not hi > lo:
+        lo, hi = lo - 1, hi + 1
+    for k in range(math.floor(math.log10((hi - lo) / at_most)), 400):
+        for m in (1.0, 2.0, 2.5, 5.0):
+            step = m * 10.0**k
+            first, last = math.floor(lo / step), math.ceil(hi / step)
+            if last - first + 1 <= at_most:
+                return [round(i * step, 12) for i in range(first, last + 1)]
+    return [lo, hi]  # unreachable for finite bounds
+
+
 def _fmt(t: datetime) -> str:
     return t.strftime("%m-%d %H:%M")
 
@@ -66,11 +82,9 @@ def svg(points: Sequence[RunPoint], *, marks: Marks, label: str) -> Markup:
     t0, t1 = min(times).timestamp(), max(times).timestamp()
     t1 = t1 if t1 > t0 else t0 + 1
     values = [v for p in drawn for v in (p.statistic, p.threshold) if v is not None and _finite(v)]
-    lo, hi = min(values), max(values)
-    if hi == lo:
-        lo, hi = lo - 1, hi + 1
-    pad = (hi - lo) * 0.08
-    lo, hi = lo - pad, hi + pad
+    pad = (max(values) - min(values)) * 0.02  # no point drawn on the frame's edge
+    axis = ticks(min(values) - pad, max(values) + pad)
+    lo, hi = axis[0], axis[-1]
 
     def x(t: datetime) -> float:
         return LEFT + (t.timestamp() - t0) / (t1 - t0) * (W - LEFT - RIGHT)
@@ -95,12 +109,11 @@ def svg(points: Sequence[RunPoint], *, marks: Marks, label: str) -> Markup:
             f'height="{bottom - TOP}" fill="#c62f2f" fill-opacity="0.07">'
             "<title>alert open</title></rect>"
         )
-    for i in range(5):
-        v = lo + (hi - lo) * i / 4
+    for v in axis:
         parts.append(
             f'<line x1="{LEFT}" x2="{W - RIGHT}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#e2e5ec"/>'
-            f'<text x="{LEFT - 6}" y="{y(v) + 4:.1f}" text-anchor="end" font-size="11" '
-            f'fill="#555d70">{v:.3g}</text>'
+            f'<text class="tick" x="{LEFT - 6}" y="{y(v) + 4:.1f}" text-anchor="end" font-size="11" '
+            f'fill="#555d70">{v:g}</text>'
         )
     parts.append(
         f'<text x="{LEFT}" y="{H - 12}" font-size="11" fill="#555d70">'
