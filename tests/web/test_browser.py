@@ -191,6 +191,10 @@ def test_the_alert_page_reads_with_javascript_off(world, browser):
     assert page.locator("#chart-card svg circle.point").count() == 4  # drawn by the server
     assert page.locator("#history tr.event").count() >= 2
     page.screenshot(path=str(SHOTS / "alert-no-js.png"), full_page=True)
+    monitor = page.url
+    page.goto(f"{world['url']}/monitors/{world['fm2']['id']}")  # its monitor's chart too
+    assert page.locator("#chart svg circle.point").count() == 4
+    page.goto(monitor)
     page.locator("button[data-action=ack]").click()  # a plain form without JavaScript
     page.locator("tr[data-state=acknowledged]").wait_for()
     assert "acknowledged for" in page.locator("#open-for").inner_text()
