@@ -11,6 +11,7 @@ from the monitor's false-alert budget (:mod:`app.monitors.decision.calibration`)
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,6 +27,8 @@ from app.monitors.detection import Detector
 from app.monitors.windows import history
 from app.monitors.windows.cache import WindowCache
 from detectors import registry
+
+log = logging.getLogger("telltale.monitors")
 
 DetectorFactory = Callable[[str, Mapping[str, Any]], Detector]
 
@@ -94,8 +97,9 @@ def plan_run(
                 monitor, registry.detector_parameters(monitor.failure_mode)
             )
             detector = detector_factory(monitor.failure_mode, params)
-        except Exception as exc:
+        except Exception as exc:  # the run is recorded as failed, with this as its error
             build_error = f"{type(exc).__name__}: {exc}"[:2000]
+            log.warning("monitor %s (%s) failed: %s", monitor.id, monitor.name, build_error)
     return RunPlan(
         monitor, policy, state, w, now, cycle.now, scheduled_for, detector, no_reference,
         build_error, registry.checks_silence(monitor.failure_mode),

@@ -76,8 +76,10 @@ def run_monitor(
     With every detector slot taken the run waits for one up to the monitor's time limit,
     then is persisted as ``failed`` (the scheduler tries again next interval); with
     ``refuse_when_busy`` it does not wait: :class:`DetectorsBusy` is raised and nothing is
-    persisted (``run now`` answers 429). ``slots``: the process's (a
-    :class:`MonitorRunner`'s); a call without them is bounded by none but its own.
+    persisted (``run now`` answers 429). A run with nothing to compute (no reference
+    version, or a detector its parameters cannot build) takes no slot and is recorded at
+    once. ``slots``: the process's (a :class:`MonitorRunner`'s); a call without them is
+    bounded by none but its own.
 
     ``cache``: the cycle the run belongs to; the windows then end at the cycle's ``now``,
     so the monitors of one cycle share them. Without one the run is a cycle of its own.
@@ -115,14 +117,14 @@ def _outcome(
     """Load and detect under a detector slot (the windows count against it too)."""
     if plan.no_reference is not None:  # nothing to detect on: decide says why
         return Outcome(None)
+    if plan.build_error is not None:  # no detector to run: no slot to wait for
+        return Outcome(None, plan.build_error)
     slot = slots.take(0.0 if refuse_when_busy else float(plan.monitor.time_limit_seconds))
     if slot is None:
         if refuse_when_busy:
             raise DetectorsBusy(slots.busy_message())
         return Outcome(None, f"DetectorsBusy: {slots.busy_message()}")
     with slot:
-        if plan.build_error is not None:
-            return Outcome.failed(plan, plan.build_error)
         try:
             with cycle.lock:
                 windows = load(plan, data=data, cycle=cycle, write_engine=write_engine)

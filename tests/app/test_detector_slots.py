@@ -75,3 +75,26 @@ def test_run_now_answers_429_while_every_slot_is_taken(settings: Settings, make_
         finally:
             slots.release()
         assert c.post(f"/api/v1/monitors/{mid}/run", json={}, headers=auth(key)).status_code == 200
+
+
+def test_a_detector_that_cannot_be_built_fails_the_run_without_a_slot(engine: Engine) -> None:
+    """Nothing to compute: the run is recorded failed at once with the reason, even with
+    every slot taken (a scheduled run does not wait its time limit; run now is not a 429)."""
+    pid = setup_project(engine)
+    mid = add_monitor(engine, pid, "FM-2", time_limit_seconds=30)
+    slots = DetectorSlots(capacity=1)
+
+    def broken(mode: str, params: Any) -> Any:
+        raise ValueError("alpha must be in (0, 1), got 2.0")
+
+    assert slots.try_acquire()  # another monitor's detector holds the only slot
+    try:
+        for refuse in (False, True):
+            began = time.monotonic()
+            run = run_monitor(engine, monitor_id=mid, detector_factory=broken, slots=slots,
+                              refuse_when_busy=refuse)  # fmt: skip
+            assert time.monotonic() - began < 10, "waited for a slot it did not need"
+            assert run.status == "failed" and not run.fired
+            assert run.error == "ValueError: alpha must be in (0, 1), got 2.0"
+    finally:
+        slots.release()
