@@ -65,3 +65,61 @@ def test_flat_traces_keep_every_span_and_cycles_end() -> None:
     assert [s["span_id"] for s, _ in agent_steps(flat)] == ["a", "b", "c"]
     cycle = [span("x", "y", "step"), span("y", "x", "step")]
     assert agent_steps(cycle) == []
+
+
+class _CountingSpan(dict[str, Any]):
+    """A span that counts how often its fields are read."""
+
+    reads = 0
+
+    def get(self, key: str, default: Any = None) -> Any:
+        _CountingSpan.reads += 1
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        _CountingSpan.reads += 1
+        return super().__getitem__(key)
+
+
+def _failing_chain(n: int) -> list[dict[str, Any]]:
+    # A parent chain of failing LLM and tool steps, each with its own error type: every
+    # step asks whether a failed step below shares its type, and none does.
+    return [
+        _CountingSpan(
+            span(
+                f"s{i}",
+                f"s{i - 1}" if i else None,
+                "llm" if i % 2 else "tool",
+                "error",
+                name=f"n{i}",
+                error_type=f"E{i}",
+                started_at=float(i),
+            )  # fmt: skip
+        )
+        for i in range(n)
+    ]
+
+
+def test_a_deep_chain_of_failing_steps_costs_linear_reads() -> None:
+    reads = []
+    for n in (1_000, 12_000):
+        spans = _failing_chain(n)
+        _CountingSpan.reads = 0
+        kept = agent_steps(spans)
+        reads.append(_CountingSpan.reads / n)
+        assert len(kept) == n and not any(inherited for _, inherited in kept)
+    # the same reads per span at 12x the spans (the subtree walk read ~n per span)
+    assert reads[1] <= reads[0] * 1.1 and reads[1] < 20
+
+
+def test_a_parent_cycle_below_a_root_is_read_once() -> None:
+    spans = [
+        span("r", None, "agent"),
+        span("a", "b", "tool", "error", error_type="E"),
+        span("b", "a", "llm", "error", error_type="E"),
+    ]
+    # the cycle has no root: its first span in order ("a") is read as one, so "b" is below it
+    assert [(s["span_id"], inherited) for s, inherited in agent_steps(spans)] == [
+        ("a", True),
+        ("b", False),
+    ]
