@@ -18,7 +18,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator, model_
 from sqlalchemy.orm import Session
 
 from app.derive.json_path import parse_json_path
-from app.derive.patterns import compile_user_pattern
+from app.derive.patterns import compile_exclusion, compile_user_pattern
 from app.models import Project
 from app.request_model import RequestModel
 from app.response_model import ResponseModel
@@ -64,7 +64,7 @@ class InputIdentity(_Rules):
     def _compile(cls, value: list[str]) -> list[str]:
         for i, pattern in enumerate(value):
             try:
-                _checked_pattern(pattern)
+                compile_exclusion(pattern)
             except ValueError as exc:
                 raise ValueError(f"exclude_patterns[{i}]: {exc}") from None
         return value

@@ -59,6 +59,7 @@ def test_defaults_then_rules_then_back(client: TestClient, make_key: Any) -> Non
             {"input_identity": {"exclude_patterns": ["x" * 501]}},
             "input_identity.exclude_patterns.0",
         ),
+        ({"input_identity": {"exclude_patterns": ["ok", "x*"]}}, "input_identity.exclude_patterns"),
         ({"input_identity": {"group_threshold": 1.5}}, "input_identity.group_threshold"),
         ({"input_identity": {"exclude": []}}, "input_identity.exclude"),
         ({"decision": {"agents": {"bot": {"regex": "[unclosed"}}}}, "decision.agents.bot"),
