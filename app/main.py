@@ -15,15 +15,16 @@ from sqlalchemy.exc import DataError, IntegrityError, InterfaceError, Operationa
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.admission import FairAdmission, Overloaded
 from app.alerts.outbound import OutboundPolicy
 from app.alerts.outbox import DeliveryPolicy, OutboxSender
 from app.api.main import api_router
 from app.api.read_admission import ReadAdmission
 from app.api.request_guard import RequestGuard
+from app.auth.tenants import TenantDirectory
 from app.background import Service, start_services, stop_services
 from app.db import make_sessionmaker
 from app.engines import Engines
-from app.ingest.admission import Overloaded, WriteAdmission
 from app.media.retention import RetentionService
 from app.metrics import WRITE_QUEUE_DEPTH
 from app.otlp.responses import status_response, wire_format
@@ -54,7 +55,7 @@ def create_app(
         app.state.storage_health = StorageHealth(engine)
         if engines.background is not engine:
             app.state.storage_health.watch(engines.background)
-        app.state.admission = WriteAdmission(
+        app.state.admission = FairAdmission(
             max_concurrent=settings.max_concurrent_writes,
             max_pending=settings.max_pending_writes,
             retry_after=settings.retry_after_seconds,
@@ -89,11 +90,14 @@ def create_app(
     _install_error_handlers(app)
     app.include_router(api_router)
     _install_web(app)
+    app.state.tenants = TenantDirectory()
     app.add_middleware(
         ReadAdmission,
         max_concurrent=settings.max_concurrent_reads,
         max_pending=settings.max_pending_reads,
         retry_after=settings.retry_after_seconds,
+        tenants=app.state.tenants,
+        send_timeout=settings.read_send_timeout_seconds,
     )
     app.add_middleware(RequestGuard, max_header_bytes=settings.max_header_bytes)
     app.add_middleware(SecurityHeaders)

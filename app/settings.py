@@ -42,12 +42,18 @@ class Settings(BaseSettings):
     # max_pending_writes batches wait; beyond that the answer is 429 + Retry-After.
     max_concurrent_writes: int = Field(default=4, gt=0)
     max_pending_writes: int = Field(default=32, ge=0)
+    # Both gates share their slots fairly among projects (app/admission.py): one project
+    # runs at most max_concurrent - max(1, max_concurrent // 4) requests at once and holds
+    # at most half the waiting places.
     retry_after_seconds: int = Field(default=1, gt=0)
     # Reads (GET) alike: at most this many run at once and max_pending_reads wait; beyond,
     # 429 + Retry-After at once (app/api/read_admission.py). The request threads (40) must
     # hold the reads and writes admitted.
     max_concurrent_reads: int = Field(default=8, gt=0, le=32)
     max_pending_reads: int = Field(default=64, ge=0)
+    # A read whose client takes no part of the answer for this long is dropped, giving its
+    # slot back (a socket that never reads held a slot for as long as it stayed open).
+    read_send_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
     # The database pool of the requests; at least what the admitted requests need (see
     # app/api/read_admission.py:pool_size_for). Background jobs have their own small pool.
     db_pool_size: int = Field(default=8, gt=0)

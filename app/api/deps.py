@@ -11,6 +11,7 @@ from fastapi import Depends, HTTPException, Request
 
 from app.alerts.outbound import OutboundPolicy
 from app.auth.logins import cookie_principal
+from app.auth.tenants import learn_tenant
 from app.deps import EngineDep, Int4Id, Int8Id, MonitorRunnerDep, SessionDep, SettingsDep
 from app.keys import Principal, authenticate
 
@@ -69,6 +70,7 @@ def get_principal(request: Request) -> Principal:
         raise HTTPException(
             401, "invalid or revoked API key", headers={"WWW-Authenticate": "Bearer"}
         )
+    learn_tenant(request.app.state, key, project_id=principal.project_id)
     return principal
 
 

@@ -25,6 +25,7 @@ from app.auth.cookies import (
     encode_session,
     new_session,
 )
+from app.auth.tenants import learn_tenant
 from app.keys import Principal, principal_for_key_id
 from app.models import InstallationSecret
 from app.models import WebSession as WebSessionRow
@@ -105,7 +106,11 @@ def current_login(request: Request) -> tuple[WebSession, Principal] | None:
             )
         )
         principal = principal_for_key_id(session, key_id=web.key_id) if alive else None
-    return None if principal is None else (web, principal)
+    if principal is None:
+        return None
+    learn_tenant(request.app.state, f"cookie:{request.cookies.get(COOKIE)}",
+                 project_id=principal.project_id)  # fmt: skip
+    return web, principal
 
 
 def end_login(request: Request, web: WebSession) -> None:

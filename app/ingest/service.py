@@ -9,7 +9,7 @@ from fastapi import HTTPException
 from sqlalchemy.engine import Connection
 from starlette.concurrency import run_in_threadpool
 
-from app.ingest.admission import WriteAdmission
+from app.admission import FairAdmission
 from app.ingest.events import Rejection, ValidEvent
 from app.ingest.schemas import IngestAnswer, RejectionOut
 from app.ingest.store import WriteResult, write_events, write_vectors
@@ -42,7 +42,7 @@ async def write_admitted(
     native and OTLP ingest share one bound; with nothing to write no slot is taken."""
     if not events:
         return WriteResult()
-    async with _admission(app_state).slot():
+    async with _admission(app_state).slot(project_id):
         return await run_in_threadpool(
             write_events,
             app_state.engine,
@@ -55,15 +55,15 @@ async def write_admitted(
 
 async def ingest_vectors(*, app_state: Any, project_id: int, batch: VectorBatch) -> IngestAnswer:
     """Write one stream's bulk vectors and build the answer, as :func:`ingest_batch`."""
-    async with _admission(app_state).slot():
+    async with _admission(app_state).slot(project_id):
         result = await run_in_threadpool(
             write_vectors, app_state.engine, project_id=project_id, batch=batch
         )
     return _answer(result, [], len(batch))
 
 
-def _admission(app_state: Any) -> WriteAdmission:
-    admission: WriteAdmission = app_state.admission
+def _admission(app_state: Any) -> FairAdmission:
+    admission: FairAdmission = app_state.admission
     return admission
 
 

@@ -372,9 +372,9 @@ def test_auth_roles_and_project_isolation(client, make_key):
 def test_overload_gets_429_with_retry_after(db_url, tmp_path, make_key):
     import asyncio
 
-    from app.ingest.admission import Overloaded, WriteAdmission
+    from app.admission import FairAdmission, Overloaded
 
-    adm = WriteAdmission(max_concurrent=1, max_pending=1, retry_after=2)
+    adm = FairAdmission(max_concurrent=1, max_pending=1, retry_after=2)
 
     async def scenario() -> list[str]:
         gate = asyncio.Event()

@@ -17,7 +17,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from sqlalchemy import Engine, func, select
 
-from app.ingest.admission import Overloaded
+from app.admission import Overloaded
 from app.main import create_app
 from app.models import IngestEvent, Score, Span, Trace
 from app.settings import Settings
@@ -152,7 +152,7 @@ class _Saturated:
     depth = 0
 
     @asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
+    async def slot(self, tenant: object = None) -> AsyncIterator[None]:
         raise Overloaded(7)
         yield
 

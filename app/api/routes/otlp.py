@@ -7,9 +7,9 @@ from collections.abc import Awaitable, Callable
 from fastapi import APIRouter, HTTPException, Request
 from starlette.responses import Response
 
+from app.admission import Overloaded
 from app.api.body import read_body
 from app.api.deps import IngestKey, SettingsDep
-from app.ingest.admission import Overloaded
 from app.ingest.limits import IngestLimits
 from app.keys import Principal
 from app.otlp.openapi import otlp_operation
