@@ -10,6 +10,11 @@ interval. The claim now also names the slot it runs and when the claim expires; 
 scheduler clears both once the run is recorded, and a claim that expires uncleared is
 recorded as a failed run ("interrupted") and the monitor runs again at once
 (app/scheduler/interrupted.py). Both NULL: no run in flight.
+
+Intervals now have a 60 s floor (app/monitors/schemas.py): stored ones below it are raised
+to it, so what the API shows, the per-run alpha derived from the interval and the
+schedule agree (the scheduler also runs any row below the floor at it). The downgrade
+keeps the raised values.
 """
 
 from collections.abc import Sequence
@@ -25,11 +30,16 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 _TIME = app.models.base.UTCDateTime(timezone=True)
+MIN_INTERVAL_SECONDS = 60  # frozen here, not read from the app
 
 
 def upgrade() -> None:
     op.add_column("monitors", sa.Column("claimed_slot", _TIME, nullable=True))
     op.add_column("monitors", sa.Column("claim_expires_at", _TIME, nullable=True))
+    op.execute(
+        f"UPDATE monitors SET interval_seconds = {MIN_INTERVAL_SECONDS} "
+        f"WHERE interval_seconds < {MIN_INTERVAL_SECONDS}"
+    )
 
 
 def downgrade() -> None:
