@@ -145,20 +145,18 @@ class SchedulerService:
             return None, False
         if won is None:
             return None, False
+        run = None
         try:
-            return self.runner.run(
-                monitor.monitor_id, now=started, scheduled_for=won, cycle=cycle
-            ), True
+            run = self.runner.run(monitor.monitor_id, now=started, scheduled_for=won, cycle=cycle)
         except Exception:
             log.exception(
                 "monitor %s: run failed outside the detector; carrying on", monitor.monitor_id
             )
-            return None, True
-        finally:
-            try:
-                leader.release_claim(self.engine, monitor_id=monitor.monitor_id, slot=won)
-            except Exception:  # the claim expires and is recorded as interrupted
-                log.exception("monitor %s: could not release its claim", monitor.monitor_id)
+        try:
+            leader.release_claim(self.engine, monitor_id=monitor.monitor_id, slot=won)
+        except Exception:  # the claim expires and the run is recorded as interrupted
+            log.exception("monitor %s: could not release its claim", monitor.monitor_id)
+        return run, True
 
     def run_periodic(self, job: PeriodicJob) -> None:
         try:
