@@ -24,6 +24,7 @@ from app.models.derive import InputGroup  # noqa: F401
 from app.models.labeling import Label, LabelQueue, QueueItem, RejectedLabel  # noqa: F401
 from app.models.media import MediaJob  # noqa: F401
 from app.models.monitors import DetectorRun, Finding, Monitor, MonitorBaseline  # noqa: F401
+from app.models.retention import OrphanTrace  # noqa: F401
 from app.models.scheduling import SchedulerLease  # noqa: F401
 from app.models.score_roles import ScoreRoleConfig  # noqa: F401
 from app.models.web import InstallationSecret, WebSession  # noqa: F401

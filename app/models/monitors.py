@@ -43,6 +43,10 @@ class Monitor(ProjectNamed, Created, Base):
     # The scheduler's lease: a process runs the monitor only after moving this forward
     # with a compare-and-set (see app.scheduler.leader).
     next_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # The slot of the run a scheduler claimed and has not recorded yet, and when that claim
+    # is taken for a stopped process (app.scheduler.interrupted).
+    claimed_slot: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    claim_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     last_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 

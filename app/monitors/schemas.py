@@ -13,6 +13,13 @@ from app.response_model import ResponseModel, Time
 
 Source = Literal["production", "eval", "shadow"]
 
+# The shortest interval a monitor may have. Every run takes the scheduler's time (a tick
+# runs monitors one after another) and a detector slot; at 1 s, one project's monitors
+# could fill every tick. Rows stored below it before it existed are scheduled at it
+# (app.scheduler.leader).
+MIN_INTERVAL_SECONDS = 60
+MAX_INTERVAL_SECONDS = 7 * 86400
+
 
 class Selection(RequestModel):
     """Which data a run reads: windows are relative to the run's ``now``.
@@ -71,7 +78,7 @@ class MonitorCreate(RequestModel):
     failure_mode: FailureMode
     detector_params: dict[str, Any] = Field(default_factory=dict)
     selection: Selection = Field(default_factory=lambda: Selection.model_validate({}))
-    interval_seconds: int = Field(300, ge=1, le=7 * 86400)
+    interval_seconds: int = Field(300, ge=MIN_INTERVAL_SECONDS, le=MAX_INTERVAL_SECONDS)
     severity: Severity = "warning"
     labels: dict[str, str] = Field(default_factory=dict)
     enabled: bool = True
@@ -99,7 +106,7 @@ class MonitorPatch(RequestModel):
     name: str | None = Field(None, min_length=1, max_length=128)
     detector_params: dict[str, Any] | None = None
     selection: Selection | None = None
-    interval_seconds: int | None = Field(None, ge=1, le=7 * 86400)
+    interval_seconds: int | None = Field(None, ge=MIN_INTERVAL_SECONDS, le=MAX_INTERVAL_SECONDS)
     severity: Severity | None = None
     labels: dict[str, str] | None = None
     enabled: bool | None = None

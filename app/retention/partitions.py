@@ -118,6 +118,11 @@ def day_start(day: date) -> datetime:
     return datetime(day.year, day.month, day.day, tzinfo=UTC)
 
 
+def made_until(now: datetime) -> datetime:
+    """The end of the days made ahead at ``now``: a row dated at or after it sits in DEFAULT."""
+    return day_start(now.astimezone(UTC).date() + timedelta(days=AHEAD_DAYS + 1))
+
+
 def partitioned_tables(conn: Connection) -> list[str]:
     """The tables of :data:`PARTITIONED` that are partitioned in this database."""
     rows = conn.execute(

@@ -1,8 +1,10 @@
 """The data retention job: per project, rows older than its cutoff are deleted in batches.
 
 Deleted, by ``created_at`` (arrival) unless said otherwise: traces with their spans and
-span events (by trace id), scores, embeddings, derived input groups, ingest minutes (by ``minute``), detector
-runs and findings (by ``at``), the events of resolved alerts (by ``at``), sent and dead
+span events (by trace id), spans and span events whose trace row never came (by their own
+time, else a retention after their trace was first seen without it: :mod:`.orphans`),
+scores, embeddings, derived input groups, ingest minutes (by ``minute``), detector runs and
+findings (by ``at``), the events of resolved alerts (by ``at``), sent and dead
 notifications, and last the ingest event ids. Kept: anything newer than the cutoff, open
 (firing or acknowledged) alerts with their events, and the findings and runs they cite.
 
@@ -51,6 +53,7 @@ from app.models import (
     Trace,
 )
 from app.models.base import utcnow
+from app.retention.orphans import purge_orphans
 from app.retention.partitions import maintain_partitions
 from app.settings import Settings
 
@@ -103,8 +106,9 @@ def purge_all(
         cutoff = now - timedelta(days=days or default_days)
         try:
             counts = purge_project(
-                engine, project_id=project_id, cutoff=cutoff, batch=batch, pause_s=pause_s
-            )
+                engine, project_id=project_id, cutoff=cutoff, batch=batch, pause_s=pause_s,
+                now=now,
+            )  # fmt: skip
         except Exception:
             log.exception("data retention of project %s failed; next project", project_id)
             continue
@@ -123,11 +127,22 @@ def purge_project(
     cutoff: datetime,
     batch: int = BATCH_ROWS,
     pause_s: float = 0.0,
+    now: datetime | None = None,
 ) -> dict[str, int]:
-    """Delete one project's rows older than ``cutoff``, batch by batch."""
+    """Delete one project's rows older than ``cutoff``, batch by batch.
+
+    ``now``: when the pass runs (None: the clock's), the time an orphaned trace is first
+    seen at (:mod:`.orphans`).
+    """
     counts = _purge_traces(
         engine, project_id=project_id, cutoff=cutoff, batch=batch, pause_s=pause_s
     )
+    orphans = purge_orphans(
+        engine, project_id=project_id, cutoff=cutoff, now=now or utcnow(),
+        batch=max(1, min(batch, TRACE_BATCH)), pause_s=pause_s,
+    )  # fmt: skip
+    for table, n in orphans.items():
+        counts[table] += n
     p = project_id
     open_alert = select(Alert.id).where(Alert.project_id == p, Alert.state.in_(OPEN_STATES))
     resolved = select(Alert.id).where(Alert.project_id == p, Alert.state == "resolved")

@@ -20,6 +20,13 @@ HELP = "run the monitor scheduler and the notification sender (no API)"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tick", type=float, default=5.0, help="seconds between due-monitor checks")
+    p.add_argument(
+        "--min-interval",
+        type=float,
+        default=None,
+        help="seconds: monitors stored with a shorter interval run at this one "
+        "(default: the API's floor, 60)",
+    )
     p.add_argument("--outbox-poll", type=float, default=1.0, help="seconds between outbox passes")
     p.add_argument("--backoff-base", type=float, default=2.0, help="first retry delay, seconds")
     p.add_argument("--backoff-max", type=float, default=900.0, help="largest retry delay, seconds")
@@ -47,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from app.alerts.outbound import OutboundPolicy
     from app.alerts.outbox import OUTBOX_BACKOFF, DeliveryPolicy, OutboxSender
     from app.db import make_engine, make_sessionmaker
+    from app.monitors.schemas import MIN_INTERVAL_SECONDS
     from app.scheduler.heartbeat import Heartbeat
     from app.scheduler.jobs import periodic_jobs
     from app.scheduler.service import SchedulerService
@@ -65,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
                 make_sessionmaker(engine),
                 jobs=periodic_jobs(),
                 tick_seconds=args.tick,
+                min_interval_s=args.min_interval or MIN_INTERVAL_SECONDS,
             )
         )
     if not args.no_outbox:

@@ -6,7 +6,7 @@ from typing import Any
 
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Engine, column, insert, inspect, select, table
+from sqlalchemy import Engine, MetaData, Table, column, insert, inspect, select, table
 
 from app import migrate
 from app.db import make_engine, write_session
@@ -134,5 +134,35 @@ def test_0019_renames_the_derived_field_rules_column_keeping_each_rule(
         assert _stored(engine, "signal_config") == {"custom": RULES, "defaults": None}
         migrate.upgrade(url)
         assert _stored(engine, "derived_field_rules") == {"custom": RULES, "defaults": None}
+    finally:
+        engine.dispose()
+
+
+def test_0021_raises_intervals_below_the_floor(backend, tmp_path, request) -> None:
+    url = empty_database(backend, tmp_path, request)
+    migrate.upgrade(url, "0020_orphan_traces")
+    engine = make_engine(url)
+    try:
+        with write_session(engine) as s:
+            pid = s.scalar(
+                insert(Project).values(name="p", created_at=utcnow()).returning(Project.id)
+            )
+        monitors = Table("monitors", MetaData(), autoload_with=engine)
+        row = {"project_id": pid, "failure_mode": "FM-2", "detector_params": {}, "selection": {},
+               "severity": "warning", "labels": {}, "enabled": True, "auto_resolve_after": 3,
+               "repeat_interval_seconds": 3600, "time_limit_seconds": 60.0,
+               "expected_days_between_false_alerts": 30.0, "sequential": True, "for_seconds": 0,
+               "created_at": utcnow(), "updated_at": utcnow()}  # fmt: skip
+        with engine.begin() as conn:
+            conn.execute(
+                insert(monitors),
+                [{**row, "name": f"every {s}", "interval_seconds": s} for s in (1, 59, 60, 900)],
+            )
+
+        migrate.upgrade(url)
+
+        with engine.connect() as conn:
+            stored = conn.execute(select(monitors.c.name, monitors.c.interval_seconds)).all()
+        assert dict(stored) == {"every 1": 60, "every 59": 60, "every 60": 60, "every 900": 900}
     finally:
         engine.dispose()

@@ -55,6 +55,8 @@ def test_crud_and_validation(client: TestClient, make_key: Any) -> None:
         ),
         ({**body, "name": "x8", "selection": {"baseline_lag_seconds": -1}}, "baseline_lag_seconds"),
         ({**body, "name": "x9", "for_seconds": -5}, "for_seconds"),
+        # The floor: one project's second-by-second monitors would fill every tick.
+        ({**body, "name": "x10", "interval_seconds": 59}, "interval_seconds"),
         (body, "name"),
     ):
         r = client.post("/api/v1/monitors", headers=h, json=bad)
@@ -63,6 +65,10 @@ def test_crud_and_validation(client: TestClient, make_key: Any) -> None:
         f"/api/v1/monitors/{m['id']}", headers=h, json={"detector_params": {"alpha": -1}}
     )
     assert r.status_code == 422 and "detector_params.alpha" in r.json()["detail"]
+    r = client.patch(f"/api/v1/monitors/{m['id']}", headers=h, json={"interval_seconds": 1})
+    assert r.status_code == 422 and "interval_seconds" in r.json()["detail"]
+    r = client.post("/api/v1/monitors/defaults", headers=h, json={"interval_seconds": 1})
+    assert r.status_code == 422 and "interval_seconds" in r.json()["detail"]
     r = client.patch(
         f"/api/v1/monitors/{m['id']}", headers=h, json={"enabled": False, "interval_seconds": 120}
     )

@@ -17,10 +17,17 @@ from sqlalchemy import Engine, func, select
 
 from app.db import make_engine, make_sessionmaker, write_session
 from app.models import DetectorRun
+from app.monitors.schemas import MIN_INTERVAL_SECONDS
 from app.scheduler import jobs, leader
 from app.scheduler.service import SchedulerService
 from app.settings import Settings
-from tests.app.engine_helpers import Clock, add_monitor, scripted_factory, setup_project
+from tests.app.engine_helpers import (
+    Clock,
+    add_monitor,
+    scripted_factory,
+    setup_project,
+    store_interval,
+)
 from tests.conftest import fresh_database
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -59,13 +66,11 @@ def test_lease_is_compare_and_set(engine: Engine) -> None:
     pid = setup_project(engine)
     mid = add_monitor(engine, pid, "FM-1", interval_seconds=60)
     now = Clock().now
-    [(got_id, slot, interval)] = leader.due_monitors(engine, now=now)
-    assert got_id == mid
-    assert leader.claim_monitor(engine, monitor_id=mid, slot=slot, interval_s=interval, now=now)
-    assert (
-        leader.claim_monitor(engine, monitor_id=mid, slot=slot, interval_s=interval, now=now)
-        is None
-    )
+    [due] = leader.due_monitors(engine, now=now)
+    assert (due.monitor_id, due.project_id, due.interval_s) == (mid, pid, 60)
+    claim = {"slot": due.slot, "interval_s": due.interval_s, "lease_s": due.lease_s, "now": now}
+    assert leader.claim_monitor(engine, monitor_id=mid, **claim)
+    assert leader.claim_monitor(engine, monitor_id=mid, **claim) is None
     assert leader.due_monitors(engine, now=now) == []
     # On time: the next slot is one interval on; late: missed slots coalesce into this run.
     assert leader.next_slot(now, 60, now + timedelta(seconds=1)) == now + timedelta(seconds=60)
@@ -120,12 +125,12 @@ def test_two_scheduler_processes_run_each_monitor_once_per_interval(
     try:
         pid = setup_project(engine)
         interval = 2
-        monitors = [
-            add_monitor(engine, pid, mode, interval_seconds=interval)
-            for mode in ("FM-1", "FM-2", "FM-6")
-        ]
+        monitors = [add_monitor(engine, pid, mode) for mode in ("FM-1", "FM-2", "FM-6")]
+        for monitor in monitors:  # below the API's floor: the schedulers are told to keep it
+            store_interval(engine, monitor, interval)
         env = {**os.environ, "TELLTALE_DATABASE_URL": url}
-        cmd = [sys.executable, "-m", "app", "scheduler", "--tick", "0.1", "--no-outbox"]
+        cmd = [sys.executable, "-m", "app", "scheduler", "--tick", "0.1", "--no-outbox",
+               "--min-interval", "1"]  # fmt: skip
         procs = [
             subprocess.Popen(
                 cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -163,3 +168,19 @@ def test_two_scheduler_processes_run_each_monitor_once_per_interval(
             assert conn.scalar(select(func.count()).select_from(DetectorRun)) == len(runs)
     finally:
         engine.dispose()
+
+
+def test_an_interval_stored_below_the_floor_runs_at_the_floor(
+    engine: Engine, settings: Settings
+) -> None:
+    pid = setup_project(engine)
+    mid = add_monitor(engine, pid, "FM-2")
+    store_interval(engine, mid, 1)  # allowed before the floor
+    clock = Clock()
+    svc = SchedulerService(settings, engine, make_sessionmaker(engine), clock=clock,
+                           detector_factory=scripted_factory({"FM-2": ["clean"] * 3}))  # fmt: skip
+    assert len(svc.tick()) == 1
+    clock.advance(2)
+    assert svc.tick() == []
+    clock.advance(MIN_INTERVAL_SECONDS)
+    assert len(svc.tick()) == 1
