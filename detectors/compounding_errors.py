@@ -124,7 +124,7 @@ class CompoundingErrorDetector(WindowTest):
     min_confidence_increase: float = param(0.05, ge=0.0)
     min_traces: int = param(30, ge=2)
     min_exposed: int = param(10, ge=1)
-    max_depth: int = param(12, ge=1)
+    max_depth: int = param(12, ge=1, le=1_000)
     without_reference: bool = param(False)
 
     def _profile_counts(self, profile: str) -> tuple[np.ndarray, int]:

@@ -175,11 +175,16 @@ class Seeded:
     seed: int = param(0, ge=0)
 
 
+# Resamples a test may be set to draw at the most: work and memory per run stay finite
+# (the deadline of detectors.deadline stops a run sooner still).
+MAX_RESAMPLES = 100_000
+
+
 @dataclass(frozen=True, kw_only=True)
 class Resampled:
     """``n_permutations``: how many resamples a permutation test draws at the most."""
 
-    n_permutations: int = param(999, ge=1)
+    n_permutations: int = param(999, ge=1, le=MAX_RESAMPLES)
 
 
 @dataclass(frozen=True, kw_only=True)

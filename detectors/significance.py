@@ -25,6 +25,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from detectors.deadline import checkpoint
+
 
 def holm(p_values: Sequence[float]) -> np.ndarray:
     """Holm (1979) step-down adjusted p-values (monotone, capped at 1).
@@ -116,7 +118,11 @@ class SequentialPValue:
         self.stopped_early = False
 
     def add(self, exceeds: np.ndarray) -> bool:
-        """Take the next chunk's exceedance flags; True when no more resamples are needed."""
+        """Take the next chunk's exceedance flags; True when no more resamples are needed.
+
+        Every resampling loop passes here once per chunk: the caller's deadline is checked
+        (:func:`detectors.deadline.checkpoint`)."""
+        checkpoint()
         flags = np.asarray(exceeds, dtype=bool)[: self.n - self.done]
         if self.stop_after is not None:
             running = self.exceed + np.cumsum(flags)

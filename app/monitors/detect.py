@@ -17,6 +17,7 @@ from typing import Any
 from app.monitors.load import RunWindows
 from app.monitors.plan import RunPlan
 from app.monitors.slots import Slot
+from detectors.deadline import DetectorCancelled, deadline
 from detectors.result import DetectorResult
 
 log = logging.getLogger("telltale.monitors")
@@ -74,9 +75,10 @@ def call_with_time_limit(
 ) -> DetectorResult:
     """Run ``fn`` in a daemon thread; raise DetectorTimeout after ``limit_s`` seconds.
 
-    Python cannot kill a thread, so a timed-out detector keeps computing in the
-    background until it returns. It keeps ``slot`` until then (see
-    :mod:`app.monitors.slots`), which bounds how many such threads can exist.
+    Python cannot kill a thread: the thread runs under a deadline of ``limit_s``, at which
+    the detector's resampling loops stop (:mod:`detectors.deadline`). It keeps ``slot``
+    until it really ends (see :mod:`app.monitors.slots`), which bounds how many such
+    threads can exist.
     """
     box: dict[str, Any] = {}
     lock = threading.Lock()
@@ -84,7 +86,8 @@ def call_with_time_limit(
 
     def target() -> None:
         try:
-            box["result"] = fn()
+            with deadline(limit_s):  # the detector's loops stop there (detectors.deadline)
+                box["result"] = fn()
         except BaseException as exc:  # handed back to the caller below
             box["error"] = exc
         finally:
@@ -92,7 +95,7 @@ def call_with_time_limit(
                 state["done"] = True
                 overdue = state["overdue"]
             if slot is not None:
-                slot.slots.release(was_overdue=overdue)
+                slot.release(was_overdue=overdue)
 
     thread = threading.Thread(target=target, name="detector", daemon=True)
     if slot is not None:
@@ -105,6 +108,8 @@ def call_with_time_limit(
             if slot is not None:
                 slot.slots.mark_overdue()
             raise DetectorTimeout(f"detector exceeded its time limit of {limit_s:g} s")
+    if isinstance(box.get("error"), DetectorCancelled):  # it stopped at the deadline itself
+        raise DetectorTimeout(f"detector exceeded its time limit of {limit_s:g} s")
     if "error" in box:
         raise box["error"]
     return box["result"]  # type: ignore[no-any-return]

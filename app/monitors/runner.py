@@ -119,11 +119,13 @@ def _outcome(
         return Outcome(None)
     if plan.build_error is not None:  # no detector to run: no slot to wait for
         return Outcome(None, plan.build_error)
-    slot = slots.take(0.0 if refuse_when_busy else float(plan.monitor.time_limit_seconds))
+    project = plan.monitor.project_id
+    wait_s = 0.0 if refuse_when_busy else float(plan.monitor.time_limit_seconds)
+    slot = slots.take(wait_s, project=project)
     if slot is None:
         if refuse_when_busy:
-            raise DetectorsBusy(slots.busy_message())
-        return Outcome(None, f"DetectorsBusy: {slots.busy_message()}")
+            raise DetectorsBusy(slots.busy_message(project=project))
+        return Outcome(None, f"DetectorsBusy: {slots.busy_message(project=project)}")
     with slot:
         try:
             with cycle.lock:

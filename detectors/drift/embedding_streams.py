@@ -28,6 +28,12 @@ FAILURE_MODE = "FM-6"
 METHODS = ("cosine", "mmd")
 
 
+# The MMD test's upper bounds: a run's kernel and work stay finite (a billion permutations
+# held a detector slot for good); the deadline (detectors.deadline) stops it sooner.
+MAX_MMD_PERMUTATIONS = 5_000
+MAX_MMD_SAMPLES = 10_000
+
+
 @dataclass(frozen=True, kw_only=True)
 class EmbeddingDriftDetector(Resampled, Seeded, Parameters):
     """FM-6: drift in embedding streams, by ``cosine`` (KS on cosine) or ``mmd``.
@@ -75,8 +81,9 @@ class EmbeddingDriftDetector(Resampled, Seeded, Parameters):
 
     method: str = param("cosine", choices=METHODS)
     min_samples: int = param(30, ge=2)
-    n_permutations: int = param(200, ge=20)
-    max_samples: int = param(5000, ge=2)
+    # The kernel holds (2 max_samples)² float32 (1.6 GB at the bound).
+    n_permutations: int = param(200, ge=20, le=MAX_MMD_PERMUTATIONS)
+    max_samples: int = param(5000, ge=2, le=MAX_MMD_SAMPLES)
 
     def test(
         self,

@@ -81,7 +81,10 @@ def _permuted_numpy(
     observed = float(_mmd2(*_kernel_sums(k, row_sums, _indicators(np.arange(total)[None], n)),
                            t_all, n, total - n)[0])  # fmt: skip
     acc = SequentialPValue(n=n_perm, stop_after=stop_after)
-    parts, size = [], 32
+    # A chunk costs size·total² multiply-adds: about 2**33 at most (a second or two here),
+    # so the deadline checked once per chunk (SequentialPValue.add) is never far off.
+    largest = max(8, min(1024, 2**33 // total**2))
+    parts, size = [], min(32, largest)
     while acc.done < n_perm:
         size = min(size, n_perm - acc.done)
         order = rng.permuted(np.tile(np.arange(total), (size, 1)), axis=1)
@@ -89,7 +92,7 @@ def _permuted_numpy(
         parts.append(values)
         if acc.add(values >= observed):
             break
-        size = min(2 * size, 1024)
+        size = min(2 * size, largest)
     return observed, np.concatenate(parts)[: acc.done], acc, sigma2
 
 

@@ -118,8 +118,8 @@ class EvalOverfittingDetector(TraceSources, Seeded, Parameters):
     min_outside: float = param(0.1, ge=0.0, lt=1.0)
     coverage_quantile: float = param(0.95, gt=0.5, lt=1.0)
     fire_on_coverage: bool = param(True)
-    n_folds: int = param(5, ge=2)
-    max_samples: int = param(2000, ge=50)
+    n_folds: int = param(5, ge=2, le=20)
+    max_samples: int = param(2000, ge=50, le=20_000)
     # The traffic the eval harness is held against (eval runs are the other side).
     sources: frozenset[str] = param(("production",), choices=("production", "shadow"))
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 from sklearn.isotonic import isotonic_regression
 
+from detectors.deadline import checkpoint
 from detectors.ground_truth.label_coverage import visible_label
 from detectors.records import TraceRecord
 
@@ -78,6 +79,8 @@ def bootstrap_drop(
     ests = np.empty(n_bootstrap)
     hits = 0
     for b in range(n_bootstrap):
+        if b % 64 == 0:
+            checkpoint()
         ref_pick = rng.integers(0, n_r, n_r)
         cur_pick = rng.integers(0, n_l, n_l)
         pick = np.concatenate([ref_pick, n_r + cur_pick])

@@ -19,7 +19,7 @@ from detectors.ground_truth.label_coverage import (
 )
 from detectors.ground_truth.scores import calibration_scores
 from detectors.outcome_values import recent_half
-from detectors.params import Parameters, Seeded, TraceSources, param
+from detectors.params import MAX_RESAMPLES, Parameters, Seeded, TraceSources, param
 from detectors.records import DetectorResult, TraceRecord, TraceWindow
 from detectors.significance import (
     SequentialPValue,
@@ -143,7 +143,7 @@ class GroundTruthAbsenceDetector(TraceSources, Seeded, Parameters):
     min_labeled: int = param(30, ge=2)
     min_current: int = param(20, ge=1)
     min_cohort_size: int = param(10, ge=1)
-    n_bootstrap: int = param(1000, ge=100)
+    n_bootstrap: int = param(1000, ge=100, le=MAX_RESAMPLES)
     min_coverage_fall: float = param(0.5, gt=0.0, le=1.0)
     trace_features: bool = param(True)
     # Labels are counted over production traffic (by the service too, over a whole window).

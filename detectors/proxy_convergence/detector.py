@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from detectors.params import Parameters, Resampled, Seeded, TraceSources, param
+from detectors.params import MAX_RESAMPLES, Parameters, Resampled, Seeded, TraceSources, param
 from detectors.proxy_convergence.counterfactual import counterfactual_test
 from detectors.proxy_convergence.diversity import diversity_test
 from detectors.proxy_convergence.objectives import (
@@ -112,7 +112,7 @@ class ProxyConvergenceDetector(TraceSources, Resampled, Seeded, Parameters):
     min_entropy_drop: float = param(0.1, ge=0.0, lt=2.0)
     min_traces: int = param(30, ge=4)
     min_pairs: int = param(10, ge=5)
-    n_permutations: int = param(999, ge=99)
+    n_permutations: int = param(999, ge=99, le=MAX_RESAMPLES)
 
     def test(
         self, reference: TraceWindow, current: TraceWindow, *, now: float | None = None
