@@ -108,6 +108,8 @@ def test_monitors_defaults_pause_run_and_edit(client, make_key, engine):
         ("interval_seconds", "0", "interval_seconds: Input should be greater than or equal to 1"),
         ("expected_days_between_false_alerts", "soon", "expected_days_between_false_alerts: Input should be a valid number"),
         ("detector_params", "{nope", "detector_params: not valid JSON"),
+        ("detector_params", "[" * 100_000, "detector_params: JSON nests arrays/objects more than 32 deep"),
+        ("detector_params", f'{{"a": "{"x" * 100_000}"}}', "detector_params: 100009 characters, over the limit of 100000"),
         ("detector_params", '{"no_such_parameter": 1}', "no_such_parameter"),
         ("severity", "loud", "severity: Input should be"),
     ]:  # fmt: skip
@@ -168,6 +170,8 @@ def test_derived_field_rules_are_edited_as_json(client, make_key, engine):
     r = post(client, "/settings/derived", {"rules": "{not json"}, token)
     assert r.status_code == 422 and "rules: not valid JSON" in r.text
     assert "{not json" in r.text  # what was typed stays
+    r = post(client, "/settings/derived", {"rules": '{"a": ' * 14_000}, token)
+    assert r.status_code == 422 and "rules: JSON nests arrays/objects more than 32 deep" in r.text
     bad = '{"decision": {"default": "sometimes"}}'
     r = post(client, "/settings/derived", {"rules": bad}, token)
     assert r.status_code == 422 and "decision.default" in r.text, r.text[:500]
