@@ -203,7 +203,7 @@ def create_silence(
         ]
         try:
             seconds: Any = round(float(hours) * 3600) if hours.strip() else None
-        except ValueError:
+        except (ValueError, OverflowError):  # "nan", "inf"
             raise FormError("duration_seconds: the hours must be a number") from None
         body = parse_form(
             SilenceCreate, {"matchers": matchers, "duration_seconds": seconds, "comment": comment}
