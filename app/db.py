@@ -15,6 +15,8 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
+from app.private_files import create_sqlite_file
+
 
 def normalise_url(url: str) -> str:
     """Accept plain ``postgresql://`` URLs and pick the psycopg 3 driver for them."""
@@ -53,6 +55,7 @@ def make_engine(url: str, *, pool_size: int = 8, pool_timeout: float = 30.0) -> 
         # and closes other threads' connections past five threads, while they are in use:
         # the app's background threads crashed the process in sqlite3 (a test's segfault).
         memory = url in ("sqlite://", "sqlite:///:memory:")
+        create_sqlite_file(url)  # 0600 before SQLite creates it 0644 (app.private_files)
         engine = create_engine(
             url,
             connect_args={"check_same_thread": False, "timeout": 30},

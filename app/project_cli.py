@@ -71,8 +71,14 @@ def _init(args: argparse.Namespace) -> int:
         service_name=args.service_name,
         service_version=args.service_version,
     )
+    # The block goes where agents `source` it (`> telltale.env`): it holds the ingest key
+    # alone. The admin key goes to the terminal (stderr), never into that file.
+    print(
+        f"admin key for project {args.project!r} (log in to the web UI, manage monitors and "
+        f"keys; shown once, keep it out of the agent's environment): {admin}",
+        file=sys.stderr,
+    )
     print(f"# Project {args.project!r} on {database_label(settings.database_url)}")
-    print(f"# admin key (log in to the web UI, manage monitors and keys): {admin}")
     print(f"# ingest key (only sends data; it is in the block below): {ingest}")
     print(
         f"# {len(monitors)} default monitors ({', '.join(m.failure_mode for m in monitors)}):"
@@ -179,7 +185,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "init",
         help="create a project, its keys and default monitors; print the OTel env block",
         description="Create the project (if new), an ingest key for the agent and an admin key "
-        "for you, the default monitors, and print the OpenTelemetry environment block. "
+        "for you, the default monitors, and print the OpenTelemetry environment block (with "
+        "the ingest key) on stdout and the admin key on stderr. "
         "Run again, it makes new keys and keeps the monitors.",
     )
     init.add_argument("--project", required=True)

@@ -7,12 +7,11 @@ the outbox, so a retry sends exactly what the first attempt sent.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from app.alerts import sentences
+from app.alerts import sentences, slack
 from app.models import Alert, Channel
 
 CHANNEL_TYPES = ("webhook", "slack", "pagerduty", "alertmanager")
@@ -45,6 +44,16 @@ class AlertContext:
         return sentences.title(self.alert.failure_mode, self.monitor_name)
 
     @property
+    def headline(self) -> str:
+        """``[CRITICAL] FM-2 tool failure cascades: <the alert's sentence>``, on one line."""
+        a = self.alert
+        return sentences.one_line(f"[{a.severity.upper()}] {self.title}: {a.summary}")
+
+    @property
+    def since(self) -> str | None:
+        return iso(self.alert.first_fired_at)
+
+    @property
     def labels(self) -> dict[str, str]:
         a = self.alert
         return {
@@ -57,14 +66,8 @@ class AlertContext:
         }
 
 
-def _iso(dt: datetime | None) -> str | None:
+def iso(dt: datetime | None) -> str | None:
     return dt.isoformat().replace("+00:00", "Z") if dt is not None else None
-
-
-def _summary(ctx: AlertContext) -> str:
-    """``[CRITICAL] FM-2 tool failure cascades: <the alert's sentence>``."""
-    a = ctx.alert
-    return f"[{a.severity.upper()}] {ctx.title}: {a.summary}"
 
 
 def webhook_payload(ctx: AlertContext, event: str) -> dict[str, Any]:
@@ -85,59 +88,12 @@ def webhook_payload(ctx: AlertContext, event: str) -> dict[str, Any]:
             "summary": a.summary,
             "evidence": a.evidence,
             "count": a.count,
-            "first_fired_at": _iso(a.first_fired_at),
-            "last_fired_at": _iso(a.last_fired_at),
-            "acknowledged_at": _iso(a.acknowledged_at),
-            "resolved_at": _iso(a.resolved_at),
+            "first_fired_at": iso(a.first_fired_at),
+            "last_fired_at": iso(a.last_fired_at),
+            "acknowledged_at": iso(a.acknowledged_at),
+            "resolved_at": iso(a.resolved_at),
         },
         "link": ctx.link,
-    }
-
-
-def _evidence_lines(evidence: Mapping[str, Any], limit: int = 8) -> str:
-    lines = []
-    for key, value in list(evidence.items())[:limit]:
-        text = value if isinstance(value, (str, int, float, bool)) or value is None else "…"
-        lines.append(f"• *{key}*: {text}")
-    return "\n".join(lines) or "(no evidence)"
-
-
-def slack_payload(ctx: AlertContext, event: str) -> dict[str, Any]:
-    a = ctx.alert
-    verb = {"trigger": "Firing", "acknowledge": "Acknowledged", "resolve": "Resolved"}[event]
-    title = f"{verb}: {ctx.title}"
-    return {
-        "text": f"{verb}: {_summary(ctx)} <{ctx.link}|Open in Telltale>",
-        "blocks": [
-            {"type": "header", "text": {"type": "plain_text", "text": title[:150]}},
-            {
-                "type": "section",
-                "fields": [
-                    {"type": "mrkdwn", "text": f"*Severity*\n{a.severity}"},
-                    {"type": "mrkdwn", "text": f"*Project*\n{ctx.project_name}"},
-                    {"type": "mrkdwn", "text": f"*Count*\n{a.count}"},
-                    {"type": "mrkdwn", "text": f"*Since*\n{_iso(a.first_fired_at)}"},
-                ],
-            },
-            {
-                "type": "section",
-                "text": {
-                    "type": "mrkdwn",
-                    "text": f"{a.summary or title}\n<{ctx.link}|{ctx.link}>",
-                },
-            },
-            {"type": "section", "text": {"type": "mrkdwn", "text": _evidence_lines(a.evidence)}},
-            {
-                "type": "actions",
-                "elements": [
-                    {
-                        "type": "button",
-                        "text": {"type": "plain_text", "text": "Open in Telltale"},
-                        "url": ctx.link,
-                    }
-                ],
-            },
-        ],
     }
 
 
@@ -150,11 +106,11 @@ def pagerduty_payload(ctx: AlertContext, event: str, routing_key: str) -> dict[s
     }
     if event == "trigger":
         body["payload"] = {
-            "summary": _summary(ctx)[:1024],
-            "source": f"telltale/{ctx.project_name}",
+            "summary": ctx.headline[:1024],
+            "source": sentences.one_line(f"telltale/{ctx.project_name}"),
             "severity": a.severity,
-            "timestamp": _iso(a.last_fired_at),
-            "component": ctx.monitor_name,
+            "timestamp": iso(a.last_fired_at),
+            "component": sentences.one_line(ctx.monitor_name),
             "class": a.failure_mode,
             "custom_details": {
                 "summary": a.summary,
@@ -175,16 +131,16 @@ def alertmanager_payload(ctx: AlertContext, event: str) -> list[dict[str, Any]]:
     item: dict[str, Any] = {
         "labels": ctx.labels,
         "annotations": {
-            "summary": _summary(ctx),
+            "summary": ctx.headline,
             "description": f"{a.summary}\n{ctx.link}",
             "link": ctx.link,
             "fingerprint": a.fingerprint,
         },
-        "startsAt": _iso(a.first_fired_at),
+        "startsAt": iso(a.first_fired_at),
         "generatorURL": ctx.link,
     }
     if event == "resolve":
-        item["endsAt"] = _iso(a.resolved_at)
+        item["endsAt"] = iso(a.resolved_at)
     return [item]
 
 
@@ -201,7 +157,7 @@ def build_payload(channel: Channel, ctx: AlertContext, event: str) -> Any:
     if channel.type == "webhook":
         return webhook_payload(ctx, event)
     if channel.type == "slack":
-        return slack_payload(ctx, event)
+        return slack.message(ctx, event)
     if channel.type == "pagerduty":
         return pagerduty_payload(ctx, event, str((channel.config or {}).get("routing_key", "")))
     if channel.type == "alertmanager":
@@ -217,7 +173,7 @@ def item(channel: Channel, ctx: AlertContext, event: str) -> dict[str, Any]:
     return {
         "alert_id": a.id,
         "event": event,
-        "text": f"{verb}: [{a.severity.upper()}] {ctx.title}: {a.summary}",
+        "text": f"{verb}: {ctx.headline}",
         "link": ctx.link,
         "payload": build_payload(channel, ctx, event),
     }

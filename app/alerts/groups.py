@@ -69,10 +69,10 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.alerts import slack
 from app.models import Channel, Notification
 
 MERGED_TYPES = frozenset({"webhook", "slack", "alertmanager"})
-SLACK_MAX_LINES = 45  # header + lines + overflow note stay under Slack's 50 blocks
 
 
 def with_item(items: Sequence[dict[str, Any]], new: dict[str, Any]) -> list[dict[str, Any]]:
@@ -93,7 +93,7 @@ def combine(channel_type: str, items: Sequence[dict[str, Any]], *, key: str) -> 
     if channel_type == "webhook":
         return _webhook(items, key)
     if channel_type == "slack":
-        return _slack(items)
+        return slack.group_message(items)
     if channel_type == "alertmanager":
         return [alert for i in items for alert in i["payload"]]
     if len(items) != 1:
@@ -112,23 +112,6 @@ def _webhook(items: Sequence[dict[str, Any]], key: str) -> dict[str, Any]:
         for i in items
     ]
     return body
-
-
-def _slack(items: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    if len(items) == 1:
-        return dict(items[0]["payload"])
-    title = f"{len(items)} Telltale alerts"
-    blocks: list[dict[str, Any]] = [
-        {"type": "header", "text": {"type": "plain_text", "text": title}}
-    ]
-    for i in items[:SLACK_MAX_LINES]:
-        line = f"{i['text']} (<{i['link']}|open>)"
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": line[:3000]}})
-    if len(items) > SLACK_MAX_LINES:
-        more = f"… and {len(items) - SLACK_MAX_LINES} more"
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": more}})
-    text = f"{title}: " + "; ".join(i["text"] for i in items)
-    return {"text": text[:3000], "blocks": blocks}
 
 
 def group_key(channel: Channel) -> str:

@@ -70,13 +70,18 @@ class Matcher(BaseModel):
         return self
 
 
+# A silence lasts at most a year and a day, whichever way its end is given, and starts
+# within that time: a silence "until 9999" is a monitor switched off (pause it instead).
+MAX_SILENCE_SECONDS = 366 * 86400
+
+
 class SilenceCreate(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
     matchers: list[Matcher] = Field(min_length=1, max_length=32)
     starts_at: datetime | None = None
     ends_at: datetime | None = None
-    duration_seconds: int | None = Field(None, gt=0, le=366 * 86400)
+    duration_seconds: int | None = Field(None, gt=0, le=MAX_SILENCE_SECONDS)
     comment: str = Field("", max_length=2000)
 
     @field_validator("starts_at", "ends_at")

@@ -39,6 +39,16 @@ PROSE_STARTS = frozenset(
 ) | {name.split()[0] for name in STATISTIC_NAMES.values()}
 
 
+def one_line(text: str) -> str:
+    """``text`` with every run of white space (line breaks included) as one space: a name
+    from span text (a tool called ``"search\\n[CRITICAL] ..."``) cannot add a line.
+
+    >>> one_line("search\\r\\n  [CRITICAL]\\u2028x")
+    'search [CRITICAL] x'
+    """
+    return " ".join(text.split())
+
+
 def numbers(
     *,
     failure_mode: str,
@@ -109,6 +119,7 @@ def sentence(
         tail.append(f"Since {when}")
     if n_current:
         tail.append(f"on {n_current} {COUNTED.get(failure_mode, 'traces')}")
+    said = one_line(said)
     first = said.split(" ", 1)[0]
     text = (said[:1].upper() + said[1:] if first in PROSE_STARTS else said) + "."
     return f"{text} {', '.join(tail)}." if tail else text
@@ -116,6 +127,7 @@ def sentence(
 
 def title(failure_mode: str, monitor_name: str) -> str:
     """``FM-2 tool failure cascades``, not ``FM-2 FM-2 tool failure cascades``."""
+    monitor_name = one_line(monitor_name)
     if monitor_name.startswith(failure_mode):
         return monitor_name
     return f"{failure_mode} {monitor_name}".strip()

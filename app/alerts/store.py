@@ -15,7 +15,13 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.alerts.outbound import OutboundPolicy
-from app.alerts.schemas import ChannelCreate, ChannelOut, SilenceCreate, SilenceOut
+from app.alerts.schemas import (
+    MAX_SILENCE_SECONDS,
+    ChannelCreate,
+    ChannelOut,
+    SilenceCreate,
+    SilenceOut,
+)
 from app.db import project_row
 from app.models import Alert, AlertEvent, Channel, Silence
 from app.pagination import where_given
@@ -117,10 +123,16 @@ def _masked_name(c: Channel) -> str:
 def create_silence(
     session: Session, *, project_id: int, body: SilenceCreate, actor: str, now: datetime
 ) -> Silence:
+    """A silence from ``body``; ValueError naming the field for times out of bounds."""
+    longest = timedelta(seconds=MAX_SILENCE_SECONDS)
     starts = body.starts_at or now
+    if starts - now > longest:
+        raise ValueError(f"starts_at: at most {longest.days} days from now")
     ends = body.ends_at or starts + timedelta(seconds=body.duration_seconds or 0)
     if ends <= starts:
         raise ValueError("ends_at: must be after starts_at")
+    if ends - starts > longest:
+        raise ValueError(f"ends_at: at most {longest.days} days after starts_at")
     silence = Silence(
         project_id=project_id,
         matchers=[m.model_dump() for m in body.matchers],

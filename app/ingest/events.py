@@ -26,6 +26,7 @@ from app.ingest.fields import (
     req_str,
 )
 from app.ingest.limits import IngestLimits
+from app.scores.values import OUT_OF_RANGE, score_value
 
 EVENT_TYPES = ("trace", "span", "score", "embedding")
 TRACE_STATUS = ("ok", "error")
@@ -167,10 +168,13 @@ def _score(i: int, eid: str, body: dict[str, Any], p: str, _limits: IngestLimits
 def score_row(body: dict[str, Any], p: str, trace_id: str) -> dict[str, Any]:
     """A score's row from its fields (``p`` prefixes the names in errors): the native
     ``score`` event's body and a ``/api/v1/scores`` item, which names its trace either way."""
+    name, value = req_str(body, "name", p), req_float(body, "value", p)
+    if score_value(value) is None:
+        raise FieldError(f"{p}.value", OUT_OF_RANGE)
     row: dict[str, Any] = {
         "trace_id": trace_id,
-        "name": req_str(body, "name", p),
-        "value": req_float(body, "value", p),
+        "name": name,
+        "value": value,
         "kind": choice(body, "kind", p, SCORE_KINDS, "proxy"),
         "source": choice(body, "source", p, SCORE_SOURCES, "online"),
         "label": opt_str(body, "label", p),

@@ -114,7 +114,10 @@ def _as_float(value: Any, field: str, lo: float | None, hi: float | None) -> flo
     if kind is not float and kind is not int:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise FieldError(field, f"must be a number, not {type(value).__name__}")
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # JSON allows an integer of any length
+        raise FieldError(field, "is past the range of a 64-bit float") from None
     if not math.isfinite(number):
         raise FieldError(field, "must be finite (no NaN or infinity)")
     if (lo is not None and number < lo) or (hi is not None and number > hi):

@@ -10,6 +10,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from app.request_model import RequestModel
 from app.response_model import ResponseModel, Time
+from app.scores.values import SCORE_VALUE_LIMIT, score_value
 
 QUEUE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 SOURCES = Literal["production", "eval", "shadow"]
@@ -58,8 +59,9 @@ class CategoricalSchema(_Strict):
 
 class ScoreSchema(_Strict):
     type: Literal["score"]
-    min: float
-    max: float
+    # Its labels are written back as scores: within the scores' bound (app.scores.values).
+    min: float = Field(ge=-SCORE_VALUE_LIMIT, le=SCORE_VALUE_LIMIT)
+    max: float = Field(ge=-SCORE_VALUE_LIMIT, le=SCORE_VALUE_LIMIT)
 
     @model_validator(mode="after")
     def _ordered(self) -> ScoreSchema:
@@ -132,10 +134,13 @@ def check_label(schema: dict[str, Any], label: Any) -> tuple[Any, float | None]:
         return label, (None if correct is None else float(label in correct))
     if isinstance(label, bool) or not isinstance(label, int | float):
         raise LabelOutsideSchema(f"label: must be a number, got {label!r}")
-    value = float(label)
-    if not math.isfinite(value) or not schema["min"] <= value <= schema["max"]:
+    # A schema stored before the bound may be wider than it: the bound holds anyway.
+    value = score_value(label)
+    if value is None or not schema["min"] <= value <= schema["max"]:
+        low = max(schema["min"], -SCORE_VALUE_LIMIT)
+        high = min(schema["max"], SCORE_VALUE_LIMIT)
         raise LabelOutsideSchema(
-            f"label: must be a number in [{schema['min']}, {schema['max']}], got {label!r}"
+            f"label: must be a number in [{low:g}, {high:g}], got {label!r:.40}"
         )
     return value, value
 

@@ -18,6 +18,8 @@ from pathlib import Path
 
 from PIL import Image
 
+from app.private_files import create_file, make_folder
+
 log = logging.getLogger("telltale.media")
 
 # Decided by magic bytes, never by the client's Content-Type.
@@ -107,13 +109,13 @@ def image_path(media_dir: str | Path, file_name: str) -> Path:
 
 
 def save_image(media_dir: str | Path, data: bytes, *, ext: str) -> str:
-    """Write ``data`` under a new random name (atomically: temp file, then rename)."""
-    root = Path(media_dir)
-    root.mkdir(parents=True, exist_ok=True)
+    """Write ``data`` under a new random name (atomically: temp file, then rename), readable
+    by the owner alone (:mod:`app.private_files`)."""
+    root = make_folder(media_dir)
     name = secrets.token_hex(16) + ext
     path = image_path(root, name)
     tmp = path.with_name(f".{name}.tmp")
-    with open(tmp, "wb") as fh:
+    with create_file(tmp) as fh:
         fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())

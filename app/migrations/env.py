@@ -8,6 +8,7 @@ from sqlalchemy import engine_from_config, pool
 import app.models  # noqa: F401  (registers every table on Base.metadata)
 from app.db import normalise_url
 from app.models.base import Base
+from app.private_files import create_sqlite_file
 from app.retention.partitions import is_partition_name
 from app.settings import get_settings
 
@@ -30,6 +31,7 @@ def run_migrations_online() -> None:
     if connection is not None:
         _run(connection)
         return
+    create_sqlite_file(_url())  # 0600 before SQLite creates it 0644 (app.private_files)
     connectable = engine_from_config(
         {"sqlalchemy.url": _url()}, prefix="sqlalchemy.", poolclass=pool.NullPool
     )

@@ -10,7 +10,8 @@ attributes, typically on an EVALUATOR span; OTel GenAI as an event):
   ``gen_ai.evaluation.score.value``, ``.score.label``, ``gen_ai.evaluation.explanation``
   (the same event sent as a log record is read by :mod:`app.otlp.logs`).
 
-A score needs a name (1-128 characters) and a finite numeric value; a result with only a
+A score needs a name (1-128 characters) and a numeric value within the bound of
+:mod:`app.scores.values` (one out of it is noted in the answer); a result with only a
 label is no score (Telltale's statistics need the number) and is kept in the attributes.
 Scores are ``proxy`` / ``online`` unless ``annotator_kind`` is ``HUMAN`` (source
 ``human``). The event id names the span and the result's position, so a re-sent span is a
@@ -19,14 +20,14 @@ duplicate.
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
 from app.ingest.events import ValidEvent
 from app.otlp.decode import DecodedSpan
+from app.scores.values import OUT_OF_RANGE, score_value
 
 _OI = re.compile(
     r"^(?:trace\.)?(annotations|evaluations)\.(\d{1,9})\.(annotation|evaluation)\."
@@ -35,12 +36,6 @@ _OI = re.compile(
 EVALUATION_EVENT = "gen_ai.evaluation.result"
 # Every key _OI matches starts with one of these.
 EVALUATION_PREFIXES = ("annotations.", "evaluations.", "trace.")
-
-
-def _value(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) else None
 
 
 def _text(value: Any, limit: int) -> str | None:
@@ -80,17 +75,25 @@ def _events(sp: DecodedSpan) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def evaluation_scores(
-    sp: DecodedSpan, index: int, at: datetime | None, *, keys: Iterable[str] | None = None
+    sp: DecodedSpan,
+    index: int,
+    at: datetime | None,
+    *,
+    keys: Iterable[str] | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> list[ValidEvent]:
     """The span's evaluation results as score events; ``keys``, when given, are the span's
-    attribute keys that include every one starting with :data:`EVALUATION_PREFIXES`."""
+    attribute keys that include every one starting with :data:`EVALUATION_PREFIXES`.
+    ``note`` is told of each named result whose score is out of range (and so no score)."""
     out = []
     # Only OpenInference spans carry its annotation attributes: others skip the key scan.
     oi = "openinference.span.kind" in sp.attributes
     found = _openinference(sp.attributes, keys) if oi else ()
     for where, fields in (*found, *_events(sp)):
-        name, value = _text(fields.get("name"), 128), _value(fields.get("score"))
+        name, value = _text(fields.get("name"), 128), score_value(fields.get("score"))
         if name is None or value is None:
+            if name is not None and fields.get("score") is not None and note is not None:
+                note(f"span {sp.span_id}: evaluation {where} score {OUT_OF_RANGE}; ignored")
             continue
         human = str(fields.get("annotator_kind") or "").upper() == "HUMAN"
         row: dict[str, Any] = {

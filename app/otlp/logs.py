@@ -29,6 +29,7 @@ from app.ingest.limits import IngestLimits
 from app.otlp.decode import TooDeep, clean, hex_id, pb_attributes, pb_value, too_deep
 from app.otlp.mapping import MAX_MESSAGES, ns_to_datetime
 from app.otlp.message_tool_calls import event_tool_calls
+from app.scores.values import OUT_OF_RANGE, score_value
 
 GENAI_PREFIX = "gen_ai."
 EVALUATION = "gen_ai.evaluation.result"
@@ -131,17 +132,18 @@ def _evaluation_score(
     out: MappedLogs,
 ) -> None:
     metric = attributes.get("gen_ai.evaluation.name")
-    value = attributes.get("gen_ai.evaluation.score.value")
+    given = attributes.get("gen_ai.evaluation.score.value")
     if not isinstance(metric, str) or not 0 < len(metric) <= 128:
         return
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
-        return
-    if abs(value) == float("inf"):
+    value = score_value(given)
+    if value is None:
+        if given is not None:
+            out.note(f"log record {index}: gen_ai.evaluation.score.value {OUT_OF_RANGE}; no score")
         return
     row: dict[str, Any] = {
         "trace_id": trace_id,
         "name": metric,
-        "value": float(value),
+        "value": value,
         "kind": "proxy",
         "source": "online",
         "label": _label(attributes.get("gen_ai.evaluation.score.label"), 128),

@@ -35,6 +35,7 @@ from app.otlp.evals import EVALUATION_PREFIXES, evaluation_scores
 from app.otlp.message_tool_calls import FLAT_PREFIXES, add_tool_calls
 from app.otlp.normalise import NO_COLUMNS, columns, error_type, latency_ms, normalise
 from app.otlp.trace_rows import TraceAcc, given
+from app.scores.values import OUT_OF_RANGE, score_value
 
 _GENAI_KIND = {
     "invoke_agent": "agent",
@@ -216,7 +217,9 @@ def map_spans(
                 k.startswith(_TELLTALE) for k in sp.resource
             )
         if sp.events or (marked and "openinference.span.kind" in attrs):
-            out.events.extend(evaluation_scores(sp, index, ended or started, keys=marked))
+            out.events.extend(
+                evaluation_scores(sp, index, ended or started, keys=marked, note=out.note)
+            )
         acc = traces.get(sp.trace_id)
         if acc is None:
             acc = traces[sp.trace_id] = TraceAcc(sp.trace_id)
@@ -261,9 +264,9 @@ def _scores(
         if name.endswith((".kind", ".source")):
             continue
         where = f"span {sp.span_id}: {key}"
-        number = _number(value)
+        number = score_value(value)
         if number is None or not name or len(name) > 128:
-            out.note(f"{where}: must be a finite number and the name 1-128 characters; ignored")
+            out.note(f"{where}: {OUT_OF_RANGE} and the name 1-128 characters; ignored")
             continue
         kind = given(f"{key}.kind", sp.attributes, sp.resource) or "proxy"
         source = given(f"{key}.source", sp.attributes, sp.resource) or "online"

@@ -21,14 +21,8 @@ from app.deps import EngineDep, Int4Id, SessionDep
 from app.models import Channel
 from app.models.base import utcnow
 from app.web.deps import WebContext, WebDep
-from app.web.settings_pages import (
-    FormError,
-    act,
-    act_on_row,
-    parse_form,
-    require_admin,
-    settings_page,
-)
+from app.web.form_values import FormError, parse_form
+from app.web.settings_pages import act, act_on_row, require_admin, settings_page
 
 router = APIRouter(prefix="/settings/channels", include_in_schema=False)
 

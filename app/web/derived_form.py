@@ -20,7 +20,8 @@ from app.deps import SessionDep
 from app.derive.config import DerivedFieldRules, effective_config, set_derived_field_rules
 from app.models import Project
 from app.web.deps import WebDep
-from app.web.settings_pages import FormError, act, parse_form
+from app.web.form_values import FormError, parse_form
+from app.web.settings_pages import act
 
 router = APIRouter(prefix="/settings", include_in_schema=False)
 

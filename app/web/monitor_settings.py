@@ -7,7 +7,6 @@ Through the API's ``MonitorPatch`` and :func:`app.monitors.store.update_monitor`
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from fastapi import APIRouter, Form, HTTPException, Request
@@ -19,7 +18,8 @@ from app.monitors import store as monitor_store
 from app.monitors.runner import DetectorsBusy
 from app.monitors.schemas import MonitorPatch
 from app.web.deps import WebContext, WebDep
-from app.web.settings_pages import FormError, act, parse_form
+from app.web.form_values import FormError, json_field, parse_form
+from app.web.settings_pages import act
 
 router = APIRouter(prefix="/settings/monitors", include_in_schema=False)
 TUNABLE = ("severity", "interval_seconds", "expected_days_between_false_alerts", "for_seconds")
@@ -78,12 +78,7 @@ async def edit_monitor(
     def action() -> str:
         raw = str(form.get("detector_params", "")).strip()
         if raw:
-            try:
-                data["detector_params"] = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise FormError(
-                    f"detector_params: not valid JSON ({exc.msg} at character {exc.pos})"
-                ) from None
+            data["detector_params"] = json_field(raw, field="detector_params")
         _patch(engine, web, monitor_id, parse_form(MonitorPatch, data))
         return f"Saved monitor {monitor_id}."
 

@@ -33,6 +33,7 @@ from app.traces import store as traces
 from app.traces.schemas import TraceOut, TracePage
 from app.web import alert_view, health, open_span, queries, run_chart, trace_view
 from app.web.deps import WebContext, WebDep
+from app.web.span_tree import span_depths
 
 router = APIRouter(include_in_schema=False)
 TEXT_SEARCH_DEFAULT = timedelta(hours=24)
@@ -254,9 +255,8 @@ def _trace(session: Session, web: WebContext, trace_id: str) -> dict[str, Any]:
 @router.get("/traces/{trace_id}")
 def trace_page(trace_id: str, web: WebDep, session: SessionDep) -> Any:
     trace = _trace(session, web, trace_id)
-    depth = {s["span_id"]: d for d, s in _tree(trace["spans"])}
     view = trace_view.trace_view(
-        session, project_id=web.principal.project_id, trace=trace, depth=depth
+        session, project_id=web.principal.project_id, trace=trace, depth=span_depths(trace["spans"])
     )
     return web.render("trace.html", trace=trace, **view)
 
@@ -269,23 +269,6 @@ def trace_conversation(trace_id: str, web: WebDep, session: SessionDep) -> Any:
         trace["spans"], trace_view.events_of(session, web.principal.project_id, trace_id)
     )
     return web.render("_chat.html", chat=chat)
-
-
-def _tree(spans: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
-    """Spans in step order, each with its depth under its parent (for indentation)."""
-    by_id = {s["span_id"]: s for s in spans}
-    depth: dict[str, int] = {}
-
-    def level(span: dict[str, Any], seen: frozenset[str] = frozenset()) -> int:
-        sid = span["span_id"]
-        if sid in depth:
-            return depth[sid]
-        parent = by_id.get(span.get("parent_span_id") or "")
-        d = 0 if parent is None or sid in seen else level(parent, seen | {sid}) + 1
-        depth[sid] = d
-        return d
-
-    return [(level(s), s) for s in spans]
 
 
 @router.get("/label")

@@ -14,7 +14,6 @@ from typing import Any, TypeVar
 
 from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import RedirectResponse
-from pydantic import BaseModel, ValidationError
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
@@ -33,6 +32,7 @@ from app.retention.policy import RetentionUpdate, retention_view, set_retention
 from app.scores import roles as score_roles
 from app.scores.schemas import ScoreRolesBody
 from app.web.deps import WebContext, WebDep
+from app.web.form_values import FormError, json_field, parse_form
 
 router = APIRouter(prefix="/settings", include_in_schema=False)
 ADMIN = "admin"
@@ -40,30 +40,11 @@ TABS = ("keys", "monitors", "silences", "scores", "derived", "retention")  # cha
 R = TypeVar("R")
 
 
-class FormError(ValueError):
-    """A form value the API's model or service refused; the message names the field."""
-
-
 def require_admin(web: WebContext) -> None:
     if not web.principal.can(ADMIN):
         raise HTTPException(
             403, f"Settings need a key with the admin role; yours is {web.principal.role}."
         )
-
-
-def _errors(exc: ValidationError) -> str:
-    """The API's 422 wording: ``field: message`` joined by ``; ``."""
-    return "; ".join(
-        f"{'.'.join(str(p) for p in e.get('loc', ())) or 'body'}: {e.get('msg', '')}"
-        for e in exc.errors()
-    )
-
-
-def parse_form(model: type[BaseModel], data: dict[str, Any]) -> Any:
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise FormError(_errors(exc)) from None
 
 
 def settings_page(
@@ -222,7 +203,7 @@ def create_silence(
         ]
         try:
             seconds: Any = round(float(hours) * 3600) if hours.strip() else None
-        except ValueError:
+        except (ValueError, OverflowError):  # "nan", "inf"
             raise FormError("duration_seconds: the hours must be a number") from None
         body = parse_form(
             SilenceCreate, {"matchers": matchers, "duration_seconds": seconds, "comment": comment}
@@ -310,10 +291,7 @@ def put_derived(
     def action() -> str:
         config: DerivedFieldRules | None = None
         if not reset:
-            try:
-                data = json.loads(rules or "{}")
-            except json.JSONDecodeError as exc:
-                raise FormError(f"rules: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+            data = json_field(rules or "{}", field="rules")
             config = parse_form(DerivedFieldRules, data)
         set_derived_field_rules(session, project_id=web.principal.project_id, config=config)
         session.commit()

@@ -45,13 +45,15 @@ def test_init_makes_working_keys_default_monitors_and_the_env_block(db_url):
         "init", "--project", "shop", "--endpoint", "https://telltale.example/", db=db_url
     )
     assert out.returncode == 0, out.stderr
-    assert out.stderr == ""  # no alembic or other log lines
     env = _exports(out.stdout)
     assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "https://telltale.example"
     assert env["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] == "span_only"
     ingest = env["OTEL_EXPORTER_OTLP_HEADERS"].removeprefix("x-api-key=")
-    admin = re.search(r"admin key[^:]*: (tt_\S+)", out.stdout)
+    # The admin key is the one line on stderr (no alembic or other log lines), never in
+    # stdout, which is what agents `source` (`> telltale.env`).
+    admin = re.fullmatch(r"admin key for project 'shop' \([^)]*\): (tt_\S+)\n", out.stderr)
     assert admin and ingest.startswith("tt_")
+    assert admin.group(1) not in out.stdout and "admin" not in out.stdout
     with TestClient(create_app(Settings(database_url=db_url), start_background=False)) as c:
         # The admin key reads and manages; the ingest key only sends.
         monitors = c.get("/api/v1/monitors", headers=auth(admin.group(1))).json()["monitors"]

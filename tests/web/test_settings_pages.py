@@ -108,6 +108,8 @@ def test_monitors_defaults_pause_run_and_edit(client, make_key, engine):
         ("interval_seconds", "0", "interval_seconds: Input should be greater than or equal to 60"),
         ("expected_days_between_false_alerts", "soon", "expected_days_between_false_alerts: Input should be a valid number"),
         ("detector_params", "{nope", "detector_params: not valid JSON"),
+        ("detector_params", "[" * 100_000, "detector_params: JSON nests arrays/objects more than 32 deep"),
+        ("detector_params", f'{{"a": "{"x" * 100_000}"}}', "detector_params: 100009 characters, over the limit of 100000"),
         ("detector_params", '{"no_such_parameter": 1}', "no_such_parameter"),
         ("severity", "loud", "severity: Input should be"),
     ]:  # fmt: skip
@@ -130,8 +132,9 @@ def test_silences_roles_and_retention(client, make_key, engine):
     assert "Silence created." in r.text and "<code>failure_mode=FM-2</code>" in r.text
     r = post(client, "/settings/silences", {"failure_mode": "", "hours": "2"}, token)
     assert r.status_code == 422 and "matchers:" in r.text
-    r = post(client, "/settings/silences", {"failure_mode": "FM-2", "hours": "two"}, token)
-    assert r.status_code == 422 and "duration_seconds:" in r.text
+    for hours in ("two", "inf", "nan", "8785"):  # 8785 h: over 366 days
+        r = post(client, "/settings/silences", {"failure_mode": "FM-2", "hours": hours}, token)
+        assert r.status_code == 422 and "duration_seconds:" in r.text, hours
     with write_session(engine) as session:
         silence = session.scalar(select(Silence))
     r = post(client, f"/settings/silences/{silence.id}/expire", {}, token)
@@ -168,6 +171,8 @@ def test_derived_field_rules_are_edited_as_json(client, make_key, engine):
     r = post(client, "/settings/derived", {"rules": "{not json"}, token)
     assert r.status_code == 422 and "rules: not valid JSON" in r.text
     assert "{not json" in r.text  # what was typed stays
+    r = post(client, "/settings/derived", {"rules": '{"a": ' * 14_000}, token)
+    assert r.status_code == 422 and "rules: JSON nests arrays/objects more than 32 deep" in r.text
     bad = '{"decision": {"default": "sometimes"}}'
     r = post(client, "/settings/derived", {"rules": bad}, token)
     assert r.status_code == 422 and "decision.default" in r.text, r.text[:500]

@@ -147,3 +147,23 @@ def test_the_conversation_alone_for_the_labeling_page(client, make_key):
     assert (
         client.get("/traces/nope/conversation", headers={"accept": "text/html"}).status_code == 404
     )
+
+
+def test_a_1500_deep_parent_chain_renders_indented_to_the_cap(client, make_key):
+    key = make_key("admin")
+    # Over Python's recursion limit, and listed deepest first (step order): a recursive
+    # walk from each span up to the root answered 500.
+    deep = 1500
+    events = [{"id": "t", "type": "trace", "body": {"trace_id": "deep-1", "agent": "a"}}] + [
+        {"id": f"s{i}", "type": "span", "body": {
+            "trace_id": "deep-1", "span_id": f"s{i}", "parent_span_id": f"s{i - 1}" if i else None,
+            "kind": "tool" if i % 2 else "llm", "name": f"step {i}", "step_index": deep - i}}
+        for i in range(deep)
+    ]  # fmt: skip
+    r = client.post("/api/v1/ingest", json={"events": events}, headers=auth(key))
+    assert r.status_code == 200 and r.json()["accepted"] == deep + 1, r.text
+    login(client, key)
+    page = client.get("/traces/deep-1")
+    assert page.status_code == 200
+    depths = [int(d) for d in re.findall(r'class="wf-name wf-depth-(\d+)"', page.text)]
+    assert len(depths) == deep and depths[-3:] == [2, 1, 0] and max(depths) == 12

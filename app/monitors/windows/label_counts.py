@@ -24,6 +24,7 @@ from app.monitors.windows.cache import WindowCache
 from app.monitors.windows.rows import plain_times
 from app.monitors.windows.trace_window import TraceSelection, TraceWindow, in_window
 from app.scores import roles as score_roles
+from app.scores.values import stored_in_range
 from detectors.ground_truth.label_coverage import LabelCounts
 from detectors.step_profiles import RecordWindow
 from detectors.stored_times import epoch_seconds
@@ -66,6 +67,7 @@ def count_labels(
             Score.trace_id.in_(window_ids.scalar_subquery()),
             Score.created_at <= as_of,
             score_roles.is_label(sel.roles),
+            stored_in_range(Score.value),  # as the records load them (rows.chunk_records)
         )
         .group_by(Score.trace_id)
         .subquery()

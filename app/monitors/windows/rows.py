@@ -22,6 +22,7 @@ from app.models import Score, Span, Trace
 from app.models.base import UTCDateTime
 from app.monitors.windows.step_cache import StepCache
 from app.scores.roles import DEFAULT_ROLES, ScoreRoles
+from app.scores.values import stored_in_range
 from app.traces.span_events import tool_calls_by_span
 from detectors import records
 from detectors.needs import STEP_ATTRIBUTES
@@ -128,7 +129,13 @@ def chunk_records(
     )
     score_q = (
         select(*plain_times(_SCORE_COLUMNS, dialect))
-        .where(Score.project_id == pid, one_of(Score.trace_id, chunk, dialect))
+        .where(
+            Score.project_id == pid,
+            one_of(Score.trace_id, chunk, dialect),
+            # Rows stored before the bound (app.scores.values) stay out of every detector:
+            # one 1e200 label switched OUTCOME's test off.
+            stored_in_range(Score.value),
+        )
         .order_by(Score.id)
     )
     if as_of is not None:

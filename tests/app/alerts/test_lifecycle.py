@@ -183,6 +183,25 @@ def test_silence_validation_and_matchers(client: TestClient, make_key: Any) -> N
     assert not matches([{"name": "missing", "op": "=", "value": "x"}], labels)
 
 
+def test_a_silence_lasts_at_most_366_days_however_its_end_is_given(
+    client: TestClient, make_key: Any
+) -> None:
+    key = make_key(role="admin", project="p1")
+    matchers = [{"name": "failure_mode", "value": "FM-2"}]
+    for times, field in [
+        ({"ends_at": "9999-12-31T23:59:59Z"}, "ends_at"),
+        ({"starts_at": "2001-01-01T00:00:00Z", "ends_at": "2003-01-01T00:00:00Z"}, "ends_at"),
+        ({"duration_seconds": 366 * 86400 + 1}, "duration_seconds"),
+        ({"starts_at": "9999-12-01T00:00:00Z", "duration_seconds": 366 * 86400}, "starts_at"),
+    ]:
+        r = client.post("/api/v1/silences", headers=auth(key), json={"matchers": matchers, **times})
+        assert r.status_code == 422, (times, r.text)
+        assert r.json()["detail"].split(":")[0].endswith(field), (times, r.text)
+    r = client.post("/api/v1/silences", headers=auth(key),
+                    json={"matchers": matchers, "duration_seconds": 366 * 86400})  # fmt: skip
+    assert r.status_code == 201, r.text
+
+
 def test_channels_api(client: TestClient, make_key: Any) -> None:
     key = make_key(role="admin", project="p1")
     r = client.post("/api/v1/channels", headers=auth(key), json={"type": "pagerduty"})

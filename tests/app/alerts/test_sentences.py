@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.alerts import channels, sentences
+from app.alerts import channels, sentences, slack
 from app.web import evidence_view
 
 BASELINE = {"baseline": {"degradation_started_at": "2026-12-03T20:30:00Z"}}
@@ -158,9 +158,9 @@ def test_every_channel_carries_the_sentence_and_the_link_without_repeating_the_m
     hook = channels.webhook_payload(ctx, "trigger")
     assert hook["alert"]["summary"] == said and hook["link"] == link
     assert hook["alert"]["title"] == "FM-2 tool failure cascades"
-    slack = channels.slack_payload(ctx, "trigger")
-    assert slack["text"].startswith(f"Firing: [CRITICAL] FM-2 tool failure cascades: {said}")
-    assert link in slack["text"] and "FM-2 FM-2" not in str(slack)
+    message = slack.message(ctx, "trigger")
+    assert message["text"].startswith(f"Firing: [CRITICAL] FM-2 tool failure cascades: {said}")
+    assert link in message["text"] and "FM-2 FM-2" not in str(message)
     pd = channels.pagerduty_payload(ctx, "trigger", "rk")
     assert pd["payload"]["summary"] == f"[CRITICAL] FM-2 tool failure cascades: {said}"
     assert pd["payload"]["custom_details"]["link"] == link and pd["links"][0]["href"] == link
