@@ -14,6 +14,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from app.alerts.outbound import allow_entry
 from app.ingest.limits import IngestLimits
+from app.ingest.trace_size import DEFAULT_MAX_SPANS_PER_TRACE
 
 MIN_SECRET_CHARS = 32
 _LIMITS = IngestLimits()
@@ -38,6 +39,9 @@ class Settings(BaseSettings):
     max_attribute_depth: int = Field(default=_LIMITS.max_attribute_depth, gt=0, le=128)
     max_attributes_bytes: int = Field(default=_LIMITS.max_attributes_bytes, gt=0)
     max_embedding_dim: int = Field(default=_LIMITS.max_embedding_dim, gt=0)
+    # Spans one trace may hold; later spans of a full trace are refused by name
+    # (app/ingest/trace_size.py): the derive job, windows and trace page read a trace whole.
+    max_spans_per_trace: int = Field(default=DEFAULT_MAX_SPANS_PER_TRACE, gt=0, le=1_000_000)
     # Backpressure: at most this many write transactions run at once, and at most
     # max_pending_writes batches wait; beyond that the answer is 429 + Retry-After.
     max_concurrent_writes: int = Field(default=4, gt=0)

@@ -50,6 +50,7 @@ async def write_admitted(
             events=events,
             also=also,
             merged_traces=merged_traces,
+            max_spans_per_trace=app_state.settings.max_spans_per_trace,
         )
 
 

@@ -34,6 +34,7 @@ from app.db import dialect_insert, write_transaction
 from app.ingest import pg_copy
 from app.ingest.events import Rejection, ValidEvent
 from app.ingest.streams import check_stream_dims, stream_dims
+from app.ingest.trace_size import DEFAULT_MAX_SPANS_PER_TRACE, refuse_oversized
 from app.ingest.trace_upsert import touch_traces, upsert_traces
 from app.ingest.vectors import VectorBatch
 from app.models import (
@@ -68,8 +69,11 @@ def write_events(
     events: Sequence[ValidEvent],
     also: Callable[[Connection], None] | None = None,
     merged_traces: Collection[str] = (),
+    max_spans_per_trace: int = DEFAULT_MAX_SPANS_PER_TRACE,
 ) -> WriteResult:
-    """Write validated events for one project; return counts and late rejections.
+    """Write validated events for one project; return counts and late rejections
+    (vectors of the wrong width, spans of a trace already at ``max_spans_per_trace``:
+    :mod:`app.ingest.trace_size`).
 
     ``accepted`` counts events that wrote a row. ``duplicates`` counts those that wrote
     nothing: an event id seen before (in this batch or stored), or a span whose
@@ -93,6 +97,9 @@ def write_events(
         return result
     with write_transaction(engine) as conn:
         unique = check_stream_dims(conn, project_id, unique, result.rejected)
+        unique = refuse_oversized(
+            conn, project_id, unique, result.rejected, max_spans=max_spans_per_trace
+        )
         claiming = [ev for ev in unique if ev.type != "span"]
         claimed = _claim_event_ids(
             conn, project_id, [ev.event_id for ev in claiming], [ev.type for ev in claiming]

@@ -7,6 +7,7 @@ so OTLP and native ingestion share one bound on concurrent and waiting batches.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,7 +71,8 @@ async def export_traces(call: ExportCall) -> Response:
     def merge(conn: Connection) -> None:
         merge_traces(conn, project_id=call.project_id, rows=mapped.traces)
 
-    await write_admitted(
+    by_index = {ev.index: ev.row["trace_id"] for ev in mapped.events if ev.type == "span"}
+    written = await write_admitted(
         call.app_state,
         project_id=call.project_id,
         # Event-id order is lock order: concurrent exports sharing spans cannot deadlock.
@@ -78,11 +80,17 @@ async def export_traces(call: ExportCall) -> Response:
         also=merge,
         merged_traces={t["trace_id"] for t in mapped.traces},
     )
-    spans = sum(1 for ev in mapped.events if ev.type == "span")
+    # Spans refused at the write: their trace is full (app.ingest.trace_size).
+    late = Counter(by_index[r.index] for r in written.rejected if r.index in by_index)
+    rejected = mapped.rejected + sum(late.values())
+    spans = sum(1 for ev in mapped.events if ev.type == "span") - sum(late.values())
     record_ingest("span", "ok", spans)
-    if mapped.rejected:
-        record_ingest("span", "rejected", mapped.rejected)
-    message = "; ".join(mapped.messages)
-    if mapped.rejected:
-        message = f"{mapped.rejected} span(s) rejected: {message}"
-    return export_response(wire=call.wire, rejected_spans=mapped.rejected, error_message=message)
+    if rejected:
+        record_ingest("span", "rejected", rejected)
+    bound = call.app_state.settings.max_spans_per_trace
+    full = [f"trace {tid} holds {bound} spans, the most a trace may hold "
+            f"(TELLTALE_MAX_SPANS_PER_TRACE): {n} span(s) refused" for tid, n in late.items()]  # fmt: skip
+    message = "; ".join([*mapped.messages, *full])
+    if rejected:
+        message = f"{rejected} span(s) rejected: {message}"
+    return export_response(wire=call.wire, rejected_spans=rejected, error_message=message)
