@@ -32,7 +32,7 @@ from sqlalchemy.orm import Session
 from app.db import write_transaction
 from app.derive.failures import OUTAGES, mark_failed
 from app.derive.groups import load_groups, save_new_groups
-from app.derive.load import Batch, pending_batch
+from app.derive.load import Batch, Keyset, pending_batch
 from app.derive.pairs import pair_batch
 from app.derive.patterns import MAX_TEXT_CHARS
 from app.derive.text_vectors import (
@@ -102,13 +102,14 @@ def derive_pending(
         encoder = SharedMiniLM(device=embed_device)
     report = DeriveReport()
     started = time.perf_counter()
-    after: tuple[datetime, int] | None = None
+    after: dict[int, Keyset] = {}  # per project: traces at or before it were read this run
     while True:
         with engine.connect() as conn:
             batch = pending_batch(conn, cutoff=cutoff, limit=batch_size, after=after)
         if not batch.traces:
             break
-        after = (batch.traces[-1]["updated_at"], batch.traces[-1]["id"])
+        for t in batch.traces:  # each project's rows come oldest first
+            after[t["project_id"]] = (t["updated_at"], t["id"])
         report.embeddings += _derive_batch(engine, batch, now=now, encoder=encoder)
         report.traces += len(batch.traces)
         report.batches += 1

@@ -2,8 +2,8 @@
 
 *Settled*: ``derived_at IS NULL`` (never derived, or something arrived since) and
 ``updated_at`` at least the settle time ago. The queue is those two columns of ``traces``
-and the partial index ``ix_traces_derive_pending`` on ``updated_at WHERE derived_at IS
-NULL``, not a cursor: a cursor over arrival time cannot see a span that lands later in an
+and the partial index ``ix_traces_derive_pending`` on ``(project_id, updated_at) WHERE
+derived_at IS NULL`` (each project's queue in order, for its share), not a cursor: a cursor over arrival time cannot see a span that lands later in an
 already-derived trace, while clearing ``derived_at`` on every arrival
 (:func:`app.ingest.trace_upsert.touch_traces`, the trace merges) re-queues exactly that trace, and
 the index holds only the traces waiting, so finding them costs the same at any table size.
@@ -12,6 +12,7 @@ the index holds only the traces waiting, so finding them costs the same at any t
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -44,22 +45,47 @@ class Batch:
     configs: dict[int, DerivedFieldRules] = field(default_factory=dict)
 
 
+Keyset = tuple[datetime, int]
+
+
 def pending_batch(
     conn: Connection,
     *,
     cutoff: datetime,
     limit: int,
-    after: tuple[datetime, int] | None = None,
+    after: Mapping[int, Keyset] | None = None,
 ) -> Batch:
-    """Up to ``limit`` settled traces, oldest arrival first, past the keyset ``after``."""
-    query = select(*_TRACE_COLUMNS).where(Trace.derived_at.is_(None), Trace.updated_at <= cutoff)
-    if after is not None:
-        at, row_id = after
-        query = query.where(
-            or_(Trace.updated_at > at, and_(Trace.updated_at == at, Trace.id > row_id))
+    """Up to ``limit`` settled traces, a fair share per project, each project's oldest
+    arrival first, past that project's keyset in ``after``.
+
+    Every project with traces waiting gets ``limit / projects`` of the batch (the batch is
+    topped up from the projects with more waiting): a flood of one project's traces used
+    to fill every batch, oldest first, and another project's fresh trace waited behind it.
+    """
+    after = after or {}
+    waiting = list(
+        conn.scalars(
+            select(Trace.project_id)
+            .where(Trace.derived_at.is_(None), Trace.updated_at <= cutoff)
+            .distinct()
+            .order_by(Trace.project_id)
         )
-    rows = conn.execute(query.order_by(Trace.updated_at, Trace.id).limit(limit)).mappings()
-    batch = Batch(traces=[dict(r) for r in rows])
+    )
+    rows: list[Any] = []
+    share = max(1, -(-limit // max(1, len(waiting))))
+    full: list[int] = []
+    for project_id in waiting:
+        got = _oldest(conn, project_id, cutoff=cutoff, after=after.get(project_id), limit=share)
+        rows.extend(got)
+        if len(got) == share:
+            full.append(project_id)
+    for project_id in full:  # room left by projects with fewer waiting than their share
+        if len(rows) >= limit:
+            break
+        mine = [r for r in rows if r["project_id"] == project_id]
+        last = (mine[-1]["updated_at"], mine[-1]["id"])
+        rows.extend(_oldest(conn, project_id, cutoff=cutoff, after=last, limit=limit - len(rows)))
+    batch = Batch(traces=[dict(r) for r in rows[:limit]])
     by_project: dict[int, list[str]] = defaultdict(list)
     for t in batch.traces:
         by_project[t["project_id"]].append(t["trace_id"])
@@ -73,6 +99,21 @@ def pending_batch(
         ).all()
         batch.configs = {pid: effective_config(cfg) for pid, cfg in stored}
     return batch
+
+
+def _oldest(
+    conn: Connection, project_id: int, *, cutoff: datetime, after: Keyset | None, limit: int
+) -> list[Any]:
+    """A project's oldest settled traces past ``after`` (``ix_traces_derive_pending``)."""
+    query = select(*_TRACE_COLUMNS).where(
+        Trace.project_id == project_id, Trace.derived_at.is_(None), Trace.updated_at <= cutoff
+    )
+    if after is not None:
+        at, row_id = after
+        query = query.where(
+            or_(Trace.updated_at > at, and_(Trace.updated_at == at, Trace.id > row_id))
+        )
+    return list(conn.execute(query.order_by(Trace.updated_at, Trace.id).limit(limit)).mappings())
 
 
 def _load_content(conn: Connection, batch: Batch, project_id: int, trace_ids: list[str]) -> None:

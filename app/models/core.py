@@ -50,9 +50,11 @@ class Trace(BigId, ProjectOwned, Created, Base):
         UniqueConstraint("project_id", "trace_id"),
         Index("ix_traces_project_started", "project_id", "started_at"),
         Index("ix_traces_project_agent", "project_id", "agent", "started_at"),
-        # The derive job's queue (app/derive/job.py): only traces not derived yet are in it.
+        # The derive job's queue (app/derive/load.py): only traces not derived yet are in
+        # it, each project's in arrival order (a batch takes a share per project).
         Index(
             "ix_traces_derive_pending",
+            "project_id",
             "updated_at",
             sqlite_where=text("derived_at IS NULL"),
             postgresql_where=text("derived_at IS NULL"),
