@@ -11,22 +11,27 @@ is (a *tenant*: the project, or the credential before its project is known) and
 
 * holds back ``reserved`` running slots from any one tenant: a tenant runs at most
   ``max_concurrent - reserved`` requests at once, so another tenant always finds a slot;
+* while another tenant is active (has requests inside, or had within ``recent_s``), runs
+  at most ``contended_share`` requests of each tenant at once (default one);
 * gives one tenant at most half the waiting places;
 * hands a freed slot to the waiting tenant that runs the fewest requests (first come
   among equals), not to the oldest waiter, so a tenant with a long queue waits its turn.
 
-With one tenant alone the gate behaves as before but for the reserved slots (by default a
-quarter of them, at least one). This is the usual "per-flow fair queueing with a per-flow
-cap" shape (Demers, Keshav and Shenker, SIGCOMM 1989), in its simplest form: every request
-costs one slot.
+Why one request per tenant under contention: the requests of one process share one
+interpreter lock, so a request's time grows with the requests running beside it. With six
+of project A's searches running, project B's reads took 10x their time alone although
+each was admitted at once. A tenant alone keeps every slot but the reserved ones. This is
+the usual per-flow fair queueing with a per-flow cap (Demers, Keshav and Shenker, SIGCOMM
+1989) in its simplest form: every request costs one slot.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from collections import deque
-from collections.abc import AsyncIterator, Hashable
+from collections.abc import AsyncIterator, Callable, Hashable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -41,12 +46,83 @@ class Overloaded(Exception):
 
 @dataclass
 class _Tenant:
+    key: Hashable
     running: int = 0
     waiting: deque[tuple[int, asyncio.Future[None]]] = field(default_factory=deque)
 
     @property
     def inside(self) -> int:
         return self.running + len(self.waiting)
+
+
+class Activity:
+    """Which tenants have requests inside a gate, or had within ``recent_s``.
+
+    >>> now = [0.0]
+    >>> board = Activity(recent_s=2.0, clock=lambda: now[0])
+    >>> board.enter("B"); board.others_active("A")
+    True
+    >>> board.leave("B"); now[0] = 1.0; board.others_active("A")
+    True
+    >>> now[0] = 3.5; board.others_active("A"), board.others_active("B")
+    (False, False)
+    """
+
+    def __init__(
+        self, *, recent_s: float = 2.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.recent_s = recent_s
+        self._clock = clock
+        self._inside: dict[Hashable, int] = {}
+        self._running: dict[Hashable, int] = {}  # over every gate
+        self._seen: dict[Hashable, float] = {}
+        self._gates: list[FairAdmission] = []
+
+    def running(self, tenant: Hashable) -> int:
+        """``tenant``'s requests running in any gate."""
+        return self._running.get(tenant, 0)
+
+    def started(self, tenant: Hashable) -> None:
+        self._running[tenant] = self._running.get(tenant, 0) + 1
+
+    def finished(self, tenant: Hashable) -> None:
+        """One of ``tenant``'s requests ended: every gate may now start a waiting one."""
+        left = self._running.get(tenant, 0) - 1
+        if left > 0:
+            self._running[tenant] = left
+        else:
+            self._running.pop(tenant, None)
+        self.seen(tenant)
+        # The gates take turns to go first: a project's reads and writes share its one
+        # contended slot, and the gate asked first would otherwise always win it.
+        self._gates.append(self._gates.pop(0))
+        for gate in list(self._gates):
+            gate.dispatch()
+
+    def enter(self, tenant: Hashable) -> None:
+        self._inside[tenant] = self._inside.get(tenant, 0) + 1
+        self.seen(tenant)
+
+    def leave(self, tenant: Hashable) -> None:
+        left = self._inside.get(tenant, 0) - 1
+        if left > 0:
+            self._inside[tenant] = left
+        else:
+            self._inside.pop(tenant, None)
+        self.seen(tenant)
+
+    def seen(self, tenant: Hashable) -> None:
+        self._seen[tenant] = self._clock()
+
+    def others_active(self, tenant: Hashable) -> bool:
+        now = self._clock()
+        for other, at in list(self._seen.items()):
+            if other == tenant:
+                continue
+            if other in self._inside or now - at < self.recent_s:
+                return True
+            del self._seen[other]  # idle for recent_s: forgotten
+        return False
 
 
 class FairAdmission:
@@ -65,6 +141,8 @@ class FairAdmission:
         max_pending: int,
         retry_after: int,
         reserved: int | None = None,
+        contended_share: int = 1,
+        activity: Activity | None = None,
     ) -> None:
         if max_concurrent < 1 or max_pending < 0:
             raise ValueError("max_concurrent must be >= 1 and max_pending >= 0")
@@ -75,6 +153,11 @@ class FairAdmission:
         self.per_tenant_running = max(1, max_concurrent - reserved)
         self.per_tenant_capacity = self.per_tenant_running + (max_pending + 1) // 2
         self.retry_after = retry_after
+        self.contended_share = max(1, min(contended_share, self.per_tenant_running))
+        # Shared by the read and write gates of a process: a project reading is active for
+        # the write gate too (its writes and reads share the process with the others').
+        self.activity = activity if activity is not None else Activity()
+        self.activity._gates.append(self)
         self._tenants: dict[Hashable, _Tenant] = {}
         self._running = 0
         self._inside = 0
@@ -85,6 +168,11 @@ class FairAdmission:
         """Requests admitted and not finished (running + waiting)."""
         return self._inside
 
+    def running(self, tenant: Hashable) -> int:
+        """How many of ``tenant``'s requests run now."""
+        held = self._tenants.get(tenant)
+        return 0 if held is None else held.running
+
     def admits(self, tenant: Hashable) -> bool:
         """Whether a request of ``tenant`` would be admitted now (running or waiting)."""
         held = self._tenants.get(tenant)
@@ -94,30 +182,56 @@ class FairAdmission:
     @asynccontextmanager
     async def slot(self, tenant: Hashable = None) -> AsyncIterator[None]:
         """Run the block in one of ``tenant``'s slots; :class:`Overloaded` when refused."""
+        release = await self.acquire(tenant)
+        try:
+            yield
+        finally:
+            release()
+
+    async def acquire(self, tenant: Hashable = None) -> Callable[[], None]:
+        """Take one of ``tenant``'s slots, waiting for it; return the function that gives
+        it back (once, however often it is called). :class:`Overloaded` when refused."""
         if not self.admits(tenant):
             raise Overloaded(self.retry_after)
-        state = self._tenants.setdefault(tenant, _Tenant())
+        state = self._tenants.setdefault(tenant, _Tenant(tenant))
+        self.activity.enter(tenant)
         self._inside += 1
         try:
             if self._can_run(state) and not state.waiting:
                 self._start(state)
             else:
                 await self._wait(state)
-            try:
-                yield
-            finally:
+        except BaseException:
+            self._leave(state)
+            raise
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
                 self._finish(state)
-        finally:
-            self._inside -= 1
-            if state.inside == 0:
-                self._tenants.pop(tenant, None)
+                self._leave(state)
+
+        return release
+
+    def _leave(self, state: _Tenant) -> None:
+        self._inside -= 1
+        self.activity.leave(state.key)
+        if state.inside == 0:
+            self._tenants.pop(state.key, None)
 
     def _can_run(self, state: _Tenant) -> bool:
-        return self._running < self.max_concurrent and state.running < self.per_tenant_running
+        if self._running >= self.max_concurrent or state.running >= self.per_tenant_running:
+            return False
+        # while another tenant is active, a tenant's share counts its requests in every gate
+        contended = self.activity.others_active(state.key)
+        return not contended or self.activity.running(state.key) < self.contended_share
 
     def _start(self, state: _Tenant) -> None:
         self._running += 1
         state.running += 1
+        self.activity.started(state.key)
 
     async def _wait(self, state: _Tenant) -> None:
         ticket: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -135,16 +249,12 @@ class FairAdmission:
     def _finish(self, state: _Tenant) -> None:
         self._running -= 1
         state.running -= 1
-        self._dispatch()
+        self.activity.finished(state.key)
 
-    def _dispatch(self) -> None:
+    def dispatch(self) -> None:
         """Hand free slots to waiting tenants, fewest running first, then first come."""
         while self._running < self.max_concurrent:
-            eligible = [
-                s
-                for s in self._tenants.values()
-                if s.waiting and s.running < self.per_tenant_running
-            ]
+            eligible = [s for s in self._tenants.values() if s.waiting and self._can_run(s)]
             if not eligible:
                 return
             state = min(eligible, key=lambda s: (s.running, s.waiting[0][0]))

@@ -4,7 +4,7 @@ query id uses."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Annotated, TypeVar
 
 from annotated_types import Interval
@@ -57,3 +57,20 @@ def found(row: R | None, what: str, row_id: object) -> R:
     if row is None:
         raise HTTPException(404, f"{what} {row_id} not found in this project")
     return row
+
+
+async def project_compute_slot(request: Request) -> AsyncIterator[None]:
+    """Hold one of the caller's project's slots of the write gate while the route runs.
+
+    For the few non-GET routes that compute on a project's behalf (``run now``): they share
+    the project's fair share with its ingest (:mod:`app.admission`), so a project running
+    its monitors now and again cannot take the process's CPU from the others. Refused with
+    429 when the project's share is full, as a saturated write is.
+    """
+    client = request.client.host if request.client else None
+    tenant = request.app.state.tenants.tenant(request.headers, client=client)
+    async with request.app.state.admission.slot(tenant):
+        yield
+
+
+ProjectComputeSlot = Depends(project_compute_slot)

@@ -15,7 +15,7 @@ from sqlalchemy.exc import DataError, IntegrityError, InterfaceError, Operationa
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.admission import FairAdmission, Overloaded
+from app.admission import Activity, FairAdmission, Overloaded
 from app.alerts.outbound import OutboundPolicy
 from app.alerts.outbox import DeliveryPolicy, OutboxSender
 from app.api.main import api_router
@@ -59,6 +59,7 @@ def create_app(
             max_concurrent=settings.max_concurrent_writes,
             max_pending=settings.max_pending_writes,
             retry_after=settings.retry_after_seconds,
+            activity=app.state.activity,
         )
         WRITE_QUEUE_DEPTH.set_function(lambda: app.state.admission.depth)
         sessionmaker = make_sessionmaker(engines.background)
@@ -91,6 +92,7 @@ def create_app(
     app.include_router(api_router)
     _install_web(app)
     app.state.tenants = TenantDirectory()
+    app.state.activity = Activity()  # which projects the two gates served lately
     app.add_middleware(
         ReadAdmission,
         max_concurrent=settings.max_concurrent_reads,
@@ -98,6 +100,7 @@ def create_app(
         retry_after=settings.retry_after_seconds,
         tenants=app.state.tenants,
         send_timeout=settings.read_send_timeout_seconds,
+        activity=app.state.activity,
     )
     app.add_middleware(RequestGuard, max_header_bytes=settings.max_header_bytes)
     app.add_middleware(SecurityHeaders)

@@ -13,6 +13,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from app.alerts.outbound import allow_entry
+from app.derive.load import DEFAULT_BATCH_SPANS
 from app.ingest.limits import IngestLimits
 from app.ingest.trace_size import DEFAULT_MAX_SPANS_PER_TRACE
 
@@ -95,6 +96,8 @@ class Settings(BaseSettings):
     derive_enabled: bool = True
     derive_settle_seconds: float = Field(default=30.0, ge=0)
     derive_batch_traces: int = Field(default=256, gt=0, le=10_000)
+    # Spans a derive batch reads at most, shared among the projects waiting (app/derive/load.py).
+    derive_batch_spans: int = Field(default=DEFAULT_BATCH_SPANS, gt=0, le=1_000_000)
     derive_text_embeddings: bool = True
     derive_embed_device: str = "auto"
     # Signs the web UI's session cookies and CSRF tokens. Unset (the default), each

@@ -11,10 +11,12 @@ it for long.
 
 The slots are shared fairly among tenants (:mod:`app.admission`, tenants from
 :mod:`app.auth.tenants`): 64 slow searches of one key used to hold every slot for ~30 s
-while other projects' pages timed out. A slot is held until the answer is sent, and a
-client that stops reading cannot hold it longer than ``send_timeout`` per send: eight
+while other projects' pages timed out. A slot is held until the answer starts: eight
 sockets asking for a 9.4 MB image and never reading it held every slot for as long as
-they stayed open. Past the timeout the connection is dropped and the slot returns.
+they stayed open. Sending costs no slot, and a client that takes no part of the answer
+for ``send_timeout`` is dropped. (The one answer produced while it is sent, a queue's
+labels export, reads the database after its start: it is bounded by that timeout and the
+pool, not by the gate.)
 
 A raw ASGI middleware, as :mod:`app.api.request_guard` is. Not admitted here: liveness,
 readiness and ``/metrics`` (they must answer during a load), static assets (no database),
@@ -30,7 +32,7 @@ from typing import Any
 from fastapi.responses import JSONResponse
 from starlette.datastructures import Headers
 
-from app.admission import FairAdmission, Overloaded
+from app.admission import Activity, FairAdmission, Overloaded
 from app.auth.tenants import TenantDirectory
 
 log = logging.getLogger("telltale.api")
@@ -67,10 +69,14 @@ class ReadAdmission:
         retry_after: int,
         tenants: TenantDirectory,
         send_timeout: float,
+        activity: Activity,
     ):
         self.app = app
         self.gate = FairAdmission(
-            max_concurrent=max_concurrent, max_pending=max_pending, retry_after=retry_after
+            max_concurrent=max_concurrent,
+            max_pending=max_pending,
+            retry_after=retry_after,
+            activity=activity,
         )
         self.tenants = tenants
         self.send_timeout = send_timeout
@@ -86,17 +92,23 @@ class ReadAdmission:
         client = (scope.get("client") or ("?",))[0]
         tenant = self.tenants.tenant(Headers(scope=scope), client=client)
         try:
-            async with self.gate.slot(tenant):
-                await self.app(scope, receive, self._timed(send))
+            release = await self.gate.acquire(tenant)
         except Overloaded:
             await self._refuse(scope, receive, send)
+            return
+        try:
+            await self.app(scope, receive, self._timed(send, release))
         except SendTimeout:
             # The answer had started: nothing more can be said; the server closes the socket.
             log.info("dropped a read of %s: the client took nothing for %g s",
                      scope["path"], self.send_timeout)  # fmt: skip
+        finally:
+            release()
 
-    def _timed(self, send: Any) -> Any:
+    def _timed(self, send: Any, release: Any) -> Any:
         async def timed_send(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                release()  # the answer is made: sending it costs the project no slot
             try:
                 await asyncio.wait_for(send(message), self.send_timeout)
             except TimeoutError:

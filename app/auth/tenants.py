@@ -23,6 +23,11 @@ from starlette.requests import cookie_parser
 from app.auth.cookies import COOKIE
 
 
+def project_tenant(project_id: int) -> Hashable:
+    """A project as a tenant of the gates (the read gate's and the write gate's alike)."""
+    return ("project", project_id)
+
+
 def credential_of(headers: Mapping[str, str]) -> str | None:
     """The request's credential: bearer key, ``x-api-key``, or the login cookie's value."""
     auth = headers.get("authorization", "")
@@ -72,7 +77,7 @@ class TenantDirectory:
         key = fingerprint(credential)
         with self._lock:
             project_id = self._projects.get(key)
-        return ("credential", key) if project_id is None else ("project", project_id)
+        return ("credential", key) if project_id is None else project_tenant(project_id)
 
 
 def learn_tenant(app_state: Any, credential: str, *, project_id: int) -> None:

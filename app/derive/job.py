@@ -32,7 +32,7 @@ from sqlalchemy.orm import Session
 from app.db import write_transaction
 from app.derive.failures import OUTAGES, mark_failed
 from app.derive.groups import load_groups, save_new_groups
-from app.derive.load import Batch, Keyset, pending_batch
+from app.derive.load import DEFAULT_BATCH_SPANS, Batch, Keyset, pending_batch
 from app.derive.pairs import pair_batch
 from app.derive.patterns import MAX_TEXT_CHARS
 from app.derive.text_vectors import (
@@ -72,6 +72,7 @@ def derive_job(engine: Engine, _sessionmaker: Any, settings: Settings) -> None:
         now=utcnow(),
         settle_seconds=settings.derive_settle_seconds,
         batch_size=settings.derive_batch_traces,
+        batch_spans=settings.derive_batch_spans,
         text_embeddings=settings.derive_text_embeddings,
         embed_device=settings.derive_embed_device,
         time_budget_s=0.8 * DERIVE_EVERY_SECONDS,
@@ -86,6 +87,7 @@ def derive_pending(
     now: datetime,
     settle_seconds: float = 30.0,
     batch_size: int = 256,
+    batch_spans: int = DEFAULT_BATCH_SPANS,
     text_embeddings: bool = True,
     encoder: TextEncoder | None = None,
     embed_device: str = "auto",
@@ -105,7 +107,9 @@ def derive_pending(
     after: dict[int, Keyset] = {}  # per project: traces at or before it were read this run
     while True:
         with engine.connect() as conn:
-            batch = pending_batch(conn, cutoff=cutoff, limit=batch_size, after=after)
+            batch = pending_batch(
+                conn, cutoff=cutoff, limit=batch_size, span_budget=batch_spans, after=after
+            )
         if not batch.traces:
             break
         for t in batch.traces:  # each project's rows come oldest first

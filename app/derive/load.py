@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.engine import Connection
 
 from app.derive.config import DerivedFieldRules, effective_config
@@ -34,6 +34,9 @@ _SPAN_COLUMNS = (
     Span.attributes,
 )  # fmt: skip
 _CHUNK = 500
+# Spans a derive batch reads at most (about a second of derivation here): a
+# batch's time, and so how long another project's trace can wait behind it, is bounded.
+DEFAULT_BATCH_SPANS = 10_000
 
 
 @dataclass
@@ -53,14 +56,16 @@ def pending_batch(
     *,
     cutoff: datetime,
     limit: int,
+    span_budget: int = DEFAULT_BATCH_SPANS,
     after: Mapping[int, Keyset] | None = None,
 ) -> Batch:
-    """Up to ``limit`` settled traces, a fair share per project, each project's oldest
-    arrival first, past that project's keyset in ``after``.
+    """Up to ``limit`` settled traces holding about ``span_budget`` spans, a fair share of
+    both per project, each project's oldest arrival first, past its keyset in ``after``.
 
-    Every project with traces waiting gets ``limit / projects`` of the batch (the batch is
-    topped up from the projects with more waiting): a flood of one project's traces used
-    to fill every batch, oldest first, and another project's fresh trace waited behind it.
+    Every project with traces waiting gets ``1 / projects`` of the traces and of the spans
+    (at least one trace; the batch is topped up from projects with more waiting): a flood
+    of one project's traces used to fill every batch, oldest first, so another project's
+    fresh trace waited behind it, and a batch of 2,000-span traces took seconds to derive.
     """
     after = after or {}
     waiting = list(
@@ -71,20 +76,26 @@ def pending_batch(
             .order_by(Trace.project_id)
         )
     )
+    n = max(1, len(waiting))
+    share, span_share = max(1, -(-limit // n)), max(1, span_budget // n)
     rows: list[Any] = []
-    share = max(1, -(-limit // max(1, len(waiting))))
-    full: list[int] = []
+    spans_used = 0
+    more: list[tuple[int, Keyset]] = []  # projects that may have more than their share
     for project_id in waiting:
         got = _oldest(conn, project_id, cutoff=cutoff, after=after.get(project_id), limit=share)
-        rows.extend(got)
-        if len(got) == share:
-            full.append(project_id)
-    for project_id in full:  # room left by projects with fewer waiting than their share
-        if len(rows) >= limit:
+        kept, spans = _within_spans(conn, project_id, got, span_share)
+        rows.extend(kept)
+        spans_used += spans
+        if len(kept) == share:
+            more.append((project_id, (kept[-1]["updated_at"], kept[-1]["id"])))
+    for project_id, last in more:  # room left by projects with less waiting than a share
+        room, span_room = limit - len(rows), span_budget - spans_used
+        if room <= 0 or span_room <= 0:
             break
-        mine = [r for r in rows if r["project_id"] == project_id]
-        last = (mine[-1]["updated_at"], mine[-1]["id"])
-        rows.extend(_oldest(conn, project_id, cutoff=cutoff, after=last, limit=limit - len(rows)))
+        got = _oldest(conn, project_id, cutoff=cutoff, after=last, limit=room)
+        kept, spans = _within_spans(conn, project_id, got, span_room, at_least_one=False)
+        rows.extend(kept)
+        spans_used += spans
     batch = Batch(traces=[dict(r) for r in rows[:limit]])
     by_project: dict[int, list[str]] = defaultdict(list)
     for t in batch.traces:
@@ -99,6 +110,33 @@ def pending_batch(
         ).all()
         batch.configs = {pid: effective_config(cfg) for pid, cfg in stored}
     return batch
+
+
+def _within_spans(
+    conn: Connection, project_id: int, rows: list[Any], budget: int, *, at_least_one: bool = True
+) -> tuple[list[Any], int]:
+    """The first of ``rows`` whose spans add up to at most ``budget`` (the first always,
+    unless ``at_least_one`` is off), and their spans."""
+    if not rows:
+        return [], 0
+    counts: dict[str, int] = {}
+    ids = [r["trace_id"] for r in rows]
+    for lo in range(0, len(ids), _CHUNK):
+        found = conn.execute(
+            select(Span.trace_id, func.count())
+            .where(Span.project_id == project_id, Span.trace_id.in_(ids[lo : lo + _CHUNK]))
+            .group_by(Span.trace_id)
+        )
+        counts.update((str(tid), int(n)) for tid, n in found)
+    kept: list[Any] = []
+    used = 0
+    for r in rows:
+        spans = counts.get(r["trace_id"], 0)
+        if used + spans > budget and (kept or not at_least_one):
+            break
+        kept.append(r)
+        used += spans
+    return kept, used
 
 
 def _oldest(

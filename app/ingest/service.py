@@ -10,6 +10,7 @@ from sqlalchemy.engine import Connection
 from starlette.concurrency import run_in_threadpool
 
 from app.admission import FairAdmission
+from app.auth.tenants import project_tenant
 from app.ingest.events import Rejection, ValidEvent
 from app.ingest.schemas import IngestAnswer, RejectionOut
 from app.ingest.store import WriteResult, write_events, write_vectors
@@ -42,7 +43,7 @@ async def write_admitted(
     native and OTLP ingest share one bound; with nothing to write no slot is taken."""
     if not events:
         return WriteResult()
-    async with _admission(app_state).slot(project_id):
+    async with _admission(app_state).slot(project_tenant(project_id)):
         return await run_in_threadpool(
             write_events,
             app_state.engine,
@@ -56,7 +57,7 @@ async def write_admitted(
 
 async def ingest_vectors(*, app_state: Any, project_id: int, batch: VectorBatch) -> IngestAnswer:
     """Write one stream's bulk vectors and build the answer, as :func:`ingest_batch`."""
-    async with _admission(app_state).slot(project_id):
+    async with _admission(app_state).slot(project_tenant(project_id)):
         result = await run_in_threadpool(
             write_vectors, app_state.engine, project_id=project_id, batch=batch
         )

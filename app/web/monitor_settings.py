@@ -12,7 +12,7 @@ from typing import Any
 from fastapi import APIRouter, Form, HTTPException, Request
 
 from app.db import write_session
-from app.deps import EngineDep, Int4Id, MonitorRunnerDep, SessionDep, found
+from app.deps import EngineDep, Int4Id, MonitorRunnerDep, ProjectComputeSlot, SessionDep, found
 from app.monitors import defaults
 from app.monitors import store as monitor_store
 from app.monitors.runner import DetectorsBusy
@@ -86,7 +86,7 @@ async def edit_monitor(
     return act(web, session, "monitors", str(form.get("csrf", "")), action, typed)
 
 
-@router.post("/{monitor_id}/run")
+@router.post("/{monitor_id}/run", dependencies=[ProjectComputeSlot])
 def run_now(
     monitor_id: Int4Id, web: WebDep, session: SessionDep, runner: MonitorRunnerDep,
     csrf: str = Form(""),

@@ -20,7 +20,7 @@ import numpy as np
 from detectors.drift.centroid_score import centroid_shift, shift_score
 from detectors.drift.cosine import cosine_drift
 from detectors.drift.mmd import mmd_drift
-from detectors.params import Parameters, Resampled, Seeded, param
+from detectors.params import MAX_RESAMPLES, Parameters, Resampled, Seeded, param
 from detectors.result import DetectorResult
 from detectors.significance import stop_after_for
 
@@ -28,9 +28,9 @@ FAILURE_MODE = "FM-6"
 METHODS = ("cosine", "mmd")
 
 
-# The MMD test's upper bounds: a run's kernel and work stay finite (a billion permutations
-# held a detector slot for good); the deadline (detectors.deadline) stops it sooner.
-MAX_MMD_PERMUTATIONS = 5_000
+# The MMD test's bound on rows: a run's kernel stays finite. Its permutations are bounded
+# as every resampled test's (MAX_RESAMPLES; calibration asks up to 50,000 for a month's
+# false-alert budget at short intervals), and the deadline (detectors.deadline) stops it.
 MAX_MMD_SAMPLES = 10_000
 
 
@@ -82,7 +82,7 @@ class EmbeddingDriftDetector(Resampled, Seeded, Parameters):
     method: str = param("cosine", choices=METHODS)
     min_samples: int = param(30, ge=2)
     # The kernel holds (2 max_samples)² float32 (1.6 GB at the bound).
-    n_permutations: int = param(200, ge=20, le=MAX_MMD_PERMUTATIONS)
+    n_permutations: int = param(200, ge=20, le=MAX_RESAMPLES)
     max_samples: int = param(5000, ge=2, le=MAX_MMD_SAMPLES)
 
     def test(

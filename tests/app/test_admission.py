@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from app.admission import FairAdmission, Overloaded
+from app.admission import Activity, FairAdmission, Overloaded
 
 
 async def _hold(gate: FairAdmission, tenant: str, release: asyncio.Event, log: list[str]) -> None:
@@ -92,3 +92,40 @@ def test_a_cancelled_waiter_gives_back_its_place() -> None:
 def test_a_lone_tenant_keeps_all_but_the_reserved_slots() -> None:
     assert FairAdmission(max_concurrent=8, max_pending=64, retry_after=1).per_tenant_running == 6
     assert FairAdmission(max_concurrent=1, max_pending=0, retry_after=1).per_tenant_running == 1
+
+
+def test_while_another_tenant_is_active_each_runs_one_at_a_time() -> None:
+    now = [0.0]
+    board = Activity(clock=lambda: now[0])
+    gate = FairAdmission(max_concurrent=4, max_pending=16, retry_after=1, activity=board)
+
+    async def scenario() -> list[int]:
+        running: list[int] = []
+        releases = [asyncio.Event() for _ in range(8)]
+
+        async def a(i: int) -> None:
+            async with gate.slot("A"):
+                await releases[i].wait()
+
+        tasks = [asyncio.create_task(a(i)) for i in range(8)]
+        await _settle()
+        running.append(gate.running("A"))  # alone: all but the reserved slot
+        async with gate.slot("B"):
+            for i in range(3):  # A's running ones finish; its waiting ones start one at a time
+                releases[i].set()
+                await _settle()
+            running.append(gate.running("A"))
+        now[0] += 1.0
+        releases[3].set()
+        await _settle()
+        running.append(gate.running("A"))  # B was active a second ago: still one
+        now[0] += 2.0
+        releases[4].set()
+        await _settle()
+        running.append(gate.running("A"))  # B idle for recent_s: A takes 3 again
+        for r in releases:
+            r.set()
+        await asyncio.gather(*tasks)
+        return running
+
+    assert asyncio.run(scenario()) == [3, 1, 1, 3]

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from app.api.deps import AdminKey, EngineDep, Int4Id, MonitorRunnerDep, ReadKey, SessionDep
 from app.api.errors import found, unprocessable
 from app.db import write_session
+from app.deps import ProjectComputeSlot
 from app.models import Monitor
 from app.models.base import UTCTime
 from app.monitors import defaults, store
@@ -103,7 +104,7 @@ def delete_monitor(monitor_id: Int4Id, principal: AdminKey, engine: EngineDep) -
     return Response(status_code=204)
 
 
-@router.post("/{monitor_id}/run")
+@router.post("/{monitor_id}/run", dependencies=[ProjectComputeSlot])
 def run_now(
     monitor_id: Int4Id,
     principal: AdminKey,

@@ -39,3 +39,26 @@ def test_a_flooding_project_leaves_room_for_another_in_the_first_batch(
     rest = derive_pending(engine, now=utcnow() + timedelta(seconds=60), batch_size=10,
                           text_embeddings=False)  # fmt: skip
     assert rest.traces == 21
+
+
+def test_a_batch_reads_a_share_of_spans_per_project(
+    client: TestClient, make_key: Any, engine: Engine
+) -> None:
+    big = [agent_run(f"order {i}", tools=("lookup",) * 20, tool_spans=True) for i in range(6)]
+    send(client, make_key("ingest", project="a"), big)
+    send(client, make_key("ingest", project="b"), [agent_run("where is my refund?")])
+    report = derive_pending(
+        engine, now=utcnow() + timedelta(seconds=60), batch_size=256, batch_spans=40,
+        text_embeddings=False, time_budget_s=0.0,
+    )  # fmt: skip
+    # 20 spans each for A (at least one trace, however large) and B: A's first trace and B's
+    assert report.traces == 2
+    with engine.connect() as conn:
+        names = set(
+            conn.scalars(
+                select(Project.name)
+                .join(Trace, Trace.project_id == Project.id)
+                .where(Trace.derived_at.is_not(None))
+            )
+        )
+    assert names == {"a", "b"}
