@@ -13,9 +13,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from app.alerts.outbound import allow_entry
-from app.derive.load import DEFAULT_BATCH_SPANS
 from app.ingest.limits import IngestLimits
-from app.ingest.trace_size import DEFAULT_MAX_SPANS_PER_TRACE
 
 MIN_SECRET_CHARS = 32
 _LIMITS = IngestLimits()
@@ -42,7 +40,7 @@ class Settings(BaseSettings):
     max_embedding_dim: int = Field(default=_LIMITS.max_embedding_dim, gt=0)
     # Spans one trace may hold; later spans of a full trace are refused by name
     # (app/ingest/trace_size.py): the derive job, windows and trace page read a trace whole.
-    max_spans_per_trace: int = Field(default=DEFAULT_MAX_SPANS_PER_TRACE, gt=0, le=1_000_000)
+    max_spans_per_trace: int = Field(default=_LIMITS.max_spans_per_trace, gt=0, le=1_000_000)
     # Backpressure: at most this many write transactions run at once, and at most
     # max_pending_writes batches wait; beyond that the answer is 429 + Retry-After.
     max_concurrent_writes: int = Field(default=4, gt=0)
@@ -96,8 +94,9 @@ class Settings(BaseSettings):
     derive_enabled: bool = True
     derive_settle_seconds: float = Field(default=30.0, ge=0)
     derive_batch_traces: int = Field(default=256, gt=0, le=10_000)
-    # Spans a derive batch reads at most, shared among the projects waiting (app/derive/load.py).
-    derive_batch_spans: int = Field(default=DEFAULT_BATCH_SPANS, gt=0, le=1_000_000)
+    # Spans a derive batch reads at most, shared among the projects waiting (app/derive/load.py,
+    # whose DEFAULT_BATCH_SPANS library callers get).
+    derive_batch_spans: int = Field(default=10_000, gt=0, le=1_000_000)
     derive_text_embeddings: bool = True
     derive_embed_device: str = "auto"
     # Signs the web UI's session cookies and CSRF tokens. Unset (the default), each

@@ -23,6 +23,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.alerts import channels, groups
+from app.alerts.context import AlertContext
 from app.alerts.patterns import compile_label_pattern
 from app.models import Alert, AlertEvent, Channel, Monitor, Project, Silence
 
@@ -108,10 +109,10 @@ def matches(matchers: Sequence[Mapping[str, str]], labels: Mapping[str, str]) ->
     return True
 
 
-def _context(session: Session, alert: Alert, public_url: str) -> channels.AlertContext:
+def _context(session: Session, alert: Alert, public_url: str) -> AlertContext:
     monitor = session.get(Monitor, alert.monitor_id) if alert.monitor_id else None
     project = session.get(Project, alert.project_id)
-    return channels.AlertContext(
+    return AlertContext(
         alert=alert,
         monitor_name=monitor.name if monitor else "(deleted monitor)",
         project_name=project.name if project else str(alert.project_id),

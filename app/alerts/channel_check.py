@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from app.alerts import channels, groups
+from app.alerts.context import AlertContext
 from app.models import Alert, Channel, Notification
 
 TEST_SUMMARY = "Test notification from Telltale: this channel receives alerts. Nothing is wrong."
@@ -25,7 +26,7 @@ def queue_test(
         summary=TEST_SUMMARY, evidence={"test": True}, count=1, first_fired_at=now,
         last_fired_at=now,
     )  # fmt: skip
-    ctx = channels.AlertContext(
+    ctx = AlertContext(
         alert=alert, monitor_name="channel test", project_name=project_name, public_url=public_url
     )
     item = {**channels.item(channel, ctx, "trigger"), "alert_id": None}

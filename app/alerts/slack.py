@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from app.alerts.sentences import one_line
 
 if TYPE_CHECKING:
-    from app.alerts.channels import AlertContext
+    from app.alerts.context import AlertContext
 
 MAX_LINES = 45  # header + lines + overflow note stay under Slack's 50 blocks
 VERBS = {"trigger": "Firing", "acknowledge": "Acknowledged", "resolve": "Resolved"}

@@ -26,7 +26,7 @@ from app.ingest.fields import (
     req_str,
 )
 from app.ingest.limits import IngestLimits
-from app.scores.values import OUT_OF_RANGE, score_value
+from app.ingest.score_values import OUT_OF_RANGE, score_value
 
 EVENT_TYPES = ("trace", "span", "score", "embedding")
 TRACE_STATUS = ("ok", "error")

@@ -20,6 +20,9 @@ class IngestLimits:
     max_attributes_bytes: int = 1024 * 1024
     # Vector length; the widest common text embedding models are 3072-4096 wide.
     max_embedding_dim: int = 4096
+    # Spans one trace may hold (app/ingest/trace_size.py): the derive job, the monitors'
+    # windows and the trace page read a trace whole.
+    max_spans_per_trace: int = 10_000
 
     @classmethod
     def from_settings(cls, settings: Any) -> IngestLimits:
@@ -27,4 +30,5 @@ class IngestLimits:
             max_attribute_depth=settings.max_attribute_depth,
             max_attributes_bytes=settings.max_attributes_bytes,
             max_embedding_dim=settings.max_embedding_dim,
+            max_spans_per_trace=settings.max_spans_per_trace,
         )

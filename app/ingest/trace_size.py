@@ -19,9 +19,10 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 
 from app.ingest.events import Rejection, ValidEvent
+from app.ingest.limits import IngestLimits
 from app.models import Span
 
-DEFAULT_MAX_SPANS_PER_TRACE = 10_000
+DEFAULT_MAX_SPANS_PER_TRACE = IngestLimits().max_spans_per_trace
 _CHUNK = 500
 
 

@@ -8,9 +8,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
+from app.ingest.score_values import SCORE_VALUE_LIMIT, score_value
 from app.request_model import RequestModel
 from app.response_model import ResponseModel, Time
-from app.scores.values import SCORE_VALUE_LIMIT, score_value
 
 QUEUE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 SOURCES = Literal["production", "eval", "shadow"]
@@ -59,7 +59,7 @@ class CategoricalSchema(_Strict):
 
 class ScoreSchema(_Strict):
     type: Literal["score"]
-    # Its labels are written back as scores: within the scores' bound (app.scores.values).
+    # Its labels are written back as scores: within the scores' bound (app.ingest.score_values).
     min: float = Field(ge=-SCORE_VALUE_LIMIT, le=SCORE_VALUE_LIMIT)
     max: float = Field(ge=-SCORE_VALUE_LIMIT, le=SCORE_VALUE_LIMIT)
 

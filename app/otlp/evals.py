@@ -11,7 +11,7 @@ attributes, typically on an EVALUATOR span; OTel GenAI as an event):
   (the same event sent as a log record is read by :mod:`app.otlp.logs`).
 
 A score needs a name (1-128 characters) and a numeric value within the bound of
-:mod:`app.scores.values` (one out of it is noted in the answer); a result with only a
+:mod:`app.ingest.score_values` (one out of it is noted in the answer); a result with only a
 label is no score (Telltale's statistics need the number) and is kept in the attributes.
 Scores are ``proxy`` / ``online`` unless ``annotator_kind`` is ``HUMAN`` (source
 ``human``). The event id names the span and the result's position, so a re-sent span is a
@@ -26,8 +26,8 @@ from datetime import datetime
 from typing import Any
 
 from app.ingest.events import ValidEvent
+from app.ingest.score_values import OUT_OF_RANGE, score_value
 from app.otlp.decode import DecodedSpan
-from app.scores.values import OUT_OF_RANGE, score_value
 
 _OI = re.compile(
     r"^(?:trace\.)?(annotations|evaluations)\.(\d{1,9})\.(annotation|evaluation)\."

@@ -26,10 +26,10 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 
 from app.ingest.events import ValidEvent
 from app.ingest.limits import IngestLimits
+from app.ingest.score_values import OUT_OF_RANGE, score_value
 from app.otlp.decode import TooDeep, clean, hex_id, pb_attributes, pb_value, too_deep
 from app.otlp.mapping import MAX_MESSAGES, ns_to_datetime
 from app.otlp.message_tool_calls import event_tool_calls
-from app.scores.values import OUT_OF_RANGE, score_value
 
 GENAI_PREFIX = "gen_ai."
 EVALUATION = "gen_ai.evaluation.result"

@@ -30,12 +30,12 @@ import orjson
 
 from app.ingest.events import SCORE_KINDS, SCORE_SOURCES, ValidEvent
 from app.ingest.limits import IngestLimits
+from app.ingest.score_values import OUT_OF_RANGE, score_value
 from app.otlp.decode import STATUS_ERROR, DecodedSpan
 from app.otlp.evals import EVALUATION_PREFIXES, evaluation_scores
 from app.otlp.message_tool_calls import FLAT_PREFIXES, add_tool_calls
 from app.otlp.normalise import NO_COLUMNS, columns, error_type, latency_ms, normalise
 from app.otlp.trace_rows import TraceAcc, given
-from app.scores.values import OUT_OF_RANGE, score_value
 
 _GENAI_KIND = {
     "invoke_agent": "agent",

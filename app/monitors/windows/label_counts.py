@@ -19,12 +19,12 @@ from datetime import datetime
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
+from app.ingest.score_values import stored_in_range
 from app.models import Score, Trace
 from app.monitors.windows.cache import WindowCache
 from app.monitors.windows.rows import plain_times
 from app.monitors.windows.trace_window import TraceSelection, TraceWindow, in_window
 from app.scores import roles as score_roles
-from app.scores.values import stored_in_range
 from detectors.ground_truth.label_coverage import LabelCounts
 from detectors.step_profiles import RecordWindow
 from detectors.stored_times import epoch_seconds

@@ -18,11 +18,11 @@ from sqlalchemy import DateTime, select, type_coerce
 from sqlalchemy.orm import Session
 
 from app.db import one_of
+from app.ingest.score_values import stored_in_range
 from app.models import Score, Span, Trace
 from app.models.base import UTCDateTime
 from app.monitors.windows.step_cache import StepCache
 from app.scores.roles import DEFAULT_ROLES, ScoreRoles
-from app.scores.values import stored_in_range
 from app.traces.span_events import tool_calls_by_span
 from detectors import records
 from detectors.needs import STEP_ATTRIBUTES
@@ -132,7 +132,7 @@ def chunk_records(
         .where(
             Score.project_id == pid,
             one_of(Score.trace_id, chunk, dialect),
-            # Rows stored before the bound (app.scores.values) stay out of every detector:
+            # Rows stored before the bound (app.ingest.score_values) stay out of every detector:
             # one 1e200 label switched OUTCOME's test off.
             stored_in_range(Score.value),
         )
