@@ -69,10 +69,18 @@ class Activity:
     """
 
     def __init__(
-        self, *, recent_s: float = 2.0, clock: Callable[[], float] = time.monotonic
+        self,
+        *,
+        recent_s: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+        contends: Callable[[Hashable], bool] = lambda tenant: True,
     ) -> None:
         self.recent_s = recent_s
         self._clock = clock
+        # Whose activity holds the others to their contended share: the app counts
+        # projects only, not a key's first requests (the same project, its project not
+        # known yet) nor unauthenticated clients (answered 401 at once).
+        self._contends = contends
         self._inside: dict[Hashable, int] = {}
         self._running: dict[Hashable, int] = {}  # over every gate
         self._seen: dict[Hashable, float] = {}
@@ -112,17 +120,22 @@ class Activity:
         self.seen(tenant)
 
     def seen(self, tenant: Hashable) -> None:
-        self._seen[tenant] = self._clock()
+        if self._contends(tenant):
+            self._seen[tenant] = self._clock()
 
     def others_active(self, tenant: Hashable) -> bool:
-        now = self._clock()
-        for other, at in list(self._seen.items()):
+        """Whether a contending tenant other than ``tenant`` is active."""
+        now, idle, active = self._clock(), [], False
+        for other, at in self._seen.items():
             if other == tenant:
                 continue
             if other in self._inside or now - at < self.recent_s:
-                return True
-            del self._seen[other]  # idle for recent_s: forgotten
-        return False
+                active = True
+                break
+            idle.append(other)
+        for other in idle:  # idle for recent_s: forgotten
+            del self._seen[other]
+        return active
 
 
 class FairAdmission:

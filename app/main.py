@@ -21,7 +21,7 @@ from app.alerts.outbox import DeliveryPolicy, OutboxSender
 from app.api.main import api_router
 from app.api.read_admission import ReadAdmission
 from app.api.request_guard import RequestGuard
-from app.auth.tenants import TenantDirectory
+from app.auth.tenants import TenantDirectory, is_project
 from app.background import Service, start_services, stop_services
 from app.db import make_sessionmaker
 from app.engines import Engines
@@ -92,7 +92,7 @@ def create_app(
     app.include_router(api_router)
     _install_web(app)
     app.state.tenants = TenantDirectory()
-    app.state.activity = Activity()  # which projects the two gates served lately
+    app.state.activity = Activity(contends=is_project)  # projects the gates served lately
     app.add_middleware(
         ReadAdmission,
         max_concurrent=settings.max_concurrent_reads,

@@ -28,6 +28,11 @@ def project_tenant(project_id: int) -> Hashable:
     return ("project", project_id)
 
 
+def is_project(tenant: Hashable) -> bool:
+    """Whether ``tenant`` is a project (not a credential or client whose project is unknown)."""
+    return isinstance(tenant, tuple) and len(tenant) == 2 and tenant[0] == "project"
+
+
 def credential_of(headers: Mapping[str, str]) -> str | None:
     """The request's credential: bearer key, ``x-api-key``, or the login cookie's value."""
     auth = headers.get("authorization", "")

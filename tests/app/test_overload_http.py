@@ -87,11 +87,12 @@ def test_many_concurrent_reads_get_200_or_fast_429_and_health_keeps_answering(se
         try:
             out = subprocess.run(
                 [sys.executable, "-m", "tests.app.read_load", server.url, key, "4", "128"],
-                capture_output=True, text=True, timeout=60, check=True, cwd=ROOT,
+                capture_output=True, text=True, timeout=60, cwd=ROOT,
             )  # fmt: skip
         finally:
             stop.set()
             job.join()
+    assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout)
     statuses = {int(k): n for k, n in result["statuses"].items()}
     assert set(statuses) <= {200, 429}, statuses
