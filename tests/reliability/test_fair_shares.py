@@ -13,13 +13,9 @@ still shares the two cores (and on SQLite the one writer lock) with B's, and B's
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,40 +23,12 @@ import httpx
 import pytest
 
 from app.db import make_engine
-from tests.conftest import auth, free_port
+from tests.conftest import auth
 from tests.reliability.fair_shares import JSON, measure_b, noise_png, otlp_body, small_trace
+from tests.reliability.servers import serve
 
 ROOT = Path(__file__).resolve().parents[2]
 ATTACK_SECONDS = 40
-
-
-@contextmanager
-def serve(url: str, media: Path) -> Iterator[str]:
-    port = free_port()
-    env = {**os.environ, "TELLTALE_DATABASE_URL": url, "TELLTALE_MEDIA_DIR": str(media),
-           "TELLTALE_DERIVE_SETTLE_SECONDS": "0.5", "TELLTALE_DERIVE_TEXT_EMBEDDINGS": "false"}  # fmt: skip
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "app", "serve", "--port", str(port), "--log-level", "warning"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
-            time.sleep(0.1)
-        yield base
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def _setup(url: str, make_key: Any) -> dict[str, Any]:
@@ -95,7 +63,8 @@ def test_project_b_keeps_its_service_while_project_a_attacks(
     db_url: str, make_key: Any, tmp_path: Path
 ) -> None:
     engine = make_engine(db_url)
-    with serve(db_url, tmp_path / "media") as url:
+    with serve(db_url, scheduler_enabled="true", media_dir=str(tmp_path / "media"),
+               derive_settle_seconds="0.5", derive_text_embeddings="false") as url:  # fmt: skip
         keys = _setup(url, make_key)
         alone = measure_b(url, keys, engine=engine, rounds=3)
         attack = subprocess.Popen(

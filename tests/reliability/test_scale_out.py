@@ -11,8 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from datetime import timedelta
 from pathlib import Path
 
@@ -24,38 +23,10 @@ from app.db import make_engine
 from app.models import DetectorRun, IngestEvent, SchedulerLease, Span, Trace
 from app.models.base import utcnow
 from tests.app.engine_helpers import add_monitor, setup_project, store_interval
-from tests.conftest import auth, free_port, fresh_database, key_for
+from tests.conftest import auth, fresh_database, key_for
+from tests.reliability.servers import serve
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@contextmanager
-def serve(url: str) -> Iterator[str]:
-    """An API replica (its own scheduler off: the scheduler is a separate process)."""
-    port = free_port()
-    env = {**os.environ, "TELLTALE_DATABASE_URL": url, "TELLTALE_SCHEDULER_ENABLED": "false"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "app", "serve", "--port", str(port), "--log-level", "warning"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, "replica did not start"
-            time.sleep(0.1)
-        yield base
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def _batch(i: int) -> list[dict[str, object]]:
