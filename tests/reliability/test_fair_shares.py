@@ -31,9 +31,14 @@ ROOT = Path(__file__).resolve().parents[2]
 ATTACK_SECONDS = 40
 
 
-def _setup(url: str, make_key: Any) -> dict[str, Any]:
-    keys: dict[str, Any] = {f"{p}_{role}": make_key(role, project=p)
-                            for p in "ab" for role in ("ingest", "admin", "read")}  # fmt: skip
+def _keys(make_key: Any) -> dict[str, Any]:
+    """Both projects' keys, made before the server starts (on SQLite its jobs take the
+    writer lock, and a key made beside them can wait past the lock's timeout)."""
+    return {f"{p}_{role}": make_key(role, project=p) for p in "ab"
+            for role in ("ingest", "admin", "read")}  # fmt: skip
+
+
+def _setup(url: str, keys: dict[str, Any]) -> dict[str, Any]:
     with httpx.Client(base_url=url, timeout=60) as c:
         for p in "ab":
             for _ in range(4):
@@ -63,9 +68,10 @@ def test_project_b_keeps_its_service_while_project_a_attacks(
     db_url: str, make_key: Any, tmp_path: Path
 ) -> None:
     engine = make_engine(db_url)
+    keys = _keys(make_key)
     with serve(db_url, scheduler_enabled="true", media_dir=str(tmp_path / "media"),
                derive_settle_seconds="0.5", derive_text_embeddings="false") as url:  # fmt: skip
-        keys = _setup(url, make_key)
+        keys = _setup(url, keys)
         alone = measure_b(url, keys, engine=engine, rounds=3)
         attack = subprocess.Popen(
             [sys.executable, "-m", "tests.reliability.fair_shares", url, json.dumps(keys),
