@@ -28,7 +28,7 @@ from tests.reliability.fair_shares import JSON, measure_b, noise_png, otlp_body,
 from tests.reliability.servers import serve
 
 ROOT = Path(__file__).resolve().parents[2]
-ATTACK_SECONDS = 40
+ATTACK_SECONDS = 30
 
 
 def _keys(make_key: Any) -> dict[str, Any]:
@@ -72,7 +72,7 @@ def test_project_b_keeps_its_service_while_project_a_attacks(
     with serve(db_url, scheduler_enabled="true", media_dir=str(tmp_path / "media"),
                derive_settle_seconds="0.5", derive_text_embeddings="false") as url:  # fmt: skip
         keys = _setup(url, keys)
-        alone = measure_b(url, keys, engine=engine, rounds=3)
+        alone = measure_b(url, keys, engine=engine, rounds=2)
         attack = subprocess.Popen(
             [sys.executable, "-m", "tests.reliability.fair_shares", url, json.dumps(keys),
              str(ATTACK_SECONDS)],
@@ -80,7 +80,7 @@ def test_project_b_keeps_its_service_while_project_a_attacks(
         )  # fmt: skip
         try:
             time.sleep(5)  # A's flood, readers and searches are under way
-            attacked = measure_b(url, keys, engine=engine, rounds=3)
+            attacked = measure_b(url, keys, engine=engine, rounds=2)
             out, _ = attack.communicate(timeout=ATTACK_SECONDS + 240)
         finally:
             if attack.poll() is None:
