@@ -93,13 +93,13 @@ class Activity:
     def started(self, tenant: Hashable) -> None:
         self._running[tenant] = self._running.get(tenant, 0) + 1
 
+    def join(self, gate: FairAdmission) -> None:
+        """``gate`` shares this board: it is asked to start waiting requests when one ends."""
+        self._gates.append(gate)
+
     def finished(self, tenant: Hashable) -> None:
         """One of ``tenant``'s requests ended: every gate may now start a waiting one."""
-        left = self._running.get(tenant, 0) - 1
-        if left > 0:
-            self._running[tenant] = left
-        else:
-            self._running.pop(tenant, None)
+        _decrement(self._running, tenant)
         self.seen(tenant)
         # The gates take turns to go first: a project's reads and writes share its one
         # contended slot, and the gate asked first would otherwise always win it.
@@ -112,11 +112,7 @@ class Activity:
         self.seen(tenant)
 
     def leave(self, tenant: Hashable) -> None:
-        left = self._inside.get(tenant, 0) - 1
-        if left > 0:
-            self._inside[tenant] = left
-        else:
-            self._inside.pop(tenant, None)
+        _decrement(self._inside, tenant)
         self.seen(tenant)
 
     def seen(self, tenant: Hashable) -> None:
@@ -136,6 +132,15 @@ class Activity:
         for other in idle:  # idle for recent_s: forgotten
             del self._seen[other]
         return active
+
+
+def _decrement(counts: dict[Hashable, int], tenant: Hashable) -> None:
+    """One fewer for ``tenant``; a tenant at zero leaves the map (it stays small)."""
+    left = counts.get(tenant, 0) - 1
+    if left > 0:
+        counts[tenant] = left
+    else:
+        counts.pop(tenant, None)
 
 
 class FairAdmission:
@@ -170,7 +175,7 @@ class FairAdmission:
         # Shared by the read and write gates of a process: a project reading is active for
         # the write gate too (its writes and reads share the process with the others').
         self.activity = activity if activity is not None else Activity()
-        self.activity._gates.append(self)
+        self.activity.join(self)
         self._tenants: dict[Hashable, _Tenant] = {}
         self._running = 0
         self._inside = 0

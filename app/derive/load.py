@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import and_, or_, select
 from sqlalchemy.engine import Connection
 
 from app.derive.config import DerivedFieldRules, effective_config
+from app.ingest.trace_size import stored_span_counts
 from app.models import Project, Span, SpanEvent, Trace
 
 _TRACE_COLUMNS = (
@@ -119,15 +120,7 @@ def _within_spans(
     unless ``at_least_one`` is off), and their spans."""
     if not rows:
         return [], 0
-    counts: dict[str, int] = {}
-    ids = [r["trace_id"] for r in rows]
-    for lo in range(0, len(ids), _CHUNK):
-        found = conn.execute(
-            select(Span.trace_id, func.count())
-            .where(Span.project_id == project_id, Span.trace_id.in_(ids[lo : lo + _CHUNK]))
-            .group_by(Span.trace_id)
-        )
-        counts.update((str(tid), int(n)) for tid, n in found)
+    counts = stored_span_counts(conn, project_id, [r["trace_id"] for r in rows])
     kept: list[Any] = []
     used = 0
     for r in rows:

@@ -38,7 +38,7 @@ def refuse_oversized(
     new = Counter(ev.row["trace_id"] for ev in events if ev.type == "span")
     if not new:
         return events
-    stored = _stored_spans(conn, project_id, [t for t in new])
+    stored = stored_span_counts(conn, project_id, list(new))
     room = {tid: max_spans - stored.get(tid, 0) for tid in new}
     if all(room[tid] >= n for tid, n in new.items()):
         return events
@@ -61,7 +61,8 @@ def refuse_oversized(
     return kept
 
 
-def _stored_spans(conn: Connection, project_id: int, trace_ids: list[str]) -> dict[str, int]:
+def stored_span_counts(conn: Connection, project_id: int, trace_ids: list[str]) -> dict[str, int]:
+    """Spans stored per trace of ``trace_ids`` (traces with none are left out)."""
     counts: dict[str, int] = {}
     for lo in range(0, len(trace_ids), _CHUNK):
         rows = conn.execute(

@@ -24,7 +24,9 @@ log = logging.getLogger("telltale.monitors")
 
 
 class DetectorTimeout(Exception):
-    pass
+    @classmethod
+    def after(cls, limit_s: float) -> DetectorTimeout:
+        return cls(f"detector exceeded its time limit of {limit_s:g} s")
 
 
 @dataclass(frozen=True)
@@ -107,9 +109,9 @@ def call_with_time_limit(
             state["overdue"] = True
             if slot is not None:
                 slot.slots.mark_overdue()
-            raise DetectorTimeout(f"detector exceeded its time limit of {limit_s:g} s")
+            raise DetectorTimeout.after(limit_s)
     if isinstance(box.get("error"), DetectorCancelled):  # it stopped at the deadline itself
-        raise DetectorTimeout(f"detector exceeded its time limit of {limit_s:g} s")
+        raise DetectorTimeout.after(limit_s)
     if "error" in box:
         raise box["error"]
     return box["result"]  # type: ignore[no-any-return]
