@@ -69,3 +69,17 @@ def test_the_readme_links_resolve():
     for target in re.findall(r"\]\(([^)#]+)\)", README):
         if not target.startswith("http"):
             assert (ROOT / target).is_file(), target
+
+
+def test_the_readme_gives_the_first_verdict_times_the_runner_enforces() -> None:
+    """One figure everywhere: the README's hours are the ones BaselinePolicy computes."""
+    from app.project_cli import first_verdicts_line
+    from app.web.health import defaults_first_verdicts
+
+    hours = defaults_first_verdicts()
+    said = " ".join(README.split())
+    assert f"come once {min(hours.values()):g} hours of traffic are in" in said
+    for mode, h in hours.items():
+        if h != min(hours.values()):
+            assert f"({h:g} hours for" in said and mode in said
+            assert f"{mode}: {h:g} h" in first_verdicts_line()

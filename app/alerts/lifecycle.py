@@ -146,6 +146,7 @@ def _fired(
     alert.count += 1
     alert.clean_runs = 0
     alert.last_fired_at = now
+    run.evidence = _keep_onset(alert.evidence, run.evidence)
     alert.summary = summary(run, scope=monitor.selection)
     alert.evidence = run.evidence
     alert.severity = monitor.severity
@@ -159,6 +160,19 @@ def _fired(
     return alert, Transition(
         "repeat", alert.state, detail=detail, then="trigger" if remind else None
     )
+
+
+def _keep_onset(opened: Any, refreshed: Any) -> Any:
+    """The refreshing run's evidence with the opening run's word on how the degradation's
+    start was found (the frozen baseline keeps the time, not how it was found)."""
+    if not isinstance(opened, dict) or not isinstance(refreshed, dict):
+        return refreshed
+    was, now = opened.get("baseline"), refreshed.get("baseline")
+    if not isinstance(was, dict) or not isinstance(now, dict) or "onset" in now:
+        return refreshed
+    if "onset" not in was or was.get("degradation_started_at") != now.get("degradation_started_at"):
+        return refreshed
+    return {**refreshed, "baseline": {**now, "onset": was["onset"]}}
 
 
 def acknowledge(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -46,7 +46,8 @@ class RunPlan:
     as_of: datetime  # where the windows end: the cycle's ``now`` (app.monitors.windows.cache)
     scheduled_for: datetime | None = None
     detector: Detector | None = None
-    # Why the run gives no verdict before any row is read (no version to compare with).
+    # Why the run gives no verdict before any row is read (no version to compare with, or a
+    # reference reaching back before the project's first data).
     no_reference: str | None = None
     # Why the monitor's configuration builds no detector (the run fails).
     build_error: str | None = None
@@ -84,12 +85,19 @@ def plan_run(
     state = monitor_state.load(session, monitor.id)
     begun = cycle.history_start(pid, lambda: history.history_start(data, project_id=pid))
     w = baseline.windows_for(policy, state.baseline, cycle.now, history_start=begun)
+    if baseline.young_reason(policy, replace(w, mode="rolling"), begun) and w.mode == "frozen":
+        # An alert opened on a sliver of a young project's first hours (before runs refused
+        # such references) is judged against the grown rolling reference: it resolves
+        # once that no longer supports it, instead of staying held to the sliver for good.
+        w = baseline.windows_for(policy, None, cycle.now, history_start=begun)
     no_reference: str | None = None
     if policy.reference_version:
         found = version_baseline.resolve(
             data, project_id=pid, selection=selection, policy=policy, windows=w
         )
         w, no_reference = found.windows, found.reason
+    if no_reference is None:
+        no_reference = baseline.young_reason(policy, w, begun)
     detector, build_error = None, None
     if no_reference is None:
         try:

@@ -37,7 +37,7 @@ class Health:
 
 
 def history_needed(selection: Mapping[str, Any] | None) -> timedelta:
-    """Data a first verdict needs: reference + the shortest lag + current window.
+    """Data a first verdict needs (:attr:`BaselinePolicy.history_needed`, the one place).
 
     >>> history_needed({})
     datetime.timedelta(seconds=28800)
@@ -45,7 +45,7 @@ def history_needed(selection: Mapping[str, Any] | None) -> timedelta:
     policy = BaselinePolicy.from_selection(
         {k: v for k, v in (selection or {}).items() if v is not None}
     )
-    return policy.reference + policy.min_lag + policy.current
+    return policy.history_needed
 
 
 def defaults_first_verdicts() -> dict[str, float]:

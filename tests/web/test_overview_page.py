@@ -92,3 +92,33 @@ def test_otlp_traces_count_and_the_first_verdict_is_announced(client, make_key, 
     assert sorted(expected) == wanted, expected
     r = client.get("/monitors/1")
     assert "No verdict yet" in r.text and "Not run yet." in r.text
+
+
+def test_a_run_from_before_the_first_trace_does_not_speak_over_the_counts(client, make_key, engine):
+    """The card's run line says a run older than the data is history, not the run's
+    "no tool calls" reason under a panel that counts them."""
+    from datetime import timedelta
+
+    from app.models.base import utcnow
+
+    admin = make_key("admin")
+    login(client, admin)
+    client.post("/monitors/defaults", data={"csrf": csrf(client.get("/").text)})
+    h = {"Authorization": f"Bearer {admin}"}
+    fm2 = next(
+        m
+        for m in client.get("/api/v1/monitors", headers=h).json()["monitors"]
+        if m["failure_mode"] == "FM-2"
+    )
+    before = utcnow() - timedelta(minutes=5)
+    run = client.post(
+        f"/api/v1/monitors/{fm2['id']}/run", headers=h, json={"now": before.isoformat()}
+    ).json()
+    assert run["status"] == "insufficient_data"
+    now_ns = time.time_ns()
+    send(client, admin, [agent_run("hello", start=now_ns - 60 * 10**9) for _ in range(3)])
+    page = client.get("/").text
+    card = re.search(rf'data-monitor="{fm2["id"]}">(.*?)</div>', page, re.S).group(1)
+    text = " ".join(re.sub(r"<[^>]+>", " ", card).split())
+    assert "That run came before the first trace; the next, due" in text, text
+    assert run["evidence"]["reason"] not in text
