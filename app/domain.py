@@ -10,5 +10,5 @@ from typing import Literal
 
 # The seven failure modes, and OUTCOME: the outcomes they all end in (task success, error
 # rates, latency), watched by default (detectors/outcomes.py).
-FailureMode = Literal["FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-6", "FM-7", "OUTCOME"]
+FailureMode = Literal["FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-6", "FM-7", "OUTCOME", "SILENCE"]
 Severity = Literal["info", "warning", "critical"]

@@ -219,11 +219,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
 
 def first_verdicts_line() -> str:
-    """When the defaults speak, from the one place it is computed (app.web.health), in the
-    overview's words: the earliest figure, then the modes that wait longer."""
-    from app.web.health import defaults_first_verdicts
+    """When the defaults speak, from the one place it is computed (app.web.health)."""
+    from app.web.health import first_verdicts_words
 
-    hours = defaults_first_verdicts()
-    first = min(hours.values())
-    later = ", ".join(f"{mode}: {h:g} h" for mode, h in hours.items() if h != first)
-    return f"first verdicts once {first:g} h of data are in" + (f" ({later})" if later else "")
+    return f"first verdicts {first_verdicts_words()}"

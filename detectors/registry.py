@@ -19,12 +19,13 @@ from detectors.compounding_errors import CompoundingErrorDetector
 from detectors.drift.embedding_streams import EmbeddingDriftDetector
 from detectors.eval_overfitting import EvalOverfittingDetector
 from detectors.ground_truth import GroundTruthAbsenceDetector
-from detectors.needs import STREAM_NEEDS
+from detectors.needs import COUNT_NEEDS, STREAM_NEEDS
 from detectors.outcomes import OutcomeRegressionDetector
 from detectors.output_drift import OutputDriftDetector
 from detectors.params import DetectorParameterError, parameter_defaults
 from detectors.proxy_convergence import ProxyConvergenceDetector
 from detectors.result import DetectorResult
+from detectors.silence import SilenceDetector
 from detectors.tool_cascades import ToolCascadeDetector
 
 
@@ -54,6 +55,9 @@ DETECTORS: dict[str, type[Any]] = {
     # Not one of the seven failure modes: the outcomes every mode ends in (task success,
     # error rates, latency), watched by default (detectors/outcomes.py).
     "OUTCOME": OutcomeRegressionDetector,
+    # Nor this: traffic, or a signal of it, that stops (detectors/silence.py). Its windows
+    # are arrival counts, not records.
+    "SILENCE": SilenceDetector,
 }
 
 
@@ -71,9 +75,11 @@ def checks_silence(mode: str) -> bool:
     return bool(cls.checks_silence) if cls is not None else False
 
 
-# The modes whose windows are trace records (FM-6 reads embedding streams).
+# The modes whose windows are trace records (FM-6 reads embedding streams, SILENCE counts).
 TRACE_DETECTORS: dict[str, type[Any]] = {
-    mode: cls for mode, cls in DETECTORS.items() if not STREAM_NEEDS & set(cls.needs)
+    mode: cls
+    for mode, cls in DETECTORS.items()
+    if not (STREAM_NEEDS | COUNT_NEEDS) & set(cls.needs)
 }
 
 

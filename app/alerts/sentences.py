@@ -27,15 +27,16 @@ STATISTIC_NAMES = {
     "FM-6": "drift statistic",
     "FM-7": "proxy-vs-true test score",
     "OUTCOME": "outcome test score",
+    "SILENCE": "silence test score",
 }
 
 # What a run's ``n_current`` counts, per mode (traces unless said).
-COUNTED = {"FM-6": "vectors"}
+COUNTED: dict[str, str | None] = {"FM-6": "vectors", "SILENCE": None}  # None: not said
 
 # Our own words start with a capital; a name (agent, objective, stream) keeps its case.
 PROSE_STARTS = frozenset(
     "after tool the estimated label stream proxies true decisions failed median sustained "
-    "confidence slower statistic agent".split()
+    "confidence slower statistic agent traffic vectors scores captured".split()
 ) | {name.split()[0] for name in STATISTIC_NAMES.values()}
 
 
@@ -143,8 +144,9 @@ def sentence(
     when = _since(ev, since)
     if when:
         tail.append(when)
-    if n_current:
-        tail.append(f"on {n_current} {COUNTED.get(failure_mode, 'traces')}")
+    unit = COUNTED.get(failure_mode, "traces")
+    if n_current and unit is not None:
+        tail.append(f"on {n_current} {unit}")
     said = one_line(said)
     first = said.split(" ", 1)[0]
     text = (said[:1].upper() + said[1:] if first in PROSE_STARTS else said) + "."

@@ -22,11 +22,11 @@ from sqlalchemy.orm import Session
 
 from app.monitors.plan import RunPlan
 from app.monitors.readiness import recorded
-from app.monitors.windows import label_counts, vectors
+from app.monitors.windows import arrivals, history, label_counts, vectors
 from app.monitors.windows import trace_window as traces
 from app.monitors.windows.cache import WindowCache
 from app.scores import roles as score_roles
-from detectors.needs import STREAM_NEEDS, TRACE_EMBEDDING_NEEDS
+from detectors.needs import COUNT_NEEDS, STREAM_NEEDS, TRACE_EMBEDDING_NEEDS
 
 
 @dataclass(frozen=True)
@@ -51,10 +51,24 @@ def load(
     """The plan's windows read through ``data`` (step profiles computed on the way are
     written through ``write_engine``)."""
     needs = set(plan.detector.needs if plan.detector is not None else ())
+    if needs & COUNT_NEEDS:
+        return _arrivals(plan, data=data, cycle=cycle)
     if needs & STREAM_NEEDS:
         return _streams(plan, data=data, cycle=cycle)
     return _traces(plan, data=data, cycle=cycle, write_engine=write_engine,
                    with_embeddings=bool(needs & TRACE_EMBEDDING_NEEDS))  # fmt: skip
+
+
+def _arrivals(plan: RunPlan, *, data: Session, cycle: WindowCache) -> RunWindows:
+    """The silence monitor's comparisons (its windows are its own: the last 15 minutes and
+    hour against the same hours of earlier days, :mod:`app.monitors.windows.arrivals`)."""
+    pid = plan.project_id
+    begun = cycle.history_start(pid, lambda: history.history_start(data, project_id=pid))
+    counts = arrivals.arrival_counts(
+        data, project_id=pid, now=plan.windows.current_end, history_start=begun,
+        agent=(plan.monitor.selection or {}).get("agent"),
+    )  # fmt: skip
+    return RunWindows([], counts)
 
 
 def _streams(plan: RunPlan, *, data: Session, cycle: WindowCache) -> RunWindows:

@@ -56,6 +56,23 @@ def defaults_first_verdicts() -> dict[str, float]:
     }
 
 
+def first_verdict_groups() -> list[tuple[float, list[str]]]:
+    """The defaults by hours of traffic before their first verdict, soonest first."""
+    groups: dict[float, list[str]] = {}
+    for mode, hours in defaults_first_verdicts().items():
+        groups.setdefault(hours, []).append(mode)
+    return sorted(groups.items())
+
+
+def first_verdicts_words() -> str:
+    """``after 1.5 h of data (SILENCE), 8 h (FM-1, ...), 40 h (FM-4, OUTCOME)``: the words
+    ``telltale init`` and the overview use."""
+    parts = [f"{h:g} h ({', '.join(modes)})" for h, modes in first_verdict_groups()]
+    return f"after {parts[0].replace(' h (', ' h of data (', 1)}" + "".join(
+        f", {p}" for p in parts[1:]
+    )
+
+
 def _at(t: datetime) -> str:
     return t.strftime("%Y-%m-%d %H:%M UTC")
 

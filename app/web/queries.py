@@ -73,6 +73,7 @@ FAILURE_MODES = {
     "FM-6": "Silent degradation (embedding drift)",
     "FM-7": "Proxy goal convergence",
     "OUTCOME": "Outcomes (task success, errors, latency)",
+    "SILENCE": "Silence (traffic or a signal that stops)",
 }
 
 
