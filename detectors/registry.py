@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from detectors.compounding_errors import CompoundingErrorDetector
 from detectors.drift.embedding_streams import EmbeddingDriftDetector
 from detectors.eval_overfitting import EvalOverfittingDetector
+from detectors.first_hours import FirstHoursDetector
 from detectors.ground_truth import GroundTruthAbsenceDetector
 from detectors.needs import COUNT_NEEDS, STREAM_NEEDS
 from detectors.outcomes import OutcomeRegressionDetector
@@ -58,6 +59,9 @@ DETECTORS: dict[str, type[Any]] = {
     # Nor this: traffic, or a signal of it, that stops (detectors/silence.py). Its windows
     # are arrival counts, not records.
     "SILENCE": SilenceDetector,
+    # Static guards against a project's first hour, until the calibrated monitors speak
+    # (detectors/first_hours.py).
+    "EARLY": FirstHoursDetector,
 }
 
 

@@ -320,6 +320,14 @@ def _silence(ev: Mapping[str, Any]) -> str | None:
     return summary if isinstance(summary, str) and ev.get("silent") else None
 
 
+def _first_hours(ev: Mapping[str, Any]) -> str | None:
+    """The guard's words, said to come from the first-hours guards (no calibrated baseline)."""
+    summary = ev.get("summary")
+    if not isinstance(summary, str) or not any(r.get("fired") for r in _rows(ev.get("guards"))):
+        return None
+    return f"first-hours guard: {summary}"
+
+
 WORDING: dict[str, Callable[[Mapping[str, Any]], str | None]] = {
     "FM-1": _fm1,
     "FM-2": _fm2,
@@ -330,6 +338,7 @@ WORDING: dict[str, Callable[[Mapping[str, Any]], str | None]] = {
     "FM-7": _fm7,
     "OUTCOME": _outcome,
     "SILENCE": _silence,
+    "EARLY": _first_hours,
 }
 
 

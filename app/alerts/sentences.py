@@ -28,6 +28,7 @@ STATISTIC_NAMES = {
     "FM-7": "proxy-vs-true test score",
     "OUTCOME": "outcome test score",
     "SILENCE": "silence test score",
+    "EARLY": "first-hours guard score",
 }
 
 # What a run's ``n_current`` counts, per mode (traces unless said).
@@ -36,7 +37,7 @@ COUNTED: dict[str, str | None] = {"FM-6": "vectors", "SILENCE": None}  # None: n
 # Our own words start with a capital; a name (agent, objective, stream) keeps its case.
 PROSE_STARTS = frozenset(
     "after tool the estimated label stream proxies true decisions failed median sustained "
-    "confidence slower statistic agent traffic vectors scores captured".split()
+    "confidence slower statistic agent traffic vectors scores captured first-hours".split()
 ) | {name.split()[0] for name in STATISTIC_NAMES.values()}
 
 

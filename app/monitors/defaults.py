@@ -1,4 +1,4 @@
-"""The default monitors, one per failure mode, OUTCOME and SILENCE, created by
+"""The default monitors, one per failure mode, OUTCOME, SILENCE and EARLY, created by
 ``POST /monitors/defaults``.
 
 Every default compares a trailing 2-hour window with a 4-hour baseline (the set-up the
@@ -101,13 +101,33 @@ DEFAULTS: tuple[dict[str, Any], ...] = (
             "baseline_lag_seconds": 0,
         },
     },
+    # The first day: until the calibrated monitors give verdicts (OUTCOME's after 40 h),
+    # static guards compare the last 30 minutes with the project's first hour: a tool or
+    # the agent failing in most traces, latency three times the first hour's
+    # (detectors/first_hours.py). A tool broken from a project's second hour went
+    # unreported for 10 h before. It steps aside then (an open alert of its own is still
+    # judged until it resolves).
+    {
+        "failure_mode": "EARLY",
+        "name": "First hours: static guards until the calibrated monitors speak",
+        "severity": "critical",
+        "interval_seconds": 300,
+        "auto_resolve_after": 2,
+        "selection": {
+            "current_window_seconds": 1800,
+            "reference_window_seconds": 3600,
+            "baseline_lag_seconds": 0,
+            "reference_from_first_data": True,
+            "steps_aside_after_seconds": 40 * 3600,
+        },
+    },
 )
 
 
 def default_monitor_bodies(
     *, interval_seconds: int = 900, detector_params: dict[str, dict[str, Any]] | None = None
 ) -> list[MonitorCreate]:
-    """The nine bodies; ``detector_params`` overrides parameters per failure mode."""
+    """The ten bodies; ``detector_params`` overrides parameters per failure mode."""
     overrides = detector_params or {}
     out = []
     for spec in DEFAULTS:
@@ -135,7 +155,7 @@ def create_defaults(
     interval_seconds: int = 900,
     detector_params: dict[str, dict[str, Any]] | None = None,
 ) -> list[Monitor]:
-    """Create the defaults the project lacks (by name); return all nine."""
+    """Create the defaults the project lacks (by name); return all ten."""
     existing = {
         m.name: m for m in session.scalars(select(Monitor).where(Monitor.project_id == project_id))
     }

@@ -14,11 +14,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app.db import as_utc
 from app.models import Monitor
 from app.monitors.decision import baseline, calibration, version_baseline
 from app.monitors.decision import state as monitor_state
@@ -62,6 +63,24 @@ class RunPlan:
         return self.monitor.project_id
 
 
+def _stepped_aside(
+    selection: Mapping[str, Any], begun: datetime | None, now: datetime, alert_open: bool
+) -> str | None:
+    """Why a monitor that watches only until the calibrated monitors speak (the first-hours
+    guards: ``steps_aside_after_seconds``) gives no verdict now. One whose alert is open
+    keeps judging until it resolves, so that it can."""
+    after = selection.get("steps_aside_after_seconds")
+    if after is None or begun is None or alert_open:
+        return None
+    since = as_utc(begun) + timedelta(seconds=float(after))
+    if now < since:
+        return None
+    return (
+        f"stepped aside: the calibrated monitors give verdicts since "
+        f"{since.strftime('%Y-%m-%d %H:%M')} UTC"
+    )
+
+
 def plan_run(
     session: Session,
     data: Session,
@@ -98,6 +117,8 @@ def plan_run(
         w, no_reference = found.windows, found.reason
     if no_reference is None:
         no_reference = baseline.young_reason(policy, w, begun)
+    if no_reference is None:
+        no_reference = _stepped_aside(selection, begun, cycle.now, state.alert_open)
     detector, build_error = None, None
     if no_reference is None:
         try:

@@ -74,6 +74,7 @@ FAILURE_MODES = {
     "FM-7": "Proxy goal convergence",
     "OUTCOME": "Outcomes (task success, errors, latency)",
     "SILENCE": "Silence (traffic or a signal that stops)",
+    "EARLY": "First hours (static guards until the calibrated monitors speak)",
 }
 
 

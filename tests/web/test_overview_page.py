@@ -34,23 +34,23 @@ def test_an_empty_project_shows_the_env_block_and_creates_the_defaults(client, m
     assert "export OTEL_EXPORTER_OTLP_ENDPOINT=" in block
     assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only" in block
     assert "Create the default monitors" in page
-    assert page.count("not watched") == 9 and "no open alerts" not in page
+    assert page.count("not watched") == 10 and "no open alerts" not in page
     # No CSRF token, or a foreign one: refused, nothing created.
     for token in ("", "forged"):
         r = client.post("/monitors/defaults", data={"csrf": token}, follow_redirects=False)
         assert r.status_code == 403 and "csrf" in r.text, r.text
     assert count_monitors(engine) == 0
     r = client.post("/monitors/defaults", data={"csrf": csrf(page)}, follow_redirects=False)
-    assert r.status_code == 303 and r.headers["location"] == "/?created=9"
-    page = client.get("/?created=9").text
-    assert "Created the default monitors (9)." in page and count_monitors(engine) == 9
-    assert page.count("No verdict yet: the first needs ") == 9
+    assert r.status_code == 303 and r.headers["location"] == "/?created=10"
+    page = client.get("/?created=10").text
+    assert "Created the default monitors (10)." in page and count_monitors(engine) == 10
+    assert page.count("No verdict yet: the first needs ") == 10
     for mode, hours in defaults_first_verdicts().items():
         card = re.search(rf'data-mode="{mode}".*?</section>', page, re.S).group(0)
         assert f"the first needs {hours:g} h of traffic, and none has arrived." in card, mode
     # Again: the existing ones are kept, none added.
     client.post("/monitors/defaults", data={"csrf": csrf(page)})
-    assert count_monitors(engine) == 9
+    assert count_monitors(engine) == 10
 
 
 def test_only_an_admin_may_create_the_defaults(client, make_key, engine):

@@ -46,6 +46,8 @@ class BaselinePolicy:
     hold: timedelta
     pinned: tuple[datetime, datetime] | None = None
     reference_version: str | None = None  # "previous" or a version (version_baseline)
+    # The reference is the project's first ``reference`` of data (the first-hours guards).
+    first_data: bool = False
 
     @property
     def min_lag(self) -> timedelta:
@@ -84,7 +86,10 @@ class BaselinePolicy:
                 as_utc(datetime.fromisoformat(selection["reference_start"])),
                 as_utc(datetime.fromisoformat(selection["reference_end"])),
             )
-        return cls(cur, ref, lag, hold, pinned, selection.get("reference_version") or None)
+        return cls(
+            cur, ref, lag, hold, pinned, selection.get("reference_version") or None,
+            bool(selection.get("reference_from_first_data")),
+        )  # fmt: skip
 
     def rolling_end(self, now: datetime, history_start: datetime | None = None) -> datetime:
         """Where the rolling reference ends: ``lag`` before the current window, or
@@ -164,6 +169,9 @@ def windows_for(
     cur_start = now - policy.current
     if policy.pinned is not None:
         return Windows(cur_start, now, policy.pinned[0], policy.pinned[1], "pinned")
+    if policy.first_data and history_start is not None:
+        begun = as_utc(history_start)
+        return Windows(cur_start, now, begun, begun + policy.reference, "pinned")
     end, mode = policy.rolling_end(now, history_start), "rolling"
     if state is not None and state.frozen_since is not None:
         end, mode = min(end, state.good_until), "frozen"
@@ -193,10 +201,13 @@ def young_reason(policy: BaselinePolicy, w: Windows, history_start: datetime | N
     ...              began) is None
     True
     """
-    if history_start is None or w.mode not in ("rolling", "held"):
+    if history_start is None:
         return None
     begun = as_utc(history_start)
-    if w.reference_start >= begun:
+    if policy.first_data:  # the reference is the first data: the current window follows it
+        if w.current_start >= w.reference_end:
+            return None
+    elif w.mode not in ("rolling", "held") or w.reference_start >= begun:
         return None
     at = policy.first_verdict_at(begun)
     hours = policy.history_needed / timedelta(hours=1)

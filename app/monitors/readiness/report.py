@@ -64,6 +64,7 @@ RUNS_WITH: dict[str, tuple[tuple[str, ...], ...]] = {
     "FM-7": (("proxy_scores", "true_scores"), ("decision",)),
     "OUTCOME": (("true_scores",), ("steps",)),
     "SILENCE": (("arrivals",),),
+    "EARLY": (("steps",),),
 }
 
 
