@@ -29,9 +29,11 @@ arrives. The service counts (:mod:`app.monitors.windows.arrivals`); each
 A comparison is made only where the reference expects enough (``min_expected``
 arrivals in the window, or ``min_reference_share``); all made are Bonferroni-combined at
 ``alpha``, so on stationary traffic the detector fires at most at rate ``alpha``. A long
-window's deficit counts only while the short window still shows one (``short_of``): once
-traffic is back, an alert resolves within a short window instead of waiting for the long
-window to fill again.
+window's deficit counts only while the short window still shows one (empty, or below at
+p <= 0.01: ``short_of``): once traffic is back, an alert resolves within a short window instead of
+waiting for the long window to fill again. A **gap** since an agent's last trace shorter
+than the short window is compared too (``k = 0`` over the gap): a stop is seen as soon as
+the silence is long enough to be significant, not only once a whole short window is empty.
 
 Examples
 --------
@@ -57,6 +59,7 @@ from detectors.params import Parameters, param
 from detectors.result import DetectorResult
 
 FAILURE_MODE = "SILENCE"
+SHORT_DEFICIT_P = 0.01
 UNITS = {"traffic": "traces", "scores": "scores", "embeddings": "vectors"}
 SHARE_WORDS = {"content": "captured content", "tool_spans": "tool spans"}
 
@@ -119,7 +122,14 @@ class SilenceDetector(Parameters):
             return DetectorResult.insufficient(
                 FAILURE_MODE, "no agent, stream or score with enough usual arrivals to judge"
             )
-        deficit = {(r["signal"], r["scope"], r["window_s"]) for r in rows if r["below"]}
+        # The short window's deficit must be clear, not a dip: a 15-minute count at 60% of
+        # its usual level by chance (4% of windows at 80 traces/h) would let the hour's
+        # deficit, still there for ~45 minutes after traffic returns, reopen the alert.
+        deficit = {
+            (r["signal"], r["scope"], r["window_s"])
+            for r in rows
+            if r["below"] and (r["p_value"] <= SHORT_DEFICIT_P or r["k"] == 0)
+        }
         for r in rows:
             short = r.pop("short_of")
             r["counts"] = short is None or (r["signal"], r["scope"], short) in deficit

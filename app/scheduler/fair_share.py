@@ -17,9 +17,9 @@ from itertools import zip_longest
 
 from app.scheduler.leader import DueMonitor
 
-# A project's monitors per round: the seven defaults and one more, so a project's default
-# monitors run in one cycle and load their shared windows once (app/monitors/windows/cache.py).
-PROJECT_SHARE = 8
+# A project's monitors per round: the ten defaults, so a project's default monitors run in
+# one cycle and load their shared windows once (app/monitors/windows/cache.py).
+PROJECT_SHARE = 10
 
 
 def take_round(

@@ -87,7 +87,7 @@ def test_defaults_and_runs_on_empty_data(client: TestClient, make_key: Any) -> N
     r = client.post("/api/v1/monitors/defaults", headers=h)
     assert r.status_code == 201
     modes = [m["failure_mode"] for m in r.json()["monitors"]]
-    assert modes == [f"FM-{k}" for k in range(1, 8)] + ["OUTCOME"]
+    assert modes == [f"FM-{k}" for k in range(1, 8)] + ["OUTCOME", "SILENCE", "EARLY"]
     again = client.post("/api/v1/monitors/defaults", headers=h).json()["monitors"]
     assert [m["id"] for m in again] == [m["id"] for m in r.json()["monitors"]]  # idempotent
     mid = again[0]["id"]

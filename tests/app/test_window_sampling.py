@@ -217,9 +217,10 @@ def test_one_cycle_loads_each_window_once_with_the_same_verdicts(
         conn.execute(update(Monitor).values(next_run_at=None))
     shared = {run.monitor_id: run for run in service.tick()}
     # Six trace monitors share two windows: two loads (vectors attached once, not
-    # reloaded); FM-4 and OUTCOME, 8 h windows on a day's baseline, are 32 h from their
-    # first verdict and read nothing.
-    assert len(loads) == 2 and len(set(loads)) == 2
+    # reloaded); EARLY reads its own two (the last 30 minutes, the first hour); FM-4 and
+    # OUTCOME, 8 h windows on a day's baseline, are 32 h from their first verdict and read
+    # nothing; SILENCE counts.
+    assert len(loads) == 4 and len(set(loads)) == 4
     assert starts == [pid]  # where the data begin: asked once per project and cycle
     assert set(shared) == set(ids)
     for mid in ids:

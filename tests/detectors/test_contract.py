@@ -26,9 +26,10 @@ from detectors.registry import (
 )
 from detectors.result import DetectorResult
 from detectors.significance import stop_after_for
+from detectors.silence import ArrivalCount
 from tests.detectors.test_registry import rich_traces
 
-MODES = ("FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-6", "FM-7", "OUTCOME")
+MODES = ("FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-6", "FM-7", "OUTCOME", "SILENCE", "EARLY")
 NOW = 10_000.0
 # One value per mode that its detector must refuse, named in the error.
 OUT_OF_RANGE = {
@@ -40,6 +41,8 @@ OUT_OF_RANGE = {
     "FM-6": ("method", "lsh"),
     "FM-7": ("min_pairs", 1),
     "OUTCOME": ("min_labels", 1),
+    "SILENCE": ("max_ratio", 1.5),
+    "EARLY": ("latency_factor", 0.5),
 }
 
 
@@ -48,10 +51,29 @@ def streams(seed: int, n: int = 200) -> dict[str, np.ndarray]:
     return {name: rng.normal(size=(n, 8)).astype(np.float32) for name in ("vlm.image", "vlm.text")}
 
 
+def arrivals(seed: int) -> list[ArrivalCount]:
+    """SILENCE's comparisons: counts and shares now and a day and a week back, one law."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for agent, rate in (("a", 20.0), ("b", 60.0)):
+        for window_s in (900.0, 3600.0):
+            lam = rate * window_s / 900.0
+            k, k_day, k_week = (int(x) for x in rng.poisson(lam, 3))
+            out.append(ArrivalCount("traffic", agent, window_s, k, k_day, 900.0 * window_s / 900,
+                                    same_hour=True, more_refs=((k_week, window_s),)))  # fmt: skip
+            n, n_ref = k, k_day + k_week
+            out.append(ArrivalCount("content", agent, window_s, int(rng.binomial(n, 0.9)),
+                                    int(rng.binomial(n_ref, 0.9)), kind="share", n=n,
+                                    n_ref=n_ref))  # fmt: skip
+    return out
+
+
 def windows(mode: str, seed: int) -> tuple[Any, Any]:
     """Stationary seeded windows: the reference and current come from the same law."""
     if mode == "FM-6":
         return streams(2 * seed), streams(2 * seed + 1)
+    if mode == "SILENCE":
+        return [], arrivals(seed)
     return rich_traces(200, 2 * seed, "r"), rich_traces(200, 2 * seed + 1, "c")
 
 

@@ -87,7 +87,7 @@ def test_monitors_defaults_pause_run_and_edit(client, make_key, engine):
     login(client, make_key("admin"))
     token = csrf(client.get("/settings/monitors").text)
     r = post(client, "/settings/monitors/defaults", {}, token)
-    assert "The 8 default monitors are in place." in r.text
+    assert "The 10 default monitors are in place." in r.text
     with write_session(engine) as session:
         fm2 = session.scalar(select(Monitor).where(Monitor.failure_mode == "FM-2"))
     r = post(client, f"/settings/monitors/{fm2.id}/pause", {"enabled": "false"}, token)

@@ -30,6 +30,7 @@ from typing import Any
 from sqlalchemy import and_, case, exists, func, or_, select
 from sqlalchemy.orm import Session
 
+from app.db import as_utc
 from app.models import Embedding, EmbeddingStream, Score, Span, Trace
 from detectors.records import TOOL_KINDS
 from detectors.silence import ArrivalCount
@@ -41,6 +42,7 @@ LONG = timedelta(hours=1)
 GRACE = timedelta(minutes=1)
 REFERENCE_DAYS = (1, 7)
 DAY = timedelta(days=1)
+MIN_GAP = timedelta(minutes=5)
 YOUNG_REFERENCE = timedelta(hours=3)
 MIN_YOUNG_REFERENCE = timedelta(minutes=30)
 
@@ -71,6 +73,8 @@ def arrival_counts(
         }  # fmt: skip
         now_traces = _trace_counts(session, project_id, [current], agent)
         by_ref = [_trace_counts(session, project_id, [w], agent) for w in refs]
+        if short_of is None:
+            out += _gaps(session, project_id, end, refs, by_ref, agent, same_hour)
         for name in sorted(set(now_traces).union(*by_ref)):
             n, c, t, d = now_traces.get(name, (0, 0, 0, 0))
             each = [r.get(name, (0, 0, 0, 0)) for r in by_ref]
@@ -94,6 +98,43 @@ def arrival_counts(
                         ArrivalCount(signal, name, k=cur.get(name, 0),
                                      **_refs([r.get(name, 0) for r in per_ref], refs), **common)
                     )  # fmt: skip
+    return out
+
+
+def _gaps(
+    session: Session, project_id: int, end: datetime, refs: list[Window],
+    by_ref: list[dict[str, tuple[int, int, int, int]]], agent: str | None, same_hour: bool,
+) -> list[ArrivalCount]:  # fmt: skip
+    """Per agent whose last trace came :data:`MIN_GAP` or more before ``end`` (but inside
+    the short window): no arrival over the gap, against the short window's references."""
+    q = (
+        select(Trace.agent, func.max(Trace.started_at))
+        .where(
+            Trace.project_id == project_id,
+            Trace.source == "production",
+            Trace.started_at >= end - SHORT,
+            Trace.started_at < end,
+        )
+        .group_by(Trace.agent)
+    )
+    if agent is not None:
+        q = q.where(Trace.agent == agent)
+    out = []
+    for name, last in session.execute(q):
+        gap = end - as_utc(last)
+        if gap < MIN_GAP:
+            continue
+        counts = [r.get(name or "(no agent)", (0, 0, 0, 0))[0] for r in by_ref]
+        out.append(
+            ArrivalCount(
+                "traffic",
+                name or "(no agent)",
+                window_s=gap.total_seconds(),
+                k=0,
+                same_hour=same_hour,
+                **_refs(counts, refs),
+            )  # fmt: skip
+        )
     return out
 
 
