@@ -121,6 +121,8 @@ def _gaps(
         q = q.where(Trace.agent == agent)
     out = []
     for name, last in session.execute(q):
+        if last is None:
+            continue
         gap = end - as_utc(last)
         if gap < MIN_GAP:
             continue
