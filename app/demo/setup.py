@@ -96,7 +96,7 @@ def compress_windows(monitors: list[Monitor]) -> None:
     """FM-4 and OUTCOME read the others' 2-hour window against 4 hours in the demo.
 
     Their defaults (8 hours against a day, for labels that arrive late) give a first
-    verdict 40 h after the first trace, and no monitor speaks before a whole reference of
+    verdict 24 h after the first trace, and no monitor speaks before a whole reference of
     data (app.monitors.decision.baseline.young_reason): the demo's compressed day would
     show them waiting throughout. The summary says so.
     """

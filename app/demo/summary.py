@@ -49,7 +49,7 @@ def schedule_lines(schedule: Schedule, *, speed: float, tick_min: float) -> list
         f"after 8 h of data), then one mode every {format_delay(schedule.slot)} "
         f"({schedule.strength}); each stays on.",
         "FM-4 and OUTCOME read 2 h against 4 h here, like the others; their defaults read "
-        "8 h against a day (labels arrive late) and speak 40 h after a project's first trace.",
+        "8 h against a day (labels arrive late) and speak 24 h after a project's first trace.",
     ]
 
 

@@ -101,7 +101,7 @@ DEFAULTS: tuple[dict[str, Any], ...] = (
             "baseline_lag_seconds": 0,
         },
     },
-    # The first day: until the calibrated monitors give verdicts (OUTCOME's after 40 h),
+    # The first day: until the calibrated monitors give verdicts (OUTCOME's after 24 h),
     # static guards compare the last 30 minutes with the project's first hour: a tool or
     # the agent failing in most traces, latency three times the first hour's
     # (detectors/first_hours.py). A tool broken from a project's second hour went
@@ -118,7 +118,7 @@ DEFAULTS: tuple[dict[str, Any], ...] = (
             "reference_window_seconds": 3600,
             "baseline_lag_seconds": 0,
             "reference_from_first_data": True,
-            "steps_aside_after_seconds": 40 * 3600,
+            "steps_aside_after_seconds": 24 * 3600,
         },
     },
 )

@@ -39,7 +39,7 @@ class Health:
 def history_needed(selection: Mapping[str, Any] | None) -> timedelta:
     """Data a first verdict needs (:attr:`BaselinePolicy.history_needed`, the one place).
 
-    >>> history_needed({})
+    >>> history_needed({"current_window_seconds": 7200, "reference_window_seconds": 14400})
     datetime.timedelta(seconds=28800)
     """
     policy = BaselinePolicy.from_selection(
@@ -65,7 +65,7 @@ def first_verdict_groups() -> list[tuple[float, list[str]]]:
 
 
 def first_verdicts_words() -> str:
-    """``after 1.5 h of data (SILENCE), 8 h (FM-1, ...), 40 h (FM-4, OUTCOME)``: the words
+    """``after 1.5 h of data (SILENCE, EARLY), 8 h (FM-1, ...), 24 h (FM-4, OUTCOME)``: the words
     ``telltale init`` and the overview use."""
     parts = [f"{h:g} h ({', '.join(modes)})" for h, modes in first_verdict_groups()]
     return f"after {parts[0].replace(' h (', ' h of data (', 1)}" + "".join(

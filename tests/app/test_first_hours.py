@@ -95,3 +95,10 @@ def test_a_clean_young_project_pages_nothing_and_the_guards_step_aside(engine: E
     late = run_monitor(engine, monitor_id=mid, now=T0 + timedelta(hours=41))
     assert late is not None and late.status == "insufficient_data"
     assert late.evidence["reason"].startswith("stepped aside: the calibrated monitors")
+
+
+def test_the_guards_step_aside_when_the_last_calibrated_default_speaks() -> None:
+    from app.web.health import defaults_first_verdicts
+
+    calibrated = {m: h for m, h in defaults_first_verdicts().items() if m not in ("EARLY",)}
+    assert SPEC["selection"]["steps_aside_after_seconds"] == max(calibrated.values()) * 3600

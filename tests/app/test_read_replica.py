@@ -46,7 +46,7 @@ def test_scheduled_runs_read_windows_from_the_read_url_and_write_to_the_primary(
 ) -> None:
     pid = setup_project(engine)
     events = generate_workload(
-        # 8 h: the defaults' first verdict (FM-4 and OUTCOME wait 40 h: they load nothing).
+        # 8 h: the defaults' first verdict (FM-4 and OUTCOME wait 24 h: they load nothing).
         0, T0, timedelta(hours=8), 70.0,
         injections=[Injection("FM-2", T0 + timedelta(hours=6), "strong")],
         embedding_dim=16, images_per_hour=60.0,

@@ -174,7 +174,7 @@ def test_one_cycle_loads_each_window_once_with_the_same_verdicts(
 
     pid = setup_project(engine, "p1")
     events = generate_workload(
-        # 8 h: the defaults' first verdict (FM-4 and OUTCOME wait 40 h: they load nothing).
+        # 8 h: the defaults' first verdict (FM-4 and OUTCOME wait 24 h: they load nothing).
         0, T0, timedelta(hours=8), 70.0,
         injections=[Injection("FM-2", T0 + timedelta(hours=6), "strong")],
         embedding_dim=16, images_per_hour=60.0,

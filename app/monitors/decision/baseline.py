@@ -36,6 +36,9 @@ from typing import Any, Literal
 from app.db import as_utc
 
 BaselineMode = Literal["rolling", "frozen", "held", "pinned", "version"]
+# The shortest reference a young project's verdict rests on, where the reference window is
+# longer than the current one (BaselinePolicy.min_reference).
+MIN_YOUNG_REFERENCE = timedelta(hours=4)
 
 
 @dataclass(frozen=True)
@@ -56,16 +59,28 @@ class BaselinePolicy:
         return min(self.lag, self.current)
 
     @property
+    def min_reference(self) -> timedelta:
+        """The shortest reference a young project's verdict rests on: the whole reference
+        window, or for a long one (a day, for labels that arrive late) the current window's
+        length and never under :data:`MIN_YOUNG_REFERENCE`. Shorter is a sliver of a
+        project's first hours (see :func:`young_reason`)."""
+        return min(self.reference, max(self.current, MIN_YOUNG_REFERENCE))
+
+    @property
     def history_needed(self) -> timedelta:
         """How much data a rolling reference needs before the first verdict: the current
-        window, the shortest lag and a whole reference window. The one place this figure is
+        window, the shortest lag and the shortest reference. The one place this figure is
         computed: the runner refuses a verdict before it (:func:`young_reason`), and the
         README, ``telltale init`` and every page quote it (:mod:`app.web.health`).
 
-        >>> BaselinePolicy.from_selection({}).history_needed / timedelta(hours=1)
+        >>> BaselinePolicy.from_selection({"current_window_seconds": 7200,
+        ...     "reference_window_seconds": 14400}).history_needed / timedelta(hours=1)
         8.0
+        >>> BaselinePolicy.from_selection({"current_window_seconds": 8 * 3600,
+        ...     "reference_window_seconds": 24 * 3600}).history_needed / timedelta(hours=1)
+        24.0
         """
-        return self.current + self.min_lag + self.reference
+        return self.current + self.min_lag + self.min_reference
 
     def first_verdict_at(self, history_start: datetime) -> datetime:
         """When a project whose data begin at ``history_start`` gets its first verdict."""
@@ -177,18 +192,24 @@ def windows_for(
         end, mode = min(end, state.good_until), "frozen"
     elif state is not None and state.hold_until is not None and now < state.hold_until:
         end, mode = min(end, state.good_until), "held"
-    return Windows(cur_start, now, end - policy.reference, end, mode)  # type: ignore[arg-type]
+    start = end - policy.reference
+    if history_start is not None and start < as_utc(history_start) < end:
+        # A young project's reference is the data there are (young_reason says whether
+        # that is enough), never a window reaching before the first trace.
+        start = as_utc(history_start)
+    return Windows(cur_start, now, start, end, mode)  # type: ignore[arg-type]
 
 
 def young_reason(policy: BaselinePolicy, w: Windows, history_start: datetime | None) -> str | None:
-    """Why a run gives no verdict yet: its rolling reference reaches back before the
-    project's first data (None: it does not).
+    """Why a run gives no verdict yet: its rolling reference holds less than
+    :attr:`BaselinePolicy.min_reference` of the project's data (None: it holds enough).
 
     A reference that covers only part of its window is a project's first hours, thinner
     and often unlike what follows (a young project's FM-1 fired 6.5 h after its first trace
     against 2.5 h of reference and stayed open all day, held against that frozen sliver:
-    bench/real_traffic.py). So no verdict comes before a whole reference window of data,
-    whatever the detector's own minimum counts would allow: :meth:`BaselinePolicy.first_verdict_at`.
+    bench/real_traffic.py). So no verdict comes before a whole reference window of data (or,
+    for a day-long one, the current window's length of it), whatever the detector's own
+    minimum counts would allow: :meth:`BaselinePolicy.first_verdict_at`.
 
     >>> from datetime import UTC
     >>> p = BaselinePolicy.from_selection({"current_window_seconds": 7200,
@@ -207,7 +228,9 @@ def young_reason(policy: BaselinePolicy, w: Windows, history_start: datetime | N
     if policy.first_data:  # the reference is the first data: the current window follows it
         if w.current_start >= w.reference_end:
             return None
-    elif w.mode not in ("rolling", "held") or w.reference_start >= begun:
+    elif w.mode not in ("rolling", "held") or (
+        w.reference_start >= begun and w.reference_end - w.reference_start >= policy.min_reference
+    ):
         return None
     at = policy.first_verdict_at(begun)
     hours = policy.history_needed / timedelta(hours=1)

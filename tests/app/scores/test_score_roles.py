@@ -120,7 +120,7 @@ def test_a_role_change_rereads_the_same_stored_scores(client, make_key, engine):
 def test_fm4_run_sees_labels_only_after_the_role_change(client, make_key):
     admin = make_key(role="admin")
     _ingest(client, admin)
-    # The project's first trace 41 h back: FM-4 gives no verdict before 40 h of data.
+    # The project's first trace 41 h back: FM-4 gives no verdict before 24 h of data.
     first = {"trace_id": "first", "agent": "support",
              "started_at": (NOW - timedelta(hours=41)).isoformat()}  # fmt: skip
     events = [{"id": "trace-first", "type": "trace", "body": first}]
