@@ -1,0 +1,123 @@
+"""A rule as a monitor's detector: the last step of its series, one verdict per group.
+
+The monitor run calls ``test(reference, current, now=...)`` as it calls every detector;
+``current`` is the rule's :class:`~detectors.rules.series.MetricSeries`, loaded from the
+rollups so that it ends on the run's step and reaches back as far as the step needs
+(:func:`lookback_buckets`); ``reference`` is unused. The result fires when a group fires;
+its evidence carries every group's verdict, which the service turns into one alert per
+group (``alerts_per_group``), the group's values in the alert's labels.
+
+>>> from detectors.rules.series import GroupSeries, MetricSeries
+>>> det = RuleDetector.from_params({"rule": {"metric": "trace_count", "window_seconds": 300,
+...     "condition": {"type": "static", "op": "below", "critical": 1}}, "interval_seconds": 300})
+>>> lookback_buckets(det.spec, 300)
+1
+>>> s = MetricSeries(0, (GroupSeries((("agent", "a"),), np.array([0.0])),
+...                      GroupSeries((("agent", "b"),), np.array([4.0]))))
+>>> r = det.test((), s)
+>>> r.fired, [(g["labels"], g["fired"]) for g in r.evidence["groups"]]
+(True, [({'agent': 'a'}, 'critical'), ({'agent': 'b'}, None)])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from pydantic import ValidationError
+
+from detectors.params import DetectorParameterError
+from detectors.result import DetectorResult
+from detectors.rules import static
+from detectors.rules.evaluate import GroupEvaluation, evaluate
+from detectors.rules.series import MetricSeries
+from detectors.rules.spec import BUCKET_SECONDS, METRICS, RuleSpec
+
+MODE = "RULE"
+_LEVEL = {static.OK: "ok", static.WARNING: "warning", static.CRITICAL: "critical"}
+
+
+def lookback_buckets(spec: RuleSpec, interval_seconds: int) -> int:
+    """Buckets a run reads: its window, and the steps its ``for`` looks back over (for
+    ``keep``, as many again, so a short gap keeps the level before it)."""
+    step = max(1, interval_seconds // BUCKET_SECONDS)
+    back = (static.points_for(spec.condition.for_seconds, interval_seconds) - 1) * step
+    if spec.condition.no_data == "keep":
+        back = 2 * back + spec.window_buckets
+    return spec.window_buckets + back
+
+
+class RuleDetector:
+    """A team's rule, evaluated at one step (see the module's notes)."""
+
+    needs = ("rollups",)
+    window_counts: tuple[str, ...] = ()
+    checks_silence = False
+    alerts_per_group = True
+
+    def __init__(self, spec: RuleSpec, *, interval_seconds: int = BUCKET_SECONDS) -> None:
+        if interval_seconds <= 0 or interval_seconds % BUCKET_SECONDS:
+            raise DetectorParameterError(
+                f"interval_seconds must be a positive multiple of {BUCKET_SECONDS}, got "
+                f"{interval_seconds!r}", parameter="interval_seconds",
+            )  # fmt: skip
+        self.spec, self.interval_seconds = spec, interval_seconds
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> RuleDetector:
+        """From a monitor's parameters: ``rule`` (the spec) and ``interval_seconds``."""
+        unknown = sorted(set(params) - {"rule", "interval_seconds", "alpha"})
+        if unknown:
+            raise DetectorParameterError(f"unknown parameter {unknown[0]!r} for RULE",
+                                         parameter=unknown[0])  # fmt: skip
+        try:
+            spec = RuleSpec.model_validate(params.get("rule"))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in ("rule", *first["loc"]))
+            raise DetectorParameterError(f"{where}: {first['msg']}", parameter=where) from None
+        return cls(spec, interval_seconds=int(params.get("interval_seconds", BUCKET_SECONDS)))
+
+    def test(self, reference: Any, current: MetricSeries, *, now: float | None = None) -> DetectorResult:
+        metric = METRICS[self.spec.metric]
+        evaluated = evaluate(self.spec, current, interval_seconds=self.interval_seconds,
+                             auto_resolve_after=1)  # fmt: skip
+        base = {"metric": self.spec.metric, "label": metric.label, "unit": metric.unit,
+                "window_seconds": self.spec.window_seconds,
+                "groups_dropped": evaluated.groups_dropped}  # fmt: skip
+        if not evaluated.groups or evaluated.groups[0].times.size == 0:
+            return DetectorResult.insufficient(MODE, "no traffic matches the rule's filter",
+                                               **base)  # fmt: skip
+        groups = [_verdict(g, self.spec) for g in evaluated.groups]
+        fired = [g for g in groups if g["fired"]]
+        worst = max(fired or groups, key=lambda g: (g["fired_level"], g["level_n"]))
+        return DetectorResult(
+            MODE, statistic=_num(worst["value"]), threshold=_num(worst["threshold"]),
+            p_value=None, fired=bool(fired), evidence={**base, "groups": groups},
+        )  # fmt: skip
+
+
+def _verdict(g: GroupEvaluation, spec: RuleSpec) -> dict[str, Any]:
+    """The last step of one group, as the run's evidence and the group's alert read it."""
+    value = float(g.values[-1])
+    level, fired = int(g.levels[-1]), int(g.fired[-1])
+    shown = fired if fired > 0 else max(level, 0)
+    return {
+        "labels": dict(g.labels),
+        "value": None if math.isnan(value) else value,
+        "n": float(g.weight[-1]),
+        "no_data": bool(math.isnan(value)),
+        "level": _LEVEL[max(level, 0)],
+        "level_n": level,
+        "fired": _LEVEL[fired] if fired > 0 else None,
+        "fired_level": fired,
+        "pending": level > 0 and fired < level,
+        "threshold": static.threshold_of(shown, spec.condition),
+        "at": int(g.times[-1]),
+    }
+
+
+def _num(x: Any) -> float:
+    return float("nan") if x is None else float(np.float64(x))
