@@ -10,5 +10,8 @@ from typing import Literal
 
 # The seven failure modes, and OUTCOME: the outcomes they all end in (task success, error
 # rates, latency), watched by default (detectors/outcomes.py).
-FailureMode = Literal["FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-6", "FM-7", "OUTCOME"]
+DetectorMode = Literal["FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-6", "FM-7", "OUTCOME"]
+# And RULE: the alert rules a team writes (app/rules), monitors of their own family whose
+# alerts are routed, silenced and listed like every mode's.
+FailureMode = Literal[DetectorMode, "RULE"]
 Severity = Literal["info", "warning", "critical"]

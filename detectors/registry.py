@@ -25,6 +25,8 @@ from detectors.output_drift import OutputDriftDetector
 from detectors.params import DetectorParameterError, parameter_defaults
 from detectors.proxy_convergence import ProxyConvergenceDetector
 from detectors.result import DetectorResult
+from detectors.rules.detector import MODE as RULE
+from detectors.rules.detector import RuleDetector
 from detectors.tool_cascades import ToolCascadeDetector
 
 
@@ -57,11 +59,23 @@ DETECTORS: dict[str, type[Any]] = {
 }
 
 
+# Alert rules a team writes (detectors/rules): a monitor family beside the failure modes,
+# whose parameters are one nested rule (validated by its own spec, naming the field) and
+# the interval its ``for`` counts steps of, which a run takes from its monitor.
+RULE_PARAMETERS: dict[str, Any] = {"rule": None, "interval_seconds": 300}
+
+
 def window_counts_of(mode: str) -> tuple[str, ...]:
     """What the mode's detector declares the service must count over a whole sampled window
     (nothing for a mode not registered: a test's stand-in detector)."""
     cls = DETECTORS.get(mode)
     return tuple(cls.window_counts) if cls is not None else ()
+
+
+def alerts_per_group(mode: str) -> bool:
+    """Whether the mode's detector reports one verdict per group, each raising its own
+    alert (an alert rule's ``group_by``)."""
+    return mode == RULE
 
 
 def checks_silence(mode: str) -> bool:
@@ -86,7 +100,11 @@ def detector_parameters(failure_mode: str) -> dict[str, Any]:
     0.2
     >>> detector_parameters("FM-6")["method"]
     'cosine'
+    >>> sorted(detector_parameters("RULE"))
+    ['interval_seconds', 'rule']
     """
+    if failure_mode == RULE:
+        return dict(RULE_PARAMETERS)
     return parameter_defaults(_detector_class(failure_mode))
 
 
@@ -113,6 +131,8 @@ def build_detector(failure_mode: str, params: Mapping[str, Any] | None = None) -
     'alpha'
     """
     params = dict(params or {})
+    if failure_mode == RULE:
+        return RuleDetector.from_params(params)
     allowed = detector_parameters(failure_mode)
     cls = DETECTORS[failure_mode]
     for name in sorted(params, key=str):

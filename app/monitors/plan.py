@@ -55,6 +55,8 @@ class RunPlan:
     # window ("labels": FM-4's coverage and delays).
     checks_silence: bool = False
     window_counts: tuple[str, ...] = ()
+    # Whether the run's evidence carries one verdict per group, each its own alert (rules).
+    alerts_per_group: bool = False
 
     @property
     def project_id(self) -> int:
@@ -104,4 +106,5 @@ def plan_run(
         monitor, policy, state, w, now, cycle.now, scheduled_for, detector, no_reference,
         build_error, registry.checks_silence(monitor.failure_mode),
         registry.window_counts_of(monitor.failure_mode),
+        registry.alerts_per_group(monitor.failure_mode),
     )  # fmt: skip

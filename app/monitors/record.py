@@ -26,6 +26,7 @@ from app.monitors.decide import Judgement
 from app.monitors.decision import state as monitor_state
 from app.monitors.detect import Outcome
 from app.monitors.plan import RunPlan
+from app.rules import alerts as rule_alerts
 
 
 def record(
@@ -82,13 +83,22 @@ def _write(
         )  # fmt: skip
         session.add(finding)
         session.flush()
-    alert = lifecycle.record_run(
-        session, monitor=live, run=run, finding=finding, now=now, public_url=public_url,
-        still_degraded=judged.still_degraded, pending=judged.pending,
-    )  # fmt: skip
+    if plan.alerts_per_group:  # an alert rule: one alert per group (app/rules/alerts.py)
+        alerts = lifecycle.record_groups(
+            session, monitor=live, run=run, finding=finding,
+            groups=rule_alerts.verdicts(live, evidence),
+            gone=lambda labels, alert: rule_alerts.gone(live, labels, alert),
+            now=now, public_url=public_url,
+        )  # fmt: skip
+        alert_open = any(a.state in lifecycle.OPEN_STATES for a in alerts)
+    else:
+        alert = lifecycle.record_run(
+            session, monitor=live, run=run, finding=finding, now=now, public_url=public_url,
+            still_degraded=judged.still_degraded, pending=judged.pending,
+        )  # fmt: skip
+        alert_open = alert is not None and alert.state in lifecycle.OPEN_STATES
     # Only a run that tested the data moves the baseline: a failed or insufficient run
     # says nothing about whether the period passed.
-    alert_open = alert is not None and alert.state in lifecycle.OPEN_STATES
     after = judged.state_if_open if alert_open else judged.state_if_closed
     if after is not None:
         monitor_state.save(session, live, after, now)

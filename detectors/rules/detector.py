@@ -33,19 +33,20 @@ from detectors.result import DetectorResult
 from detectors.rules import static
 from detectors.rules.evaluate import GroupEvaluation, evaluate
 from detectors.rules.series import MetricSeries
-from detectors.rules.spec import BUCKET_SECONDS, METRICS, RuleSpec
+from detectors.rules.spec import BUCKET_SECONDS, METRICS, RuleSpec, step_seconds
 
 MODE = "RULE"
+KEEP_BUCKETS = 86400 // BUCKET_SECONDS
 _LEVEL = {static.OK: "ok", static.WARNING: "warning", static.CRITICAL: "critical"}
 
 
 def lookback_buckets(spec: RuleSpec, interval_seconds: int) -> int:
     """Buckets a run reads: its window, and the steps its ``for`` looks back over (for
-    ``keep``, as many again, so a short gap keeps the level before it)."""
-    step = max(1, interval_seconds // BUCKET_SECONDS)
-    back = (static.points_for(spec.condition.for_seconds, interval_seconds) - 1) * step
+    ``keep``, a day more: a gap keeps the level before it, up to a day back)."""
+    step = step_seconds(interval_seconds)
+    back = (static.points_for(spec.condition.for_seconds, step) - 1) * (step // BUCKET_SECONDS)
     if spec.condition.no_data == "keep":
-        back = 2 * back + spec.window_buckets
+        back += KEEP_BUCKETS
     return spec.window_buckets + back
 
 
@@ -58,17 +59,17 @@ class RuleDetector:
     alerts_per_group = True
 
     def __init__(self, spec: RuleSpec, *, interval_seconds: int = BUCKET_SECONDS) -> None:
-        if interval_seconds <= 0 or interval_seconds % BUCKET_SECONDS:
+        # Steps are whole buckets; a monitor run more often re-reads its latest step.
+        if interval_seconds <= 0:
             raise DetectorParameterError(
-                f"interval_seconds must be a positive multiple of {BUCKET_SECONDS}, got "
-                f"{interval_seconds!r}", parameter="interval_seconds",
-            )  # fmt: skip
+                f"interval_seconds must be > 0, got {interval_seconds!r}", parameter="interval_seconds"
+            )
         self.spec, self.interval_seconds = spec, interval_seconds
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> RuleDetector:
         """From a monitor's parameters: ``rule`` (the spec) and ``interval_seconds``."""
-        unknown = sorted(set(params) - {"rule", "interval_seconds", "alpha"})
+        unknown = sorted(set(params) - {"rule", "interval_seconds"})
         if unknown:
             raise DetectorParameterError(f"unknown parameter {unknown[0]!r} for RULE",
                                          parameter=unknown[0])  # fmt: skip
@@ -87,10 +88,15 @@ class RuleDetector:
         base = {"metric": self.spec.metric, "label": metric.label, "unit": metric.unit,
                 "window_seconds": self.spec.window_seconds,
                 "groups_dropped": evaluated.groups_dropped}  # fmt: skip
-        if not evaluated.groups or evaluated.groups[0].times.size == 0:
-            return DetectorResult.insufficient(MODE, "no traffic matches the rule's filter",
+        if evaluated.groups and evaluated.groups[0].times.size == 0:
+            return DetectorResult.insufficient(MODE, "the series is shorter than the window",
                                                **base)  # fmt: skip
+        # A grouped rule with no group left has no verdict to give a group; the service
+        # applies the no-data mode to the groups whose alerts are open.
         groups = [_verdict(g, self.spec) for g in evaluated.groups]
+        if not groups:
+            return DetectorResult(MODE, float("nan"), float("nan"), None, False,
+                                  {**base, "groups": []})  # fmt: skip
         fired = [g for g in groups if g["fired"]]
         worst = max(fired or groups, key=lambda g: (g["fired_level"], g["level_n"]))
         return DetectorResult(

@@ -3,11 +3,12 @@
 The service's lifecycle (``app/alerts/lifecycle.py``): a fired evaluation opens an alert
 or refreshes the open one (its severity follows the latest fired level); an evaluation
 that does not fire counts towards resolution, and ``auto_resolve_after`` of them in a row
-resolve it; a fired one in between starts the count again. A preview replays this over
+resolve it; a fired one in between starts the count again, and so does one still at its
+level but not held for its ``for`` again (pending after a dip). A preview replays this over
 the history so that what it shows is what the saved rule would have sent.
 
->>> eps = episodes(np.arange(8) * 300, np.array([0, 1, 2, 0, 0, 0, 1, 0]),
-...                np.arange(8.0), auto_resolve_after=3)
+>>> fired = np.array([0, 1, 2, 0, 0, 0, 1, 0])
+>>> eps = episodes(np.arange(8) * 300, fired, fired, np.arange(8.0), auto_resolve_after=3)
 >>> [(e.opened_at, e.resolved_at, e.severity, e.peak_level) for e in eps]
 [(300, 1500, 'critical', 2), (1800, None, 'warning', 1)]
 """
@@ -36,10 +37,11 @@ class Episode:
 
 
 def episodes(
-    times: np.ndarray, fired: np.ndarray, values: np.ndarray, *, auto_resolve_after: int,
-    worse: str = "above",
+    times: np.ndarray, fired: np.ndarray, levels: np.ndarray, values: np.ndarray, *,
+    auto_resolve_after: int, worse: str = "above",
 ) -> list[Episode]:
-    """The episodes of one group's evaluations (``fired``: the held level, 0 = clean);
+    """The episodes of one group's evaluations (``fired``: the held level; ``levels``: the
+    level at each, a step is clean when it is 0);
     ``worse``: which way a value is further from clean, ``above``, ``below`` or ``both``
     (farther from zero), for each episode's peak."""
     out: list[Episode] = []
@@ -58,6 +60,8 @@ def episodes(
                 peak = max(peak, level)
                 v = float(values[i])
                 worst = v if np.isnan(worst) else _worse(worst, v, worse)
+            elif levels[i] > 0:  # at its level, not held again yet: not clean
+                clean = 0
             else:
                 clean += 1
                 if clean >= auto_resolve_after:

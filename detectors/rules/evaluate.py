@@ -29,7 +29,7 @@ import numpy as np
 from detectors.rules import static
 from detectors.rules.episodes import Episode, episodes
 from detectors.rules.series import Labels, MetricSeries, WindowValues, window_values
-from detectors.rules.spec import RuleSpec, StaticCondition
+from detectors.rules.spec import RuleSpec, StaticCondition, step_seconds
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,8 @@ def evaluate(
 ) -> RuleEvaluation:  # fmt: skip
     """Every group at every step; steps before epoch ``since`` only feed what later steps
     need (the ``for`` run-up, a calibrated reference) and are left out of the result."""
-    step_buckets = max(1, interval_seconds // series.bucket_seconds)
+    interval_seconds = step_seconds(interval_seconds)
+    step_buckets = interval_seconds // series.bucket_seconds
     idx = steps(series.n_buckets, window_buckets=spec.window_buckets, step_buckets=step_buckets)
     times = np.array([series.bucket_end(int(i)) for i in idx], dtype=np.int64)
     keep = times >= since if since is not None else np.ones(times.size, dtype=bool)
@@ -85,7 +86,7 @@ def evaluate(
                            quantile=spec.quantile)  # fmt: skip
         cond = spec.condition
         ge = _only(_static(cond, wv, idx, times, interval_seconds), keep)
-        eps = episodes(ge.times, ge.fired, ge.values, auto_resolve_after=auto_resolve_after,
+        eps = episodes(ge.times, ge.fired, ge.levels, ge.values, auto_resolve_after=auto_resolve_after,
                        worse=cond.op)  # fmt: skip
         out.append(GroupEvaluation(**{**ge.__dict__, "labels": g.labels, "episodes": eps}))
     return RuleEvaluation(spec, interval_seconds, tuple(out), series.groups_dropped)

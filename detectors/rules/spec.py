@@ -190,6 +190,16 @@ class RuleSpec(_Frozen):
         return self.window_seconds // BUCKET_SECONDS
 
 
+def step_seconds(interval_seconds: int) -> int:
+    """The time between a rule's evaluation steps: its interval in whole buckets (at least
+    one; a monitor run more often than that re-reads its latest step).
+
+    >>> step_seconds(600), step_seconds(60)
+    (600, 300)
+    """
+    return max(1, interval_seconds // BUCKET_SECONDS) * BUCKET_SECONDS
+
+
 def _multiple(v: int) -> int:
     if v % BUCKET_SECONDS:
         raise ValueError(f"must be a multiple of {BUCKET_SECONDS} s (the rollup bucket)")
