@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -95,6 +95,37 @@ class GroupVerdict:
     clean: bool = True
 
 
+def group_verdicts(evidence: Mapping[str, Any], *, severity: str) -> list[GroupVerdict]:
+    """The verdicts a per-group detector left in a run's evidence (``groups``: each with its
+    ``labels``, the level that ``fired`` or None, ``pending``, ``clean`` and ``summary``);
+    ``severity`` for a group that fired without naming a level."""
+    out = []
+    for g in evidence.get("groups") or []:
+        rest = {k: v for k, v in evidence.items() if k != "groups"}
+        out.append(GroupVerdict(
+            labels={str(k): str(v) for k, v in (g.get("labels") or {}).items()},
+            fired=g.get("fired") is not None, severity=g.get("fired") or severity,
+            summary=str(g.get("summary", "")), evidence={**rest, "group": g},
+            pending=bool(g.get("pending")), clean=bool(g.get("clean", True)),
+        ))  # fmt: skip
+    return out
+
+
+def gone_verdict(evidence: Mapping[str, Any], labels: dict[str, str], alert: Alert) -> GroupVerdict:
+    """The verdict of a group with an open alert that a run's evidence no longer names (its
+    traffic is gone): the evidence's ``no_data_mode`` decides, as for an empty window
+    (``ok``: clean; ``alerting``: it fires at ``no_data_severity``; ``keep``: neither)."""
+    mode = evidence.get("no_data_mode", "ok")
+    where = ", ".join(f"{k}={v}" for k, v in labels.items())
+    said = f"No traffic{f' for {where}' if where else ''} in the rule's window."
+    return GroupVerdict(
+        labels=labels, fired=mode == "alerting",
+        severity=str(evidence.get("no_data_severity") or alert.severity),
+        summary=said if mode == "alerting" else alert.summary, evidence=alert.evidence or {},
+        clean=mode == "ok",
+    )  # fmt: skip
+
+
 def record_run(
     session: Session,
     *,
@@ -124,13 +155,13 @@ def record_run(
 
 def record_groups(
     session: Session, *, monitor: Monitor, run: DetectorRun, finding: Finding | None,
-    groups: list[GroupVerdict], gone: Callable[[dict[str, str], Alert], GroupVerdict],
     now: datetime, public_url: str,
 ) -> list[Alert]:  # fmt: skip
-    """Apply one run to the alert of each of its groups; a group with an open alert that
-    the run did not see (its traffic is gone) gets the verdict ``gone(labels, alert)``
-    gives (a rule's no-data mode). Returns the alerts touched; the run's finding links the
-    first that fired."""
+    """Apply one run to the alert of each group its evidence names (:func:`group_verdicts`);
+    a group with an open alert that the run did not see (its traffic is gone) gets
+    :func:`gone_verdict`. Returns the alerts touched; the run's finding links the first
+    that fired. A run that tested nothing (failed, insufficient) changes no alert."""
+    groups = group_verdicts(run.evidence or {}, severity=monitor.severity)
     touched: list[Alert] = []
     seen = set()
     for g in groups:
@@ -148,7 +179,7 @@ def record_groups(
     for alert in open_alerts:
         if alert.fingerprint in seen:
             continue
-        verdict = gone(_group_labels(monitor, alert), alert)
+        verdict = gone_verdict(run.evidence or {}, _group_labels(monitor, alert), alert)
         if _apply(session, monitor, run, None, verdict, now=now, public_url=public_url):
             touched.append(alert)
     return touched

@@ -46,8 +46,8 @@ from app.derive.text_vectors import (
 from app.derive.trace_fields import DerivedFields, derive_trace, is_explicit, owned
 from app.derive.trace_rows import TRACE_UPDATE, update_row
 from app.models.base import utcnow
+from app.models.rollups import mark_started
 from app.monitors.windows.trace_window import step_profiles_of
-from app.rollups import dirty as rollup_dirty
 from app.settings import Settings
 
 log = logging.getLogger("telltale.derive")
@@ -195,7 +195,7 @@ def _derive_together(
             rows.append(row)
         conn.execute(TRACE_UPDATE, rows)
         # The rollups count settled traces: their buckets are rebuilt (app/rollups).
-        rollup_dirty.mark_started(conn, ((t["project_id"], t["started_at"]) for t in batch.traces))
+        mark_started(conn, ((t["project_id"], t["started_at"]) for t in batch.traces))
     return written
 
 

@@ -46,7 +46,7 @@ from app.models import (
     SpanEvent,
 )
 from app.models.base import utcnow
-from app.rollups import dirty as rollup_dirty
+from app.models.rollups import mark_scored
 
 _TABLES = {"span": Span, "span_event": SpanEvent, "score": Score, "embedding": Embedding}
 
@@ -123,7 +123,7 @@ def write_events(
         touch_traces(conn, project_id=project_id, trace_ids=grown - set(merged_traces))
         # A score counts in the rollup bucket of the trace it scores (app/rollups/dirty.py).
         scored = {ev.row["trace_id"] for ev in fresh if ev.type == "score"}
-        rollup_dirty.mark_scored(conn, project_id=project_id, trace_ids=scored)
+        mark_scored(conn, project_id=project_id, trace_ids=scored)
         # Last: every batch of a project in one minute updates this one row, so concurrent
         # batches queue on its lock from here to the commit; the later it is taken, the
         # less of each transaction is serialised.

@@ -1,7 +1,7 @@
 """Per-bucket rollups of a project's traffic, and the buckets waiting to be recomputed.
 
-A bucket is :data:`app.rollups.buckets.BUCKET_SECONDS` of trace start times, stored as the
-epoch second it starts at (an integer: the same arithmetic on both databases). Each table
+A bucket is :data:`BUCKET_SECONDS` of trace start times, stored as the epoch second it
+starts at (an integer: the same arithmetic on both databases). Each table
 is keyed by the project, the bucket and a few low-cardinality dimensions; its counts are
 sums a query adds over any set of buckets and dimension values, and its latency sketch
 merges the same way (:mod:`detectors.rules.sketch`). What each table holds and how it is
@@ -14,12 +14,26 @@ and a mark left by a deleted project is recomputed to nothing and dropped.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Float, ForeignKey, Index, Integer, LargeBinary, String
+from sqlalchemy import (
+    BigInteger,
+    Connection,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    select,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
+from app.db import as_utc, dialect_insert, one_of
 from app.models.base import Base, UTCDateTime, utcnow
+from app.models.core import Trace
+from detectors.rules.spec import BUCKET_SECONDS
 
 
 class RollupDirty(Base):
@@ -124,3 +138,58 @@ class UserRollup(Base):
     tokens_sq: Mapped[float] = mapped_column(Float, default=0.0)
     cost: Mapped[float] = mapped_column(Float, default=0.0)
     cost_sq: Mapped[float] = mapped_column(Float, default=0.0)
+
+
+def bucket_of(t: datetime) -> int:
+    """The bucket holding time ``t`` (naive: UTC), as the epoch second it starts at.
+
+    >>> from datetime import UTC
+    >>> bucket_of(datetime(2026, 12, 1, 10, 7, 30, tzinfo=UTC)) % 86400 // 60
+    605
+    """
+    return int(as_utc(t).timestamp() // BUCKET_SECONDS) * BUCKET_SECONDS
+
+
+# The marks, next to their table: written by the transactions that change what a bucket
+# counts (ingest, derive), which must not depend on the rollup wing (app/rollups/dirty.py).
+
+
+def mark_dirty(conn: Connection, *, project_id: int, buckets: Iterable[int]) -> None:
+    """Mark ``buckets`` of ``project_id`` dirty (now): an upsert that moves ``marked_at``."""
+    rows = [{"project_id": project_id, "bucket": b, "marked_at": utcnow()}
+            for b in sorted(set(buckets))]  # fmt: skip
+    if not rows:
+        return
+    stmt = dialect_insert(conn.dialect.name, RollupDirty)
+    conn.execute(
+        stmt.on_conflict_do_update(
+            index_elements=["project_id", "bucket"], set_={"marked_at": stmt.excluded.marked_at}
+        ),
+        rows,
+    )
+
+
+def mark_started(conn: Connection, traces: Iterable[tuple[int, datetime | None]]) -> None:
+    """Mark the buckets of ``(project_id, started_at)`` pairs (a trace without a start is in
+    no bucket)."""
+    by_project: dict[int, set[int]] = {}
+    for project_id, started in traces:
+        if started is not None:
+            by_project.setdefault(project_id, set()).add(bucket_of(started))
+    for project_id, buckets in sorted(by_project.items()):
+        mark_dirty(conn, project_id=project_id, buckets=buckets)
+
+
+def mark_scored(conn: Connection, *, project_id: int, trace_ids: Collection[str]) -> None:
+    """Mark the buckets of the stored traces that just got scores (a score of a trace not
+    stored yet counts once the trace is derived, which marks it then)."""
+    if not trace_ids:
+        return
+    found = conn.execute(
+        select(Trace.started_at).where(
+            Trace.project_id == project_id,
+            one_of(Trace.trace_id, sorted(trace_ids), conn.dialect.name),
+            Trace.started_at.is_not(None),
+        )
+    ).scalars()
+    mark_dirty(conn, project_id=project_id, buckets={bucket_of(t) for t in found})

@@ -26,7 +26,6 @@ from app.monitors.decide import Judgement
 from app.monitors.decision import state as monitor_state
 from app.monitors.detect import Outcome
 from app.monitors.plan import RunPlan
-from app.rules import alerts as rule_alerts
 
 
 def record(
@@ -83,13 +82,10 @@ def _write(
         )  # fmt: skip
         session.add(finding)
         session.flush()
-    if plan.alerts_per_group:  # an alert rule: one alert per group (app/rules/alerts.py)
+    if plan.alerts_per_group:  # an alert rule's: one alert per group of its evidence
         alerts = lifecycle.record_groups(
-            session, monitor=live, run=run, finding=finding,
-            groups=rule_alerts.verdicts(live, evidence),
-            gone=lambda labels, alert: rule_alerts.gone(live, labels, alert),
-            now=now, public_url=public_url,
-        )  # fmt: skip
+            session, monitor=live, run=run, finding=finding, now=now, public_url=public_url
+        )
         alert_open = any(a.state in lifecycle.OPEN_STATES for a in alerts)
     else:
         alert = lifecycle.record_run(

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from app.db import as_utc
+from app.models.rollups import bucket_of
 from detectors.rules.spec import BUCKET_SECONDS
 
 __all__ = ["BUCKET_SECONDS", "bucket_of", "floor_epoch", "start_of"]
@@ -27,11 +27,6 @@ __all__ = ["BUCKET_SECONDS", "bucket_of", "floor_epoch", "start_of"]
 def floor_epoch(epoch: float) -> int:
     """The start of the bucket holding epoch second ``epoch``."""
     return int(epoch // BUCKET_SECONDS) * BUCKET_SECONDS
-
-
-def bucket_of(t: datetime) -> int:
-    """The bucket holding time ``t`` (naive: UTC)."""
-    return floor_epoch(as_utc(t).timestamp())
 
 
 def start_of(bucket: int) -> datetime:

@@ -28,7 +28,6 @@ from app.models import (
     TraceRollup,
     UserRollup,
 )
-from app.monitors.windows.rows import chunks
 from app.rollups import dirty
 from app.rollups.buckets import BUCKET_SECONDS, start_of
 from app.rollups.facts import ENVIRONMENT_KEYS, USER_KEYS, BucketRows, bucket_rows
@@ -47,6 +46,11 @@ _SPAN_KEYS = tuple(c.key for c in _SPAN_COLUMNS)
 # A span of a trace started in the bucket starts within a day of it: the bound lets
 # PostgreSQL read only those days' partitions of ``spans`` (NULL starts are in DEFAULT).
 _SPAN_SLACK = timedelta(days=1)
+_CHUNK = 1000
+
+
+def chunks(ids: list[str]) -> list[list[str]]:
+    return [ids[i : i + _CHUNK] for i in range(0, len(ids), _CHUNK)]
 
 
 def read_bucket(conn: Connection, *, project_id: int, bucket: int) -> BucketRows:

@@ -24,12 +24,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from sqlalchemy import select
 
-    from app.cli import _database_url
     from app.db import make_engine
     from app.models import Project
     from app.rollups.job import backfill, rebuild_dirty
+    from app.settings import get_settings
 
-    engine = make_engine(_database_url())
+    engine = make_engine(get_settings().database_url)
     try:
         marked = 0
         if args.action == "backfill":

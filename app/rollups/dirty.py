@@ -9,7 +9,8 @@ between its commit and the mark:
   bucket of the trace it scores, which may be days old (a delayed label);
 * :func:`mark_range` (the backfill), for history the job never saw.
 
-A mark is an upsert that moves ``marked_at`` forward. The rollup job reads marks, rebuilds
+A mark is an upsert that moves ``marked_at`` forward; the marking functions live with the
+table (:mod:`app.models.rollups`), so ingest and derive need not import this wing. The rollup job reads marks, rebuilds
 their buckets, then deletes each mark only where ``marked_at`` is still what it read
 (:func:`clear`): a change committed meanwhile moved it, so the bucket stays dirty. On
 PostgreSQL the delete waits for a marking transaction still open on that row and then
@@ -19,16 +20,16 @@ slip between the rebuild's read and the delete either.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Connection, and_, delete, or_, select
+from sqlalchemy import Connection, and_, delete, func, or_, select
 
-from app.db import dialect_insert, one_of
-from app.models import RollupDirty, Trace
-from app.models.base import utcnow
-from app.rollups.buckets import bucket_of
+from app.models import RollupDirty
+from app.models.rollups import mark_dirty, mark_scored, mark_started
+
+__all__ = ["Mark", "clear", "mark", "mark_scored", "mark_started", "oldest", "pending"]
 
 
 @dataclass(frozen=True)
@@ -38,44 +39,7 @@ class Mark:
     marked_at: datetime
 
 
-def mark(conn: Connection, *, project_id: int, buckets: Iterable[int]) -> None:
-    """Mark ``buckets`` of ``project_id`` dirty (now)."""
-    rows = [{"project_id": project_id, "bucket": b, "marked_at": utcnow()} for b in sorted(set(buckets))]
-    if not rows:
-        return
-    stmt = dialect_insert(conn.dialect.name, RollupDirty)
-    conn.execute(
-        stmt.on_conflict_do_update(
-            index_elements=["project_id", "bucket"], set_={"marked_at": stmt.excluded.marked_at}
-        ),
-        rows,
-    )
-
-
-def mark_started(conn: Connection, traces: Iterable[tuple[int, datetime | None]]) -> None:
-    """Mark the buckets of ``(project_id, started_at)`` pairs (traces without a start have
-    none and are counted in no bucket)."""
-    by_project: dict[int, set[int]] = {}
-    for project_id, started in traces:
-        if started is not None:
-            by_project.setdefault(project_id, set()).add(bucket_of(started))
-    for project_id, buckets in sorted(by_project.items()):
-        mark(conn, project_id=project_id, buckets=buckets)
-
-
-def mark_scored(conn: Connection, *, project_id: int, trace_ids: Collection[str]) -> None:
-    """Mark the buckets of the stored traces that just got scores (a score of a trace not
-    stored yet counts once the trace is derived, which marks it then)."""
-    if not trace_ids:
-        return
-    found = conn.execute(
-        select(Trace.started_at).where(
-            Trace.project_id == project_id,
-            one_of(Trace.trace_id, sorted(trace_ids), conn.dialect.name),
-            Trace.started_at.is_not(None),
-        )
-    ).scalars()
-    mark(conn, project_id=project_id, buckets={bucket_of(t) for t in found})
+mark = mark_dirty
 
 
 def oldest(conn: Connection, *, limit: int) -> list[Mark]:
@@ -110,4 +74,4 @@ def clear(conn: Connection, marks: Collection[Mark]) -> None:
 
 def pending(conn: Connection) -> int:
     """Dirty buckets waiting (for the job's log and metric)."""
-    return len(conn.execute(select(RollupDirty.bucket).limit(100_000)).all())
+    return int(conn.scalar(select(func.count()).select_from(RollupDirty)) or 0)

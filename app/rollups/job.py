@@ -20,9 +20,10 @@ from typing import Any
 
 from prometheus_client import Gauge
 from sqlalchemy import Engine, func, select
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from app.db import write_transaction
-from app.derive.failures import OUTAGES
 from app.models import RollupDirty, Trace
 from app.rollups import dirty
 from app.rollups.buckets import BUCKET_SECONDS, bucket_of
@@ -34,6 +35,9 @@ log = logging.getLogger("telltale.rollups")
 ROLLUP_EVERY_SECONDS = 15.0
 TIME_BUDGET_S = 0.8 * ROLLUP_EVERY_SECONDS
 BATCH = 200
+# The database being unreachable is no fault of a bucket: the run ends, the next retries
+# (as the derive job's app/derive/failures.py OUTAGES).
+OUTAGES = (OperationalError, InterfaceError, PoolTimeout)
 
 ROLLUPS_PENDING = Gauge(
     "telltale_rollup_dirty_buckets", "Rollup buckets waiting to be rebuilt (after the last run)"

@@ -34,6 +34,7 @@ from detectors.rules import static
 from detectors.rules.evaluate import GroupEvaluation, evaluate
 from detectors.rules.series import MetricSeries
 from detectors.rules.spec import BUCKET_SECONDS, METRICS, RuleSpec, step_seconds
+from detectors.rules.wording import sentence
 
 MODE = "RULE"
 KEEP_BUCKETS = 86400 // BUCKET_SECONDS
@@ -85,15 +86,17 @@ class RuleDetector:
         metric = METRICS[self.spec.metric]
         evaluated = evaluate(self.spec, current, interval_seconds=self.interval_seconds,
                              auto_resolve_after=1)  # fmt: skip
+        cond = self.spec.condition
         base = {"metric": self.spec.metric, "label": metric.label, "unit": metric.unit,
                 "window_seconds": self.spec.window_seconds,
-                "groups_dropped": evaluated.groups_dropped}  # fmt: skip
+                "groups_dropped": evaluated.groups_dropped, "no_data_mode": cond.no_data,
+                "no_data_severity": "critical" if cond.critical is not None else "warning"}  # fmt: skip
         if evaluated.groups and evaluated.groups[0].times.size == 0:
             return DetectorResult.insufficient(MODE, "the series is shorter than the window",
                                                **base)  # fmt: skip
         # A grouped rule with no group left has no verdict to give a group; the service
         # applies the no-data mode to the groups whose alerts are open.
-        groups = [_verdict(g, self.spec) for g in evaluated.groups]
+        groups = [_verdict(g, self.spec, base) for g in evaluated.groups]
         if not groups:
             return DetectorResult(MODE, float("nan"), float("nan"), None, False,
                                   {**base, "groups": []})  # fmt: skip
@@ -105,12 +108,14 @@ class RuleDetector:
         )  # fmt: skip
 
 
-def _verdict(g: GroupEvaluation, spec: RuleSpec) -> dict[str, Any]:
-    """The last step of one group, as the run's evidence and the group's alert read it."""
+def _verdict(g: GroupEvaluation, spec: RuleSpec, base: dict[str, Any]) -> dict[str, Any]:
+    """The last step of one group, as the run's evidence and the group's alert read it:
+    ``fired`` (the level held for ``for``, or None), ``pending`` (at a level not held long
+    enough), ``clean`` (below every level: counts towards resolving) and its sentence."""
     value = float(g.values[-1])
     level, fired = int(g.levels[-1]), int(g.fired[-1])
     shown = fired if fired > 0 else max(level, 0)
-    return {
+    out = {
         "labels": dict(g.labels),
         "value": None if math.isnan(value) else value,
         "n": float(g.weight[-1]),
@@ -122,7 +127,13 @@ def _verdict(g: GroupEvaluation, spec: RuleSpec) -> dict[str, Any]:
         "pending": level > 0 and fired < level,
         "threshold": static.threshold_of(shown, spec.condition),
         "at": int(g.times[-1]),
+        # Below every level; a group still at its level but not held again (after a dip)
+        # keeps its alert open, as the preview's episodes do.
+        "clean": level <= 0,
     }
+    out["summary"] = sentence(base, out, op=spec.condition.op,
+                              for_seconds=spec.condition.for_seconds)  # fmt: skip
+    return out
 
 
 def _num(x: Any) -> float:
