@@ -192,4 +192,4 @@ def mark_scored(conn: Connection, *, project_id: int, trace_ids: Collection[str]
             Trace.started_at.is_not(None),
         )
     ).scalars()
-    mark_dirty(conn, project_id=project_id, buckets={bucket_of(t) for t in found})
+    mark_dirty(conn, project_id=project_id, buckets={bucket_of(t) for t in found if t})

@@ -33,7 +33,7 @@ from app.rollups.buckets import BUCKET_SECONDS, start_of
 from app.rollups.facts import ENVIRONMENT_KEYS, USER_KEYS, BucketRows, bucket_rows
 from app.scores import roles as score_roles
 
-TABLES = (TraceRollup, ToolRollup, ModelRollup, ScoreRollup, UserRollup)
+TABLES: tuple[Any, ...] = (TraceRollup, ToolRollup, ModelRollup, ScoreRollup, UserRollup)
 _TRACE_COLUMNS = (Trace.trace_id, Trace.agent, Trace.agent_version, Trace.status,
                   Trace.started_at, Trace.ended_at)  # fmt: skip
 _ATTRIBUTE_KEYS = ENVIRONMENT_KEYS + USER_KEYS
@@ -87,7 +87,7 @@ def read_bucket(conn: Connection, *, project_id: int, bucket: int) -> BucketRows
             s["user"] = user
             s["step_attributes"] = {k: v for k, v in (("error_type", error_type),
                                                       ("correct", correct)) if v is not None}  # fmt: skip
-            spans.setdefault(s["trace_id"], []).append(s)
+            spans.setdefault(str(s["trace_id"]), []).append(s)
         for r in conn.execute(
             select(Score.trace_id, Score.name, Score.value, score_roles.is_label(roles))
             .where(Score.project_id == project_id, one_of(Score.trace_id, chunk, dialect),

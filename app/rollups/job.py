@@ -53,7 +53,8 @@ def rollup_job(engine: Engine, _sessionmaker: Any, _settings: Settings) -> None:
 
 def rebuild_dirty(engine: Engine, *, time_budget_s: float | None = None) -> int:
     """Rebuild dirty buckets until none is left or the budget is spent; return how many."""
-    started, done, failed = time.perf_counter(), 0, set()
+    started, done = time.perf_counter(), 0
+    failed: set[tuple[int, int]] = set()
     while True:
         with engine.connect() as conn:
             marks = [m for m in dirty.oldest(conn, limit=BATCH + len(failed))

@@ -87,11 +87,11 @@ def read_series(
     where += [getattr(t, _DIMENSION_COLUMN[d]) == v for d, v in spec.filter.given().items()]
     if src.sketch:
         q = select(t.bucket, *group_cols, t.latency_sketch).where(*where, t.latency_sketch != b"")
-        rows = session.execute(q).all()
+        rows = list(session.execute(q).all())
         return _sketch_series(rows, start=start, n=n, spec=spec)
     sums = [func.sum(getattr(t, c)) for c in (src.numerator, src.denominator, src.squares) if c]
-    rows = session.execute(select(t.bucket, *group_cols, *sums).where(*where)
-                           .group_by(t.bucket, *group_cols)).all()  # fmt: skip
+    rows = list(session.execute(select(t.bucket, *group_cols, *sums).where(*where)
+                                .group_by(t.bucket, *group_cols)).all())  # fmt: skip
     return _count_series(rows, start=start, n=n, spec=spec, src=src)
 
 

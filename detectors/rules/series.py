@@ -85,9 +85,9 @@ class WindowValues:
 
 def rolling(x: np.ndarray, w: int) -> np.ndarray:
     """Sums over the last ``w`` entries along axis 0 (fewer at the start)."""
-    c = np.cumsum(x, axis=0, dtype=np.float64 if x.dtype.kind == "f" else np.int64)
+    c: np.ndarray = np.cumsum(x, axis=0, dtype=np.float64 if x.dtype.kind == "f" else np.int64)
     out = c.copy()
-    out[w:] -= c[:-w]
+    out[w:] = c[w:] - c[:-w]
     return out
 
 
