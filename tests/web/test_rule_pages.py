@@ -1,0 +1,76 @@
+"""Settings · alert rules without a browser: admin only, CSRF, a preview that saves nothing,
+a refused value answered 422 naming the field with what was typed kept, save, edit, pause."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+from sqlalchemy import select
+
+from app.db import write_session
+from app.models import Monitor
+from tests.app.rollups.traffic import ingest, settle, trace
+from tests.web.test_pages import login
+from tests.web.test_settings_pages import HTML, csrf, post
+
+FORM = {"name": "shop errors", "metric": "trace_error_rate", "window_seconds": "300",
+        "op": "above", "warning": "0.1", "critical": "0.4", "for_seconds": "0", "no_data": "ok",
+        "interval_seconds": "300", "days": "2", "evaluation_delay_seconds": "0"}  # fmt: skip
+
+
+def rules(engine) -> list[Monitor]:
+    with write_session(engine) as s:
+        return list(s.scalars(select(Monitor).where(Monitor.failure_mode == "RULE")))
+
+
+def test_rules_page_is_for_admins(client, make_key, engine):
+    login(client, make_key("read"))
+    assert client.get("/settings/rules", headers=HTML).status_code == 403
+    token = csrf(client.get("/").text)
+    assert post(client, "/settings/rules", {**FORM, "action": "save"}, token).status_code == 403
+    assert rules(engine) == []
+
+
+def test_preview_then_save_then_edit(client, make_key, engine):
+    from app.models.base import utcnow
+
+    key = make_key("admin")
+    start = utcnow().replace(second=0, microsecond=0) - timedelta(hours=3)
+    events = []
+    for m in range(120):
+        failed = 60 <= m < 90
+        events += trace(f"t{m}", at=start + timedelta(minutes=m), status="error" if failed else "ok")
+    ingest(client, key, events)
+    settle(engine)
+    login(client, key)
+    page = client.get("/settings/rules", headers=HTML)
+    assert page.status_code == 200 and "No rules yet" in page.text
+    token = csrf(page.text)
+    r = post(client, "/settings/rules", {**FORM, "action": "preview"}, token)
+    assert r.status_code == 200, r.text
+    summary = re.search(r"<p id=\"preview-summary\">(.*?)</p>", r.text, re.S).group(1)
+    assert "Would have opened <strong>1 alert</strong>, 1 critical" in summary, summary
+    assert 'class="rule-chart"' in r.text and 'class="episode critical"' in r.text
+    assert 'id="preview-episodes"' in r.text and "Nothing is saved yet" in r.text
+    assert rules(engine) == []
+    # a refused value: 422, the field named, what was typed kept
+    r = post(client, "/settings/rules", {**FORM, "warning": "0.5", "action": "save"}, token)
+    assert r.status_code == 422 and "rule.condition.critical" in r.text
+    assert 'value="0.5"' in r.text and rules(engine) == []
+    r = post(client, "/settings/rules", {**FORM, "labels": "team", "action": "save"}, token)
+    assert r.status_code == 422 and "labels:" in r.text
+    r = post(client, "/settings/rules", {**FORM, "labels": "team=shop", "action": "save"}, token)
+    assert r.status_code == 200 and "saved" in r.text
+    (rule,) = rules(engine)
+    assert rule.labels == {"team": "shop"} and rule.detector_params["rule"]["window_seconds"] == 300
+    page = client.get(f"/settings/rules/{rule.id}", headers=HTML)
+    assert "Edit rule shop errors" in page.text and 'value="0.4"' in page.text
+    r = post(client, f"/settings/rules/{rule.id}", {**FORM, "critical": "0.6", "action": "save"}, token)
+    assert r.status_code == 200, r.text
+    (rule,) = rules(engine)
+    assert rule.detector_params["rule"]["condition"]["critical"] == 0.6
+    r = post(client, f"/settings/rules/{rule.id}/pause", {"enabled": "false"}, token)
+    assert r.status_code == 200 and "paused" in r.text
+    assert rules(engine)[0].enabled is False
+    assert post(client, f"/settings/rules/{rule.id}", {**FORM, "action": "save"}, "forged").status_code == 403
