@@ -29,6 +29,7 @@ from app.web.deps import WebContext, WebDep
 from app.web.form_values import FormError, parse_form
 from app.web.settings_pages import act, require_admin, settings_page
 from detectors.rules.spec import METRICS
+from detectors.rules.wording import fmt_value
 
 router = APIRouter(prefix="/settings/rules", include_in_schema=False)
 FILTERS = ("agent", "agent_version", "environment", "tool", "model", "user", "score_name")
@@ -164,7 +165,7 @@ def _submit(web: WebContext, session: Session, engine: Any, typed: dict[str, Any
         answer = preview(session, project_id=pid, req=req, now=utcnow())
         shown.update(_preview_view(answer))
         n = len(answer.episodes)
-        return (f"Over the last {typed.get('days') or 7} days this rule would have opened "
+        return (f"Over the last {_days(req.days)} this rule would have opened "
                 f"{n} alert{'s' if n != 1 else ''}. Nothing is saved yet.")  # fmt: skip
 
     def do_save() -> str:
@@ -188,10 +189,24 @@ def _submit(web: WebContext, session: Session, engine: Any, typed: dict[str, Any
                renderer=_render)  # fmt: skip
 
 
+def answer_days(answer: PreviewOut) -> float:
+    return round((answer.end - answer.start).total_seconds() / 86400, 2)
+
+
+def _days(days: float) -> str:
+    return f"{days:g} day" + ("" if days == 1 else "s")
+
+
 def _preview_view(answer: PreviewOut) -> dict[str, Any]:
     label = f"{answer.label} per {answer.step_seconds // 60}-minute step, with its levels"
+    rows = [{"group": ", ".join(f"{k}={v}" for k, v in e.group.items()) or "all traffic",
+             "opened": f"{e.opened_at:%Y-%m-%d %H:%M}",
+             "resolved": f"{e.resolved_at:%Y-%m-%d %H:%M}" if e.resolved_at else "still open",
+             "severity": e.severity, "worst": fmt_value(e.peak_value, answer.unit)}
+            for e in answer.episodes]  # fmt: skip
     return {"preview": answer, "chart": rule_chart.svg(answer, label=label),
-            "legend": rule_chart.legend(answer)}
+            "legend": rule_chart.legend(answer), "episode_rows": rows,
+            "days_text": _days(answer_days(answer))}
 
 
 @router.post("/{rule_id}/pause")

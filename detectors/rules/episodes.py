@@ -25,8 +25,9 @@ from detectors.rules.static import SEVERITY
 @dataclass(frozen=True)
 class Episode:
     """One alert: opened at a fired evaluation, resolved after enough clean ones (None:
-    still open at the end). ``severity``: its level when it last fired; ``peak_level`` and
-    ``peak_value``: the worst over the episode."""
+    still open at the end). ``severity``: the worst level it fired at (the live alert's
+    severity follows its latest fired run, and so it was this at its worst);
+    ``peak_value``: the worst value over the episode."""
 
     opened_at: int
     resolved_at: int | None
@@ -50,13 +51,13 @@ def episodes(
         return out
     i, n = int(hits[0]), fired.size
     while i < n:
-        opened, peak, last_level, count, clean = i, 0, 0, 0, 0
+        opened, peak, count, clean = i, 0, 0, 0
         worst = float("nan")
         resolved: int | None = None
         while i < n:
             level = int(fired[i])
             if level > 0:
-                count, clean, last_level = count + 1, 0, level
+                count, clean = count + 1, 0
                 peak = max(peak, level)
                 v = float(values[i])
                 worst = v if np.isnan(worst) else _worse(worst, v, worse)
@@ -68,8 +69,7 @@ def episodes(
                     resolved = int(times[i])
                     break
             i += 1
-        out.append(Episode(int(times[opened]), resolved, SEVERITY[last_level], peak,
-                           worst, count))  # fmt: skip
+        out.append(Episode(int(times[opened]), resolved, SEVERITY[peak], peak, worst, count))
         later = hits[hits > i]
         if resolved is None or later.size == 0:
             break
