@@ -219,7 +219,7 @@ def pause_rule(
         with write_session(engine) as s:
             row = found(store.get_rule(s, project_id=web.principal.project_id, rule_id=rule_id),
                         "rule", rule_id)  # fmt: skip
-            store.update_rule(s, rule=row, patch=RulePatch(enabled=on))
+            store.update_rule(s, rule=row, patch=RulePatch.model_validate({"enabled": on}))
             return f"Rule {row.name!r} {'resumed' if on else 'paused'}."
 
     return act(web, session, "rules", csrf, action, {}, renderer=_render)
