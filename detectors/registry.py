@@ -72,6 +72,11 @@ def window_counts_of(mode: str) -> tuple[str, ...]:
     return tuple(cls.window_counts) if cls is not None else ()
 
 
+def needs_of(mode: str) -> tuple[str, ...]:
+    """What the mode's detector reads (:mod:`detectors.needs`), alert rules included."""
+    return tuple(RuleDetector.needs if mode == RULE else _detector_class(mode).needs)
+
+
 def alerts_per_group(mode: str) -> bool:
     """Whether the mode's detector reports one verdict per group, each raising its own
     alert (an alert rule's ``group_by``)."""

@@ -74,3 +74,26 @@ def test_preview_then_save_then_edit(client, make_key, engine):
     assert r.status_code == 200 and "paused" in r.text
     assert rules(engine)[0].enabled is False
     assert post(client, f"/settings/rules/{rule.id}", {**FORM, "action": "save"}, "forged").status_code == 403
+
+
+def test_a_rules_alert_and_monitor_pages_say_the_groups_sentence(client, make_key, engine):
+    from datetime import timedelta
+
+    from tests.app.rollups.traffic import T0
+    from tests.app.rules.test_rules_api import alerts, error_rule, run_at, traffic
+    from tests.conftest import auth
+
+    key = make_key("admin")
+    ingest(client, key, traffic(T0, 20, failing_from=0))
+    settle(engine)
+    rule = error_rule(condition={"for_seconds": 0}, group_by=["agent"])
+    rid = client.post("/api/v1/rules", headers=auth(key), json={"name": "shop errors", "rule": rule}).json()["id"]
+    run_at(client, key, rid, T0 + timedelta(minutes=10))
+    (alert,) = alerts(engine)
+    login(client, key)
+    said = "trace error rate (agent=shop) was 50% over the last 5 min, above the critical level 30%."
+    for path in (f"/alerts/{alert.id}", f"/monitors/{rid}", "/alerts"):
+        r = client.get(path, headers=HTML)
+        assert r.status_code == 200 and said in r.text, path
+    r = client.get(f"/api/v1/monitors/{rid}/readiness", headers=auth(key))
+    assert r.status_code == 200 and r.json()["needs"] == []
