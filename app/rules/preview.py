@@ -28,7 +28,7 @@ from app.rules.schemas import PreviewEpisode, PreviewGroup, PreviewOut, PreviewP
 from detectors.rules import static
 from detectors.rules.detector import lookback_buckets
 from detectors.rules.evaluate import GroupEvaluation, RuleEvaluation, evaluate
-from detectors.rules.spec import METRICS
+from detectors.rules.spec import METRICS, StaticCondition
 
 MAX_POINTS = 720
 _LEVEL = {static.OK: "ok", static.WARNING: "warning", static.CRITICAL: "critical"}
@@ -61,13 +61,17 @@ def _answer(ev: RuleEvaluation, *, start: int, end: int, started: float) -> Prev
         for g in ev.groups for e in g.episodes
     ]  # fmt: skip
     episodes.sort(key=lambda e: (e.opened_at, sorted(e.group.items())))
-    groups = [PreviewGroup(labels=dict(g.labels), points=_points(g, spec.condition.op))
-              for g in ev.groups]  # fmt: skip
+    cond = spec.condition
+    static_rule = isinstance(cond, StaticCondition)
+    worse = cond.op if isinstance(cond, StaticCondition) else cond.direction
+    groups = [PreviewGroup(labels=dict(g.labels), points=_points(g, worse)) for g in ev.groups]
     return PreviewOut(
-        metric=spec.metric, label=metric.label, unit=metric.unit, start=_t(start), end=_t(end),
-        step_seconds=ev.interval_seconds, warning=spec.condition.warning,
-        critical=spec.condition.critical, groups=groups, groups_dropped=ev.groups_dropped,
-        episodes=episodes, server_ms=(time.perf_counter() - started) * 1000.0,
+        metric=spec.metric, label=metric.label, unit=metric.unit, condition=cond.type,
+        start=_t(start), end=_t(end), step_seconds=ev.interval_seconds,
+        warning=cond.warning if static_rule else None,  # type: ignore[union-attr]
+        critical=cond.critical if static_rule else None,  # type: ignore[union-attr]
+        groups=groups, groups_dropped=ev.groups_dropped, episodes=episodes,
+        server_ms=(time.perf_counter() - started) * 1000.0,
     )  # fmt: skip
 
 
@@ -75,7 +79,7 @@ def _finite(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else float(x)
 
 
-def _points(g: GroupEvaluation, op: str) -> list[PreviewPoint]:
+def _points(g: GroupEvaluation, worse: str) -> list[PreviewPoint]:
     n = g.times.size
     if n == 0:
         return []
@@ -87,11 +91,23 @@ def _points(g: GroupEvaluation, op: str) -> list[PreviewPoint]:
         seen = values[~np.isnan(values)]
         worst: Any = None
         if seen.size:
-            worst = float(seen.max() if op == "above" else seen.min())
+            at = int(np.argmax(seen) if worse in ("above", "up") else np.argmin(seen)
+                     if worse in ("below", "down") else np.argmax(np.abs(seen)))  # fmt: skip
+            worst = float(seen[at])
         fired = int(g.fired[sl].max())
         out.append(PreviewPoint(
             at=_t(int(g.times[sl][-1])), value=worst, n=float(g.weight[sl].max()),
             level=_LEVEL[max(0, int(g.levels[sl].max()))],
             fired=_LEVEL[fired] if fired > 0 else None,
+            baseline=_mean(g.baseline, sl), bound=_mean(g.bound, sl),
         ))  # fmt: skip
     return out
+
+
+def _mean(x: np.ndarray | None, sl: slice) -> float | None:
+    """A bin's mean of a per-step line (the calibrated reference and bound), or None."""
+    if x is None:
+        return None
+    part = x[sl]
+    part = part[np.isfinite(part)]
+    return float(part.mean()) if part.size else None

@@ -92,6 +92,8 @@ class PreviewPoint(ResponseModel):
     n: float  # traces, calls or scores in the window (the count itself for counts)
     level: str  # ok | warning | critical (after the no-data mode)
     fired: str | None  # the level that fired (held for ``for``), or None
+    baseline: float | None = None  # calibrated: the reference's value
+    bound: float | None = None  # calibrated: the value at which the test fires
 
 
 class PreviewEpisode(ResponseModel):
@@ -112,6 +114,7 @@ class PreviewOut(ResponseModel):
     metric: str
     label: str
     unit: str
+    condition: str  # static | calibrated
     start: Time
     end: Time
     step_seconds: int

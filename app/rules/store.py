@@ -20,15 +20,23 @@ from app.models.base import utcnow
 from app.monitors.detection import DetectorConfigError
 from app.rules.schemas import RuleCreate, RuleOut, RulePatch
 from detectors.rules.detector import MODE
-from detectors.rules.spec import RuleSpec
+from detectors.rules.spec import CalibratedCondition, RuleSpec
 
 
 def _spec_columns(spec: RuleSpec) -> dict[str, Any]:
     return {
         "detector_params": {"rule": spec.model_dump(mode="json")},
         "selection": {"current_window_seconds": spec.window_seconds},
-        "severity": "critical" if spec.condition.critical is not None else "warning",
+        "severity": _severity(spec),
     }
+
+
+def _severity(spec: RuleSpec) -> str:
+    """The monitor's severity: the worst level its rule can fire at."""
+    cond = spec.condition
+    if isinstance(cond, CalibratedCondition):
+        return cond.severity
+    return "critical" if cond.critical is not None else "warning"
 
 
 def _name_taken(session: Session, project_id: int, name: str) -> bool:

@@ -31,9 +31,17 @@ from pydantic import ValidationError
 from detectors.params import DetectorParameterError
 from detectors.result import DetectorResult
 from detectors.rules import static
+from detectors.rules.calibrated import alpha_per_step
 from detectors.rules.evaluate import GroupEvaluation, evaluate
 from detectors.rules.series import MetricSeries
-from detectors.rules.spec import BUCKET_SECONDS, METRICS, RuleSpec, step_seconds
+from detectors.rules.spec import (
+    BUCKET_SECONDS,
+    METRICS,
+    CalibratedCondition,
+    Condition,
+    RuleSpec,
+    step_seconds,
+)
 from detectors.rules.wording import sentence
 
 MODE = "RULE"
@@ -42,12 +50,16 @@ _LEVEL = {static.OK: "ok", static.WARNING: "warning", static.CRITICAL: "critical
 
 
 def lookback_buckets(spec: RuleSpec, interval_seconds: int) -> int:
-    """Buckets a run reads: its window, and the steps its ``for`` looks back over (for
-    ``keep``, a day more: a gap keeps the level before it, up to a day back)."""
+    """Buckets a run reads: its window, the steps its ``for`` looks back over (for
+    ``keep``, a day more: a gap keeps the level before it, up to a day back), and for a
+    calibrated rule the reference before its earliest window."""
+    cond = spec.condition
     step = step_seconds(interval_seconds)
-    back = (static.points_for(spec.condition.for_seconds, step) - 1) * (step // BUCKET_SECONDS)
-    if spec.condition.no_data == "keep":
+    back = (static.points_for(cond.for_seconds, step) - 1) * (step // BUCKET_SECONDS)
+    if cond.no_data == "keep":
         back += KEEP_BUCKETS
+    if isinstance(cond, CalibratedCondition):
+        back += cond.reference_seconds // BUCKET_SECONDS
     return spec.window_buckets + back
 
 
@@ -90,7 +102,15 @@ class RuleDetector:
         base = {"metric": self.spec.metric, "label": metric.label, "unit": metric.unit,
                 "window_seconds": self.spec.window_seconds,
                 "groups_dropped": evaluated.groups_dropped, "no_data_mode": cond.no_data,
-                "no_data_severity": "critical" if cond.critical is not None else "warning"}  # fmt: skip
+                "no_data_severity": _top(cond)}  # fmt: skip
+        if isinstance(cond, CalibratedCondition):
+            base["calibrated"] = {
+                "direction": cond.direction, "reference_seconds": cond.reference_seconds,
+                "expected_days_between_false_alerts": cond.expected_days_between_false_alerts,
+                "alpha": alpha_per_step(cond, interval_seconds=self.interval_seconds,
+                                        n_groups=len(evaluated.groups)),
+                "min_relative_change": cond.min_relative_change,
+            }  # fmt: skip
         if evaluated.groups and evaluated.groups[0].times.size == 0:
             return DetectorResult.insufficient(MODE, "the series is shorter than the window",
                                                **base)  # fmt: skip
@@ -104,8 +124,15 @@ class RuleDetector:
         worst = max(fired or groups, key=lambda g: (g["fired_level"], g["level_n"]))
         return DetectorResult(
             MODE, statistic=_num(worst["value"]), threshold=_num(worst["threshold"]),
-            p_value=None, fired=bool(fired), evidence={**base, "groups": groups},
+            p_value=worst.get("p_value"), fired=bool(fired), evidence={**base, "groups": groups},
         )  # fmt: skip
+
+
+def _top(cond: Condition) -> str:
+    """The severity an alerting no-data window fires at: the rule's worst level."""
+    if isinstance(cond, CalibratedCondition):
+        return cond.severity
+    return "critical" if cond.critical is not None else "warning"
 
 
 def _verdict(g: GroupEvaluation, spec: RuleSpec, base: dict[str, Any]) -> dict[str, Any]:
@@ -125,15 +152,27 @@ def _verdict(g: GroupEvaluation, spec: RuleSpec, base: dict[str, Any]) -> dict[s
         "fired": _LEVEL[fired] if fired > 0 else None,
         "fired_level": fired,
         "pending": level > 0 and fired < level,
-        "threshold": static.threshold_of(shown, spec.condition),
+        "threshold": _threshold(g, spec.condition, shown),
         "at": int(g.times[-1]),
         # Below every level; a group still at its level but not held again (after a dip)
         # keeps its alert open, as the preview's episodes do.
         "clean": level <= 0,
     }
-    out["summary"] = sentence(base, out, op=spec.condition.op,
-                              for_seconds=spec.condition.for_seconds)  # fmt: skip
+    if g.baseline is not None and g.p_values is not None:
+        out["baseline"] = _finite(float(g.baseline[-1]))
+        out["p_value"] = _finite(float(g.p_values[-1]))
+    out["summary"] = sentence(base, out, condition=spec.condition)
     return out
+
+
+def _threshold(g: GroupEvaluation, cond: Condition, shown: int) -> float | None:
+    if isinstance(cond, CalibratedCondition):
+        return _finite(float(g.bound[-1])) if g.bound is not None else None
+    return static.threshold_of(shown, cond)
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
 
 
 def _num(x: Any) -> float:

@@ -26,10 +26,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from detectors.rules import static
+from detectors.rules import calibrated, static
 from detectors.rules.episodes import Episode, episodes
-from detectors.rules.series import Labels, MetricSeries, WindowValues, window_values
-from detectors.rules.spec import RuleSpec, StaticCondition, step_seconds
+from detectors.rules.series import GroupSeries, Labels, MetricSeries, WindowValues, window_values
+from detectors.rules.spec import CalibratedCondition, RuleSpec, StaticCondition, step_seconds
+from detectors.rules.static import CRITICAL, WARNING
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,10 @@ class GroupEvaluation:
     fired: np.ndarray
     warning: np.ndarray  # per step; NaN where there is none
     critical: np.ndarray
+    # Calibrated rules: the reference's value, the value at which the test fires, p-values.
+    baseline: np.ndarray | None = None
+    bound: np.ndarray | None = None
+    p_values: np.ndarray | None = None
     episodes: list[Episode] = field(default_factory=list)
 
     @property
@@ -85,9 +90,16 @@ def evaluate(
         wv = window_values(series, g, kind=spec.kind, window_buckets=spec.window_buckets,
                            quantile=spec.quantile)  # fmt: skip
         cond = spec.condition
-        ge = _only(_static(cond, wv, idx, times, interval_seconds), keep)
+        if isinstance(cond, StaticCondition):
+            ge = _static(cond, wv, idx, times, interval_seconds)
+            worse: str = cond.op
+        else:
+            ge = _calibrated(spec, cond, series, g, wv, idx, times, interval_seconds,
+                             n_groups=len(series.groups))  # fmt: skip
+            worse = {"up": "above", "down": "below"}.get(cond.direction, "both")
+        ge = _only(ge, keep)
         eps = episodes(ge.times, ge.fired, ge.levels, ge.values, auto_resolve_after=auto_resolve_after,
-                       worse=cond.op)  # fmt: skip
+                       worse=worse)  # fmt: skip
         out.append(GroupEvaluation(**{**ge.__dict__, "labels": g.labels, "episodes": eps}))
     return RuleEvaluation(spec, interval_seconds, tuple(out), series.groups_dropped)
 
@@ -102,6 +114,21 @@ def _static(
     bound = [np.nan if b is None else b for b in (cond.warning, cond.critical)]
     return GroupEvaluation((), times, values, wv.weight[idx], lv, fired,
                            np.full(times.size, bound[0]), np.full(times.size, bound[1]))  # fmt: skip
+
+
+def _calibrated(
+    spec: RuleSpec, cond: CalibratedCondition, series: MetricSeries, g: GroupSeries,
+    wv: WindowValues, idx: np.ndarray, times: np.ndarray, interval_seconds: int, *, n_groups: int,
+) -> GroupEvaluation:  # fmt: skip
+    found = calibrated.test_steps(spec, cond, series, g, wv, idx,
+                                  interval_seconds=interval_seconds, n_groups=n_groups)  # fmt: skip
+    top = CRITICAL if cond.severity == "critical" else WARNING
+    lv = np.where(np.isnan(found.values), static.NO_DATA, found.levels)
+    lv = static.resolve_no_data(lv, cond.no_data, top=top)
+    fired = static.held(lv, static.points_for(cond.for_seconds, interval_seconds))
+    nan = np.full(times.size, np.nan)
+    return GroupEvaluation((), times, found.values, found.weight, lv, fired, nan, nan,
+                           found.baseline, found.bound, found.p_values)  # fmt: skip
 
 
 def _only(ge: GroupEvaluation, keep: np.ndarray) -> GroupEvaluation:

@@ -9,7 +9,10 @@ Conditions:
 
 * :class:`StaticCondition` (Grafana's threshold, Datadog's metric monitor): the window's
   value above or below a ``warning`` and/or ``critical`` level, held for ``for_seconds``
-  before it fires (Prometheus's ``for``), with a ``no_data`` mode for an empty window.
+  before it fires (Prometheus's ``for``), with a ``no_data`` mode for an empty window;
+* :class:`CalibratedCondition`: Telltale's change test of the window against the rule's
+  own recent history, at the level that keeps false alerts to one per
+  ``expected_days_between_false_alerts`` (:mod:`detectors.rules.calibrated`).
 
 Examples
 --------
@@ -139,7 +142,27 @@ class StaticCondition(_Frozen):
         return self
 
 
-Condition = StaticCondition
+class CalibratedCondition(_Frozen):
+    type: Literal["calibrated"] = "calibrated"
+    direction: Literal["up", "down", "both"] = Field("up", description="the change that alerts")
+    expected_days_between_false_alerts: float = Field(30.0, gt=0, le=3650)
+    reference_seconds: int = Field(
+        7 * 86400, ge=3600, le=30 * 86400, description="the history each window is tested against"
+    )
+    min_relative_change: float = Field(
+        0.1, ge=0, le=100, description="a smaller change never alerts, however significant"
+    )
+    severity: Literal["warning", "critical"] = "warning"
+    for_seconds: int = Field(0, ge=0, le=7 * 86400, description="held this long before firing")
+    no_data: Literal["ok", "alerting", "keep"] = "ok"
+
+    @field_validator("reference_seconds")
+    @classmethod
+    def _whole_buckets(cls, v: int) -> int:
+        return _multiple(v)
+
+
+Condition = Annotated[StaticCondition | CalibratedCondition, Field(discriminator="type")]
 
 
 class RuleSpec(_Frozen):

@@ -54,15 +54,22 @@ def raw_levels(values: np.ndarray, cond: StaticCondition) -> np.ndarray:
 
 def levels(values: np.ndarray, cond: StaticCondition) -> np.ndarray:
     """The level of each value, an empty window's set by the ``no_data`` mode."""
-    out = raw_levels(values, cond)
+    top = CRITICAL if cond.critical is not None else WARNING
+    return resolve_no_data(raw_levels(values, cond), cond.no_data, top=top)
+
+
+def resolve_no_data(lv: np.ndarray, mode: str, *, top: int) -> np.ndarray:
+    """``NO_DATA`` levels set by a ``no_data`` mode: ``ok``, ``alerting`` (``top``) or
+    ``keep`` (the previous evaluation's level; OK before the first)."""
+    out = lv.copy()
     empty = out == NO_DATA
     if not empty.any():
         return out
-    if cond.no_data == "ok":
+    if mode == "ok":
         out[empty] = OK
-    elif cond.no_data == "alerting":
-        out[empty] = CRITICAL if cond.critical is not None else WARNING
-    else:  # keep: the previous evaluation's level (OK before the first)
+    elif mode == "alerting":
+        out[empty] = top
+    else:
         idx = np.where(~empty, np.arange(out.size), -1)
         last = np.maximum.accumulate(idx)
         out = np.where(last >= 0, out[np.maximum(last, 0)], OK)

@@ -30,9 +30,19 @@ def _minutes(seconds: int) -> str:
     return f"{seconds // 3600} h" if seconds % 3600 == 0 else f"{seconds // 60} min"
 
 
-def sentence(evidence: Mapping[str, Any], group: Mapping[str, Any], *, op: str,
-             for_seconds: int) -> str:  # fmt: skip
-    """The alert's sentence for one group of a rule's run."""
+def sentence(evidence: Mapping[str, Any], group: Mapping[str, Any], *, condition: Any) -> str:
+    """The alert's sentence for one group of a rule's run (``condition``: the rule's).
+
+    >>> from detectors.rules.spec import CalibratedCondition
+    >>> ev = {"label": "trace error rate", "unit": "ratio", "window_seconds": 900}
+    >>> sentence(ev, {"labels": {"agent": "shop"}, "value": 0.2, "fired": "warning",
+    ...               "baseline": 0.05, "p_value": 1e-9}, condition=CalibratedCondition())
+    'trace error rate (agent=shop) was 20% over the last 15 min, up from 5% in the 7 days before (p = 1e-09, calibrated for 30 days between false alerts).'
+    """
+    op = getattr(condition, "op", None)
+    for_seconds = int(getattr(condition, "for_seconds", 0))
+    if op is None:
+        return _calibrated(evidence, group, condition, for_seconds)
     where = ", ".join(f"{k}={v}" for k, v in group["labels"].items())
     what = f"{evidence['label']}" + (f" ({where})" if where else "")
     unit, window = evidence["unit"], _minutes(int(evidence["window_seconds"]))
@@ -46,3 +56,26 @@ def sentence(evidence: Mapping[str, Any], group: Mapping[str, Any], *, op: str,
         return f"{what} was {fmt_value(group.get('value'), unit)} over the last {window}."
     return (f"{what} was {fmt_value(group.get('value'), unit)} over the last {window}, "
             f"{side} the {level} level {bound}{held}.")  # fmt: skip
+
+
+def _calibrated(evidence: Mapping[str, Any], group: Mapping[str, Any], cond: Any,
+                for_seconds: int) -> str:  # fmt: skip
+    where = ", ".join(f"{k}={v}" for k, v in group["labels"].items())
+    what = f"{evidence['label']}" + (f" ({where})" if where else "")
+    unit, window = evidence["unit"], _minutes(int(evidence["window_seconds"]))
+    if group.get("no_data"):
+        return f"{what} had no data over the last {window}."
+    value, base = group.get("value"), group.get("baseline")
+    said = f"{what} was {fmt_value(value, unit)} over the last {window}"
+    if base is None or value is None:
+        return said + "."
+    days = cond.reference_seconds / 86400
+    ref = f"{days:g} days" if days >= 1 else _minutes(cond.reference_seconds)
+    way = "up" if value >= base else "down"
+    held = f", held {_minutes(for_seconds)}" if for_seconds else ""
+    if not group.get("fired"):
+        return f"{said}, against {fmt_value(base, unit)} in the {ref} before."
+    p = group.get("p_value")
+    return (f"{said}, {way} from {fmt_value(base, unit)} in the {ref} before (p = {p:.2g}, "
+            f"calibrated for {cond.expected_days_between_false_alerts:g} days between false "
+            f"alerts{held}).")  # fmt: skip

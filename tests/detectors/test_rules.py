@@ -110,7 +110,7 @@ def test_bad_parameters_name_the_field() -> None:
 
     with pytest.raises(DetectorParameterError) as exc:
         RuleDetector.from_params({"rule": {"metric": "cost", "condition": {"type": "static", "op": "up"}}})
-    assert exc.value.parameter == "rule.condition.op"
+    assert exc.value.parameter == "rule.condition.static.op"
     with pytest.raises(DetectorParameterError) as exc:
         RuleDetector.from_params({"rule": {}, "alpha": 0.1})
     assert exc.value.parameter == "alpha"

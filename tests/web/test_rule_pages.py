@@ -56,7 +56,7 @@ def test_preview_then_save_then_edit(client, make_key, engine):
     assert rules(engine) == []
     # a refused value: 422, the field named, what was typed kept
     r = post(client, "/settings/rules", {**FORM, "warning": "0.5", "action": "save"}, token)
-    assert r.status_code == 422 and "rule.condition.critical" in r.text
+    assert r.status_code == 422 and "rule.condition.static.critical" in r.text
     assert 'value="0.5"' in r.text and rules(engine) == []
     r = post(client, "/settings/rules", {**FORM, "labels": "team", "action": "save"}, token)
     assert r.status_code == 422 and "labels:" in r.text

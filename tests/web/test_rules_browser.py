@@ -64,7 +64,7 @@ def test_an_admin_previews_and_saves_a_rule(shop, browser, width, height):  # no
     page.get_by_label("Preview over the last (days, up to 30)").fill("1")
     page.get_by_role("button", name="Preview").press("Enter")
     page.locator("#form-error").wait_for()
-    assert "rule.condition.critical: Value error, must be at or above the warning level (0.5)" in (
+    assert "rule.condition.static.critical: Value error, must be at or above the warning level (0.5)" in (
         page.locator("#form-error").inner_text())  # fmt: skip
     assert page.get_by_label("Critical level").input_value() == "0.2"  # what was typed is kept
     page.get_by_label("Warning level").fill("0.1")

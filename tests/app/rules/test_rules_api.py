@@ -124,7 +124,7 @@ def test_rules_crud_and_refusals_name_the_field(client: TestClient, make_key: An
     key, reader = make_key("admin"), make_key("read")
     bad = [
         ({"metric": "latency_p95", "condition": {"type": "static", "op": "above"}},
-         "rule.condition.warning"),
+         "rule.condition.static.warning"),
         ({"metric": "score_mean", "condition": {"type": "static", "op": "below", "warning": 1}},
          "rule.filter.score_name"),
         ({"metric": "loop_rate", "group_by": ["model"],
@@ -134,7 +134,7 @@ def test_rules_crud_and_refusals_name_the_field(client: TestClient, make_key: An
         ({"metric": "nope", "condition": {"type": "static", "op": "above", "warning": 1}},
          "rule.metric"),
         ({"metric": "cost", "condition": {"type": "static", "op": "above", "warning": 2,
-                                          "critical": 1}}, "rule.condition.critical"),
+                                          "critical": 1}}, "rule.condition.static.critical"),
     ]  # fmt: skip
     for rule, field in bad:
         for path in ("/api/v1/rules", "/api/v1/rules/preview"):

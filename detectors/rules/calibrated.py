@@ -1,0 +1,262 @@
+"""Telltale's calibrated change test as a rule's condition: the window against the rule's
+own recent history, at the level that keeps false alerts to one per
+``expected_days_between_false_alerts`` on stationary traffic.
+
+At every step the current window is compared with the ``reference_seconds`` of buckets
+just before it (a rolling reference: a change that lasts longer than it becomes the new
+normal). Each metric kind is read as a mean of items with an over-dispersion the reference
+measures, so traffic noisier than a textbook model does not raise false alerts:
+
+* **ratios and means** (error rates, pass rates, coverage, loops: 0/1 items; tokens, cost
+  and score per item): ``z = (m_cur - m_ref) / sqrt(phi * s2 / n_cur)``, with ``s2`` the
+  reference's item variance (from its sums of squares; ``p(1 - p)`` for 0/1 items) and
+  ``phi >= 1`` the quasi-likelihood dispersion of the reference's buckets, Pearson's
+  ``chi2 / df`` of their means around ``m_ref`` (McCullagh and Nelder 1989, ch. 4);
+* **latency quantiles**: the share of the window's values above the reference's quantile,
+  a 0/1 mean as above against the reference's own share above that sketch bin;
+* **counts and sums per window** (traces, tokens, cost, cost per hour): the window's total
+  against ``w`` buckets of the reference, mean and variance from its buckets.
+
+The per-step level is ``alpha = step / ERT / groups`` (the union bound over a month of
+steps and over the groups, as :mod:`app.monitors.decision.calibration` derives a monitor's
+per-run alpha), one-sided in the rule's ``direction`` (split in two for ``both``); a change
+smaller than ``min_relative_change`` never fires, however significant (at volume a 1 %
+change is significant and rarely worth a page). A window or reference too small to judge
+(:data:`MIN_ITEMS`, :data:`MIN_BUCKETS`) does not fire.
+
+>>> from detectors.rules.spec import RuleSpec
+>>> from detectors.rules.series import GroupSeries, MetricSeries, window_values
+>>> rng = np.random.default_rng(1)
+>>> n = np.full(3000, 50.0)
+>>> err = rng.binomial(50, 0.05, 3000).astype(float)
+>>> err[-3:] = rng.binomial(50, 0.2, 3)  # the last 15 minutes: 20 % errors
+>>> spec = RuleSpec.model_validate({"metric": "trace_error_rate", "window_seconds": 900,
+...     "condition": {"type": "calibrated", "reference_seconds": 86400}})
+>>> g = GroupSeries((), err, n)
+>>> s = MetricSeries(0, (g,))
+>>> wv = window_values(s, g, kind="ratio", window_buckets=3)
+>>> idx = np.arange(2999, 2990, -1)[::-1]
+>>> out = test_steps(spec, spec.condition, s, g, wv, idx, interval_seconds=300, n_groups=1)
+>>> out.levels.tolist()[-4:], bool(out.p_values[-1] < 1e-6)
+([0, 0, 1, 1], True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import norm
+
+from detectors.rules import sketch
+from detectors.rules.series import GroupSeries, MetricSeries, WindowValues
+from detectors.rules.spec import CalibratedCondition, RuleSpec, step_seconds
+from detectors.rules.static import CRITICAL, WARNING
+
+MIN_ITEMS = 10  # items in the window (traces, calls, scores, values)
+MIN_BUCKETS = 12  # reference buckets with traffic (an hour)
+
+
+@dataclass(frozen=True)
+class CalibratedSteps:
+    """Per step: the window's value and size, the reference's value, the value at which
+    the test fires (NaN where it cannot), its p-value, and the level fired."""
+
+    values: np.ndarray
+    weight: np.ndarray
+    baseline: np.ndarray
+    bound: np.ndarray
+    p_values: np.ndarray
+    levels: np.ndarray
+
+
+def alpha_per_step(cond: CalibratedCondition, *, interval_seconds: int, n_groups: int) -> float:
+    """The per-step level: one false alert per ERT over all of the rule's groups.
+
+    >>> from detectors.rules.spec import CalibratedCondition
+    >>> round(alpha_per_step(CalibratedCondition(), interval_seconds=300, n_groups=1), 7)
+    0.0001157
+    """
+    ert = cond.expected_days_between_false_alerts * 86400.0
+    return min(0.5, step_seconds(interval_seconds) / ert / max(1, n_groups))
+
+
+def test_steps(
+    spec: RuleSpec, cond: CalibratedCondition, series: MetricSeries, g: GroupSeries,
+    wv: WindowValues, idx: np.ndarray, *, interval_seconds: int, n_groups: int,
+) -> CalibratedSteps:  # fmt: skip
+    """The test at each step ``idx`` (the bucket each window ends on)."""
+    w, r = spec.window_buckets, cond.reference_seconds // series.bucket_seconds
+    alpha = alpha_per_step(cond, interval_seconds=interval_seconds, n_groups=n_groups)
+    if spec.kind in ("count", "per_hour"):
+        found = _totals(g.numerator, idx, w, r, alpha, cond.direction)
+        if spec.kind == "per_hour":
+            per_hour = 3600.0 / (w * series.bucket_seconds)
+            found = tuple(x * per_hour if i < 3 else x for i, x in enumerate(found))
+        mean_c, mean_r, bound, p = found
+        weight = wv.weight[idx]
+    elif spec.kind == "quantile":
+        assert g.sketch is not None and spec.quantile is not None
+        mean_c, mean_r, bound, p, weight = _quantile(g.sketch, series.key_lo, spec.quantile, idx,
+                                                      w, r, alpha, cond.direction)  # fmt: skip
+    else:
+        assert g.denominator is not None
+        squares = g.numerator_sq if g.numerator_sq is not None else g.numerator  # 0/1 items
+        n, s, ss = (np.asarray(a, dtype=np.float64) for a in (g.denominator, g.numerator, squares))
+        mean_c, mean_r, bound, p, weight = _means(n, s, ss, idx, w, r, alpha, cond.direction)
+    values = wv.values[idx]
+    if spec.kind == "quantile":
+        # Shown: the window's quantile against the reference's; tested: the share above it.
+        base = _reference_quantile(g.sketch, series.key_lo, spec.quantile, idx, w, r)  # type: ignore[arg-type]
+        bound = np.full(idx.size, np.nan)
+    else:
+        base = mean_r
+    change = _relative(mean_c, mean_r)
+    big = np.abs(change) >= cond.min_relative_change
+    side = {"up": change > 0, "down": change < 0, "both": np.ones(idx.size, dtype=bool)}
+    fired = (p <= alpha) & big & side[cond.direction]
+    level = CRITICAL if cond.severity == "critical" else WARNING
+    levels = np.where(fired, level, 0).astype(np.int64)
+    return CalibratedSteps(values, weight, base, bound, p, levels)
+
+
+def _relative(cur: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(ref != 0, cur / np.where(ref != 0, ref, 1.0) - 1.0,
+                       np.where(cur > 0, np.inf, 0.0))  # fmt: skip
+    return np.nan_to_num(out, nan=0.0)
+
+
+def _ranges(x: np.ndarray, idx: np.ndarray, w: int, r: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sums over each step's window and over its reference (the ``r`` buckets before)."""
+    c = np.concatenate((np.zeros((1, *x.shape[1:])), np.cumsum(x, axis=0, dtype=np.float64)))
+    hi = idx + 1
+    lo = np.maximum(hi - w, 0)
+    ref_hi = lo
+    ref_lo = np.maximum(ref_hi - r, 0)
+    return c[hi] - c[lo], c[ref_hi] - c[ref_lo]
+
+
+def _p(z: np.ndarray, direction: str) -> np.ndarray:
+    if direction == "up":
+        return np.asarray(norm.sf(z))
+    if direction == "down":
+        return np.asarray(norm.cdf(z))
+    return np.asarray(2 * norm.sf(np.abs(z)))
+
+
+def _z_alpha(alpha: float, direction: str) -> float:
+    return float(norm.isf(alpha / 2 if direction == "both" else alpha))
+
+
+def _means(
+    n: np.ndarray, s: np.ndarray, ss: np.ndarray, idx: np.ndarray, w: int, r: int, alpha: float,
+    direction: str,
+) -> tuple[np.ndarray, ...]:  # fmt: skip
+    """The mean-of-items test (see the module's notes)."""
+    has = n > 0
+    safe_n = np.where(has, n, 1.0)
+    per_bucket = np.stack([n, s, ss, np.where(has, s * s / safe_n, 0.0), has.astype(float)], axis=1)
+    cur, ref = _ranges(per_bucket, idx, w, r)
+    n_c, s_c = cur[:, 0], cur[:, 1]
+    n_r, s_r, ss_r, s2n_r, m_r_buckets = ref.T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean_c = np.where(n_c > 0, s_c / n_c, np.nan)
+        mean_r = np.where(n_r > 0, s_r / n_r, np.nan)
+        var = np.maximum(ss_r / n_r - mean_r**2, 1e-12)
+        chi2 = (s2n_r - 2 * mean_r * s_r + mean_r**2 * n_r) / var
+        phi = np.maximum(1.0, chi2 / np.maximum(m_r_buckets - 1, 1))
+        se = np.sqrt(phi * var / n_c)
+        z = (mean_c - mean_r) / se
+    enough = (n_c >= MIN_ITEMS) & (m_r_buckets >= MIN_BUCKETS) & (n_r >= MIN_ITEMS)
+    p = np.where(enough, _p(np.nan_to_num(z), direction), 1.0)
+    sign = -1.0 if direction == "down" else 1.0
+    bound = np.where(enough, mean_r + sign * _z_alpha(alpha, direction) * se, np.nan)
+    return mean_c, mean_r, bound, p, n_c
+
+
+def _totals(
+    x: np.ndarray, idx: np.ndarray, w: int, r: int, alpha: float, direction: str
+) -> tuple[np.ndarray, ...]:
+    """The window's total against ``w`` of the reference's buckets."""
+    per_bucket = np.stack([x, x * x, np.ones_like(x)], axis=1).astype(np.float64)
+    cur, ref = _ranges(per_bucket, idx, w, r)
+    total = cur[:, 0]
+    m = ref[:, 2]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mu = ref[:, 0] / m
+        var = np.maximum(ref[:, 1] / m - mu**2, 1e-12)
+        se = np.sqrt(w * var)
+        z = (total - w * mu) / se
+    enough = m >= MIN_BUCKETS
+    p = np.where(enough, _p(np.nan_to_num(z), direction), 1.0)
+    sign = -1.0 if direction == "down" else 1.0
+    bound = np.where(enough, w * mu + sign * _z_alpha(alpha, direction) * se, np.nan)
+    return total, w * mu, bound, p
+
+
+def _quantile(
+    counts: np.ndarray, key_lo: int, q: float, idx: np.ndarray, w: int, r: int, alpha: float,
+    direction: str,
+) -> tuple[np.ndarray, ...]:  # fmt: skip
+    """The share of the window above the reference's ``q`` quantile bin, as a mean of 0/1
+    items against the reference's own share above it."""
+    if counts.shape[1] == 0:
+        nan = np.full(idx.size, np.nan)
+        return nan, nan, nan, np.ones(idx.size), np.zeros(idx.size)
+    thresholds = _reference_bins(counts, q, idx, w, r)
+    # Per bucket and bin: how many values lie above the bin (a reverse cumulative sum).
+    above = np.cumsum(counts[:, ::-1], axis=1)[:, ::-1]
+    above = np.concatenate((above[:, 1:], np.zeros((counts.shape[0], 1))), axis=1)
+    n = counts.sum(axis=1).astype(np.float64)
+    has = n > 0
+    safe_n = np.where(has, n, 1.0)
+    # Per step, the reference's and the window's counts above that step's bin.
+    c_above = np.concatenate((np.zeros((1, above.shape[1])), np.cumsum(above, axis=0)))
+    c_above_sq = np.concatenate((np.zeros((1, above.shape[1])), np.cumsum(above**2 / safe_n[:, None], axis=0)))
+    c_n = np.concatenate(([0.0], np.cumsum(n)))
+    c_has = np.concatenate(([0.0], np.cumsum(has)))
+    hi = idx + 1
+    lo = np.maximum(hi - w, 0)
+    ref_lo = np.maximum(lo - r, 0)
+    t = thresholds
+    ok = t >= 0
+    tt = np.where(ok, t, 0)
+    s_c = c_above[hi, tt] - c_above[lo, tt]
+    s_r = c_above[lo, tt] - c_above[ref_lo, tt]
+    s2n_r = c_above_sq[lo, tt] - c_above_sq[ref_lo, tt]
+    n_c, n_r = c_n[hi] - c_n[lo], c_n[lo] - c_n[ref_lo]
+    m_r_buckets = c_has[lo] - c_has[ref_lo]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean_c = np.where(n_c > 0, s_c / n_c, np.nan)
+        mean_r = np.where(n_r > 0, s_r / n_r, np.nan)
+        var = np.maximum(mean_r * (1 - mean_r), 1e-12)
+        chi2 = (s2n_r - 2 * mean_r * s_r + mean_r**2 * n_r) / var
+        phi = np.maximum(1.0, chi2 / np.maximum(m_r_buckets - 1, 1))
+        z = (mean_c - mean_r) / np.sqrt(phi * var / n_c)
+    enough = ok & (n_c >= MIN_ITEMS) & (m_r_buckets >= MIN_BUCKETS) & (n_r >= MIN_ITEMS)
+    p = np.where(enough, _p(np.nan_to_num(z), direction), 1.0)
+    return mean_c, mean_r, np.full(idx.size, np.nan), p, n_c
+
+
+def _reference_counts(counts: np.ndarray, idx: np.ndarray, w: int, r: int) -> np.ndarray:
+    c = np.concatenate((np.zeros((1, counts.shape[1])), np.cumsum(counts, axis=0)))
+    lo = np.maximum(idx + 1 - w, 0)
+    return c[lo] - c[np.maximum(lo - r, 0)]
+
+
+def _reference_bins(counts: np.ndarray, q: float, idx: np.ndarray, w: int, r: int) -> np.ndarray:
+    """The column of each step's reference ``q`` quantile (-1: an empty reference)."""
+    ref = _reference_counts(counts, idx, w, r)
+    cum = np.cumsum(ref, axis=1)
+    total = cum[:, -1]
+    rank = q * np.maximum(total - 1, 0)
+    col = (cum > rank[:, None]).argmax(axis=1)
+    return np.where(total > 0, col, -1)
+
+
+def _reference_quantile(counts: np.ndarray, key_lo: int, q: float, idx: np.ndarray, w: int,
+                        r: int) -> np.ndarray:  # fmt: skip
+    if counts.shape[1] == 0:
+        return np.full(idx.size, np.nan)
+    return sketch.quantiles(_reference_counts(counts, idx, w, r), key_lo, q)
