@@ -197,7 +197,6 @@ def _means(
 ) -> tuple[np.ndarray, ...]:  # fmt: skip
     """The mean-of-items test (see the module's notes)."""
     has = n > 0
-    safe_n = np.where(has, n, 1.0)
     per_bucket = np.stack([n, s, ss, has.astype(float), n * n], axis=1)
     cur, ref = _ranges(per_bucket, idx, w, r)
     n_c, s_c, nn_c = cur[:, 0], cur[:, 1], cur[:, 4]
