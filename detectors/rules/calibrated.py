@@ -200,20 +200,41 @@ def _means(
     per_bucket = np.stack([n, s, ss, has.astype(float), n * n], axis=1)
     cur, ref = _ranges(per_bucket, idx, w, r)
     n_c, s_c, nn_c = cur[:, 0], cur[:, 1], cur[:, 4]
-    n_r, s_r, ss_r, m_r_buckets, _ = ref.T
+    n_r, s_r, ss_r, m_r_buckets, nn_r = ref.T
     tau2 = _step_median(_block_tau2(n, s, ss, r // BLOCKS), idx, w, r)
     with np.errstate(divide="ignore", invalid="ignore"):
         mean_c = np.where(n_c > 0, s_c / n_c, np.nan)
         mean_r = np.where(n_r > 0, s_r / n_r, np.nan)
         var = np.maximum(ss_r / n_r - mean_r**2, 1e-12)
-        se = np.sqrt(var / n_c + tau2 * nn_c / n_c**2)
-    enough = (n_c >= MIN_ITEMS) & (m_r_buckets >= MIN_BUCKETS) & (n_r >= MIN_ITEMS)
+        se = np.sqrt(_two_sample(var, tau2, n_c, nn_c, n_r, nn_r))
+    enough = ((n_c >= MIN_ITEMS) & (m_r_buckets >= MIN_BUCKETS) & (n_r >= MIN_ITEMS)
+              & _covered(n, idx, w, r))  # fmt: skip
     positive = bool((s >= 0).all())  # tokens, cost; a score may be negative
     p = np.where(enough, _tail(mean_c, mean_r, se**2, direction, binary=binary,
                                positive=positive), 1.0)  # fmt: skip
     sign = -1.0 if direction == "down" else 1.0
     bound = np.where(enough, mean_r + sign * _z_alpha(alpha, direction) * se, np.nan)
     return mean_c, mean_r, bound, p, n_c
+
+
+def _two_sample(var: np.ndarray, tau2: np.ndarray, n_c: np.ndarray, nn_c: np.ndarray,
+                n_r: np.ndarray, nn_r: np.ndarray) -> np.ndarray:  # fmt: skip
+    """The variance of the window's mean minus the reference's: each is a weighted mean of
+    bucket means (item spread ``var``, bucket spread ``tau2``); a short reference is as
+    uncertain as the window and counts so."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        window = var / n_c + tau2 * nn_c / n_c**2
+        reference = np.where(n_r > 0, var / n_r + tau2 * nn_r / n_r**2, np.inf)
+    return np.asarray(window + reference)
+
+
+def _covered(n: np.ndarray, idx: np.ndarray, w: int, r: int) -> np.ndarray:
+    """Whether the project's history reaches at least half the reference back: a young
+    project is not judged on a reference too short to know its own normal."""
+    seen = np.flatnonzero(n > 0)
+    if seen.size == 0:
+        return np.zeros(idx.size, dtype=bool)
+    return np.asarray((idx + 1 - w) - seen[0] >= r / 2)
 
 
 def _block_tau2(n: np.ndarray, s: np.ndarray, ss: np.ndarray, block: int) -> np.ndarray:
@@ -269,9 +290,9 @@ def _totals(
     var = np.maximum(_step_median(xb.var(axis=1), idx, w, r), 1e-12)
     with np.errstate(divide="ignore", invalid="ignore"):
         mu = ref[:, 0] / m
-        se = np.sqrt(w * var)
+        se = np.sqrt(w * var + w * w * var / m)  # the window's spread and the reference mean's
         z = (total - w * mu) / se
-    enough = m >= MIN_BUCKETS
+    enough = (m >= MIN_BUCKETS) & _covered(np.asarray(x), idx, w, r)
     p = np.where(enough, _p(np.nan_to_num(z), direction), 1.0)
     sign = -1.0 if direction == "down" else 1.0
     bound = np.where(enough, w * mu + sign * _z_alpha(alpha, direction) * se, np.nan)
@@ -307,15 +328,16 @@ def _quantile(
     s_c = c_above[hi, tt] - c_above[lo, tt]
     s_r = c_above[lo, tt] - c_above[ref_lo, tt]
     n_c, n_r = c_n[hi] - c_n[lo], c_n[lo] - c_n[ref_lo]
-    nn_c = c_nn[hi] - c_nn[lo]
+    nn_c, nn_r = c_nn[hi] - c_nn[lo], c_nn[lo] - c_nn[ref_lo]
     m_r_buckets = c_has[lo] - c_has[ref_lo]
     tau2 = _step_median(_block_exceedance_tau2(counts, above, q, r // BLOCKS), idx, w, r)
     with np.errstate(divide="ignore", invalid="ignore"):
         mean_c = np.where(n_c > 0, s_c / n_c, np.nan)
         mean_r = np.where(n_r > 0, s_r / n_r, np.nan)
         var = np.maximum(mean_r * (1 - mean_r), 1e-12)
-        var_mean = var / n_c + tau2 * nn_c / n_c**2
-    enough = ok & (n_c >= MIN_ITEMS) & (m_r_buckets >= MIN_BUCKETS) & (n_r >= MIN_ITEMS)
+        var_mean = _two_sample(var, tau2, n_c, nn_c, n_r, nn_r)
+    enough = (ok & (n_c >= MIN_ITEMS) & (m_r_buckets >= MIN_BUCKETS) & (n_r >= MIN_ITEMS)
+              & _covered(n, idx, w, r))  # fmt: skip
     p = np.where(enough, _tail(mean_c, mean_r, var_mean, direction, binary=True,
                                positive=True), 1.0)  # fmt: skip
     return mean_c, mean_r, np.full(idx.size, np.nan), p, n_c

@@ -160,3 +160,38 @@ def test_rules_crud_and_refusals_name_the_field(client: TestClient, make_key: An
     assert [x["name"] for x in listed] == ["cost"]
     assert client.get("/api/v1/rules/999", headers=auth(reader)).status_code == 404
     assert client.delete(f"/api/v1/rules/{rid}", headers=auth(key)).status_code == 204
+
+
+def test_a_calibrated_rule_previews_and_fires_against_its_own_history(
+    client: TestClient, make_key: Any, engine: Engine
+) -> None:
+    """A day of 5 % errors, then 40 %: the calibrated rule (no levels to write) fires."""
+    import numpy as np
+
+    key = make_key("admin")
+    rng = np.random.default_rng(4)
+    start = T0 - timedelta(days=1)
+    events: list[dict[str, Any]] = []
+    for m in range(0, 24 * 60 + 30, 2):  # a trace every 2 minutes, 40 % failing from +24 h
+        at = start + timedelta(minutes=m)
+        failed = rng.random() < (0.4 if m >= 24 * 60 else 0.05)
+        events += trace(f"c{m}", at=at, status="error" if failed else "ok")
+    ingest(client, key, events)
+    settle(engine)
+    rule = {"metric": "trace_error_rate", "window_seconds": 1800, "evaluation_delay_seconds": 0,
+            "condition": {"type": "calibrated", "reference_seconds": 86400,
+                          "expected_days_between_false_alerts": 30}}  # fmt: skip
+    p = client.post("/api/v1/rules/preview", headers=auth(key), json={
+        "rule": rule, "days": 1, "now": (T0 + timedelta(minutes=30)).isoformat()})  # fmt: skip
+    assert p.status_code == 200, p.text
+    body = p.json()
+    assert body["condition"] == "calibrated" and body["warning"] is None
+    (episode,) = body["episodes"]
+    assert T0.isoformat() <= episode["opened_at"] <= (T0 + timedelta(minutes=30)).isoformat()
+    assert any(pt["baseline"] is not None for pt in body["groups"][0]["points"])
+    rid = client.post("/api/v1/rules", headers=auth(key), json={"name": "calibrated", "rule": rule}).json()["id"]
+    run = run_at(client, key, rid, T0 + timedelta(minutes=30))
+    assert run["fired"] and run["p_value"] < 1e-4, run
+    (alert,) = alerts(engine)
+    assert alert.severity == "warning" and "up from" in alert.summary, alert.summary
+    assert "calibrated for 30 days between false alerts" in alert.summary
