@@ -4,7 +4,8 @@ the episodes it would have opened.
 As :mod:`app.web.run_chart` (whose axis ticks it reuses): presentation attributes only, so
 it reads without JavaScript under the CSP; every text escaped. The busiest groups are drawn
 (:data:`MAX_LINES`, the ones that would have alerted first), each in its own colour with a
-legend; the warning and critical levels are dashed lines; each would-be episode is a band
+legend; the warning and critical levels are dashed lines (a calibrated rule's reference is dotted and the value at which its
+test fires dashed, per step); each would-be episode is a band
 from its opening to its resolution (to the end while still open), amber for warning and red
 for critical, titled with its times.
 """
@@ -43,6 +44,8 @@ def svg(p: PreviewOut, *, label: str) -> Markup:
             f'aria-label="{escape(label)}" xmlns="http://www.w3.org/2000/svg">')  # fmt: skip
     values = [pt.value for g in groups for pt in g.points if pt.value is not None]
     values += [v for v in (p.warning, p.critical) if v is not None]
+    values += [v for g in groups for pt in g.points for v in (pt.baseline, pt.bound)
+               if v is not None and math.isfinite(v)]  # fmt: skip
     if not any(pt.value is not None for g in groups for pt in g.points):
         return Markup(head + f'<text x="{W / 2}" y="{H / 2}" text-anchor="middle" fill="#555d70">'
                       "No traffic matches this rule in the period</text></svg>")  # fmt: skip
@@ -94,6 +97,16 @@ def svg(p: PreviewOut, *, label: str) -> Markup:
         )
     for i, g in enumerate(groups):
         colour = COLOURS[i % len(COLOURS)]
+        # A calibrated rule: the reference's value (dotted) and where the test fires (dashed).
+        for attr, dash, stroke, title in (("baseline", "2 3", colour, "reference"),
+                                          ("bound", "6 4", _BAND["critical"], "fires beyond")):
+            pts = [(pt.at, getattr(pt, attr)) for pt in g.points
+                   if getattr(pt, attr) is not None and math.isfinite(getattr(pt, attr))]
+            if len(pts) > 1:
+                line = " ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in pts)
+                parts.append(f'<polyline class="{attr}" points="{line}" fill="none" stroke="{stroke}" '
+                             f'stroke-dasharray="{dash}" stroke-width="1.2"><title>{title} '
+                             f"({escape(_name(g.labels))})</title></polyline>")  # fmt: skip
         for segment in _segments(g):
             line = " ".join(f"{x(pt.at):.1f},{y(pt.value):.1f}" for pt in segment)  # type: ignore[arg-type]
             parts.append(f'<polyline class="series" points="{line}" fill="none" '

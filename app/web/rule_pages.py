@@ -39,7 +39,9 @@ FORS = ((0, "at once"), (300, "5 min"), (600, "10 min"), (900, "15 min"), (1800,
         (3600, "1 h"))  # fmt: skip
 DEFAULT_FORM = {"metric": "trace_error_rate", "window_seconds": "900", "op": "above",
                 "for_seconds": "600", "no_data": "ok", "interval_seconds": "300", "days": "7",
-                "evaluation_delay_seconds": "120"}  # fmt: skip
+                "evaluation_delay_seconds": "120", "condition_type": "static",
+                "direction": "up", "ert_days": "30", "reference_days": "7",
+                "min_change_percent": "10", "severity": "warning"}  # fmt: skip
 
 
 def _render(web: WebContext, session: Session, **extra: Any) -> Any:
@@ -58,12 +60,18 @@ def _row(m: Monitor) -> dict[str, Any]:
     levels = ", ".join(f"{lvl} {cond[lvl]:g}" for lvl in ("warning", "critical")
                        if cond.get(lvl) is not None)  # fmt: skip
     metric = METRICS.get(rule.get("metric", ""))
+    held = f" for {cond['for_seconds'] // 60} min" if cond.get("for_seconds") else ""
+    if cond.get("type") == "calibrated":
+        said = (f"it changes {cond.get('direction', 'up')} (calibrated: "
+                f"{cond.get('expected_days_between_false_alerts', 30):g} days between false "
+                f"alerts){held}")  # fmt: skip
+    else:
+        said = f"{cond.get('op', '')} {levels}{held}"
     return {
         "id": m.id, "name": m.name, "enabled": m.enabled,
         "metric": metric.label if metric else rule.get("metric", "?"),
         "where": where or "all traffic", "by": ", ".join(rule.get("group_by") or []) or "—",
-        "condition": f"{cond.get('op', '')} {levels}" + (
-            f" for {cond['for_seconds'] // 60} min" if cond.get("for_seconds") else ""),
+        "condition": said,
     }  # fmt: skip
 
 
@@ -77,11 +85,15 @@ def form_of(m: Monitor) -> dict[str, Any]:
            "interval_seconds": str(m.interval_seconds), "days": "7",
            "labels": ", ".join(f"{k}={v}" for k, v in (m.labels or {}).items()),
            "group_by": list(rule.get("group_by") or [])}  # fmt: skip
-    for k in ("op", "no_data"):
-        out[k] = str(cond.get(k, ""))
+    out["condition_type"] = str(cond.get("type", "static"))
+    for k in ("op", "no_data", "direction", "severity"):
+        out[k] = str(cond.get(k, DEFAULT_FORM.get(k, "")))
     for k in ("warning", "critical"):
         out[k] = "" if cond.get(k) is None else f"{cond[k]:g}"
     out["for_seconds"] = str(cond.get("for_seconds", 0))
+    out["ert_days"] = f"{cond.get('expected_days_between_false_alerts', 30):g}"
+    out["reference_days"] = f"{cond.get('reference_seconds', 7 * 86400) / 86400:g}"
+    out["min_change_percent"] = f"{cond.get('min_relative_change', 0.1) * 100:g}"
     for k in FILTERS:
         out[f"f_{k}"] = (rule.get("filter") or {}).get(k) or ""
     return out
@@ -112,9 +124,17 @@ def _rule(typed: dict[str, Any]) -> dict[str, Any]:
         value = str(typed.get(name, "")).strip()
         return value or None
 
-    cond = {"type": "static", "op": given("op"), "warning": given("warning"),
-            "critical": given("critical"), "for_seconds": given("for_seconds") or 0,
-            "no_data": given("no_data") or "ok"}  # fmt: skip
+    common = {"for_seconds": given("for_seconds") or 0, "no_data": given("no_data") or "ok"}
+    cond: dict[str, Any]
+    if given("condition_type") == "calibrated":
+        cond = {"type": "calibrated", "direction": given("direction") or "up",
+                "expected_days_between_false_alerts": given("ert_days") or 30,
+                "reference_seconds": _seconds(given("reference_days"), "reference_days", 7),
+                "min_relative_change": _fraction(given("min_change_percent")),
+                "severity": given("severity") or "warning", **common}  # fmt: skip
+    else:
+        cond = {"type": "static", "op": given("op"), "warning": given("warning"),
+                "critical": given("critical"), **common}  # fmt: skip
     return {
         "metric": given("metric"),
         "filter": {k: given(f"f_{k}") for k in FILTERS if given(f"f_{k}")},
@@ -123,6 +143,22 @@ def _rule(typed: dict[str, Any]) -> dict[str, Any]:
         "evaluation_delay_seconds": given("evaluation_delay_seconds") or 120,
         "condition": cond,
     }
+
+
+def _seconds(days: str | None, field: str, default: float) -> int:
+    """Days typed in a form as whole buckets of seconds (the spec refuses others)."""
+    try:
+        value = float(days) if days else default
+    except ValueError:
+        raise FormError(f"{field}: {days!r} is not a number of days") from None
+    return int(round(value * 86400 / 300)) * 300
+
+
+def _fraction(percent: str | None) -> float | str:
+    try:
+        return float(percent) / 100 if percent else 0.1
+    except ValueError:
+        return percent or ""  # the spec names the field
 
 
 @router.get("")

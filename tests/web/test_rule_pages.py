@@ -97,3 +97,36 @@ def test_a_rules_alert_and_monitor_pages_say_the_groups_sentence(client, make_ke
         assert r.status_code == 200 and said in r.text, path
     r = client.get(f"/api/v1/monitors/{rid}/readiness", headers=auth(key))
     assert r.status_code == 200 and r.json()["needs"] == []
+
+
+def test_a_calibrated_rule_is_written_and_previewed_on_the_page(client, make_key, engine):
+    from app.models.base import utcnow
+
+    key = make_key("admin")
+    start = utcnow().replace(second=0, microsecond=0) - timedelta(hours=30)
+    events = []
+    for m in range(0, 30 * 60, 2):
+        failed = (m % 40 == 0) if m < 29 * 60 else (m % 4 == 0)  # 5 %, then 50 % for the last hour
+        events += trace(f"c{m}", at=start + timedelta(minutes=m), status="error" if failed else "ok")
+    ingest(client, key, events)
+    settle(engine)
+    login(client, key)
+    token = csrf(client.get("/settings/rules", headers=HTML).text)
+    form = {**FORM, "condition_type": "calibrated", "window_seconds": "1800", "reference_days": "1",
+            "direction": "up", "ert_days": "30", "min_change_percent": "10", "severity": "critical"}
+    r = post(client, "/settings/rules", {**form, "action": "preview"}, token)
+    assert r.status_code == 200, r.text
+    summary = re.search(r"<p id=\"preview-summary\">(.*?)</p>", r.text, re.S).group(1)
+    assert "Would have opened <strong>1 alert</strong>, 1 critical" in summary, summary
+    assert 'class="baseline"' in r.text and 'class="bound"' in r.text
+    r = post(client, "/settings/rules", {**form, "reference_days": "x", "action": "preview"}, token)
+    assert r.status_code == 422 and "reference_days" in r.text
+    r = post(client, "/settings/rules", {**form, "action": "save"}, token)
+    assert r.status_code == 200, r.text
+    (rule,) = rules(engine)
+    cond = rule.detector_params["rule"]["condition"]
+    assert cond["type"] == "calibrated" and cond["reference_seconds"] == 86400
+    assert rule.severity == "critical"
+    assert "it changes up (calibrated: 30 days between false alerts)" in r.text
+    page = client.get(f"/settings/rules/{rule.id}", headers=HTML).text
+    assert 'value="calibrated" checked' in page and 'id="rule-reference" name="reference_days" inputmode="decimal" value="1"' in page
