@@ -14,7 +14,8 @@ Prints JSON per database (SQLite, PostgreSQL):
 * ``preview``: :func:`app.rules.preview.preview`, the route's server-side work (read the
   rollups, evaluate every 5-minute step, build the answer), timed in-process for several
   rules (a ratio, a grouped latency quantile from sketches, a grouped tool error rate,
-  cost per hour per model): median and max of ``--runs`` runs. Target: <= 5 s.
+  cost per hour per model, and two calibrated rules, which also read the 7 days before
+  the month): median and max of ``--runs`` runs. Target: <= 5 s.
 
     .venv/bin/python -m bench.rule_preview            # both databases
     .venv/bin/python -m bench.rule_preview --db sqlite --runs 3
@@ -46,6 +47,12 @@ RULES: dict[str, dict[str, Any]] = {
     "cost_per_hour_by_model": {"metric": "cost_per_hour", "group_by": ["model"],
                                "window_seconds": 3600,
                                "condition": {"type": "static", "op": "above", "warning": 50}},
+    # Calibrated: each step tested against the 7 days before it (37 days read).
+    "calibrated_error_rate_by_agent": {"metric": "trace_error_rate", "group_by": ["agent"],
+                                       "window_seconds": 900,
+                                       "condition": {"type": "calibrated"}},
+    "calibrated_p95_by_agent": {"metric": "latency_p95", "group_by": ["agent"],
+                                "window_seconds": 900, "condition": {"type": "calibrated"}},
 }  # fmt: skip
 
 
