@@ -80,10 +80,7 @@ def _init(args: argparse.Namespace) -> int:
     )
     print(f"# Project {args.project!r} on {database_label(settings.database_url)}")
     print(f"# ingest key (only sends data; it is in the block below): {ingest}")
-    print(
-        f"# {len(monitors)} default monitors ({', '.join(m.failure_mode for m in monitors)}):"
-        " first verdicts once 8 h of data are in"
-    )
+    print(f"# {len(monitors)} default monitors: {first_verdicts_line()}")
     print("# Paste into the environment of the process that runs your agent:")
     print(env.shell())
     return 0
@@ -219,3 +216,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     defaults.add_argument("--project", required=True)
     defaults.add_argument("--interval-seconds", type=_positive, default=900)
     defaults.set_defaults(func=_guarded(_monitors_defaults))
+
+
+def first_verdicts_line() -> str:
+    """When the defaults speak, from the one place it is computed (app.web.health)."""
+    from app.web.health import first_verdicts_words
+
+    return f"first verdicts {first_verdicts_words()}"

@@ -25,6 +25,15 @@ success 0.42):
 * ``domain-shift``: half the traces become Who&When's multi-agent runs on GAIA and
   AssistantBench questions (tests/data/who_and_when, MIT): another domain, code
   execution instead of airline tools, every run failed.
+* ``stop``: no trace arrives (the agent died, or its exporter broke).
+* ``fall-20``: a fifth of the traffic arrives.
+* ``content-off``: traces keep coming without their messages (content capture turned off).
+* ``tool-break``: 70% of the calls of the most called tool fail (an ERROR tool span).
+
+``--recover-after-hours`` ends the change that long after the onset (the report says
+when each alert resolved); ``--night 0.3`` runs the traffic at 30% between 22:00 and
+06:00 (simulated); ``--tick-minutes`` sets how often the monitors run (SILENCE runs every
+5 minutes in production).
 
 ``--traffic who-and-when`` replays Who&When's logs as the whole traffic instead (a second
 real agent for the clean scenario's false alerts).
@@ -73,6 +82,11 @@ class Trace:
     trajectory: dict[str, Any]
     labeled: bool
     label_delay: timedelta
+    content: bool = True  # the messages ride on the spans
+    broken_tool: str | None = None  # its calls fail at BREAK_SHARE
+
+
+BREAK_SHARE = 0.7
 
 
 def load_trajectories(path: Path = DATA) -> dict[str, Any]:
@@ -89,10 +103,14 @@ def schedule(
     rate: float,
     seed: int,
     shifted: list[dict[str, Any]] | None = None,
+    recover_after: float | None = None,
+    night: float = 1.0,
 ) -> tuple[list[Trace], datetime]:
     """Poisson arrivals over the clean hours and the scenario's hours; returns the onset.
 
-    ``shifted``: the other domain's trajectories that ``domain-shift`` mixes in."""
+    ``shifted``: the other domain's trajectories that ``domain-shift`` mixes in;
+    ``recover_after``: hours after the onset when the change ends; ``night``: the rate's
+    share between 22:00 and 06:00 (arrivals are thinned)."""
     rng = np.random.default_rng(seed)
     by_task: dict[int, list[dict[str, Any]]] = {}
     for t in trajectories:
@@ -101,17 +119,31 @@ def schedule(
     onset = START + timedelta(hours=clean_hours)
     end = onset + timedelta(hours=hours)
     labeled_share = 0.25 if scenario.endswith("-25") else 1.0
+    recovery = onset + timedelta(hours=recover_after) if recover_after is not None else end
+    busiest = _most_called_tool(trajectories)
+    thin = np.random.default_rng(seed + 7)
     out, at = [], START
     while True:
         at += timedelta(seconds=float(rng.exponential(3600.0 / rate)))
         if at >= end:
             break
-        if scenario.startswith("regression") and at >= onset:
+        keep = thin.random()  # its own stream: the clean traffic is the one it always was
+        if (at.hour >= 22 or at.hour < 6) and keep >= night:
+            continue
+        changed = onset <= at < recovery
+        if changed and (scenario == "stop" or (scenario == "fall-20" and keep >= 0.2)):
+            continue
+        extra: dict[str, Any] = {}
+        if changed and scenario == "content-off":
+            extra["content"] = False
+        if changed and scenario == "tool-break":
+            extra["broken_tool"] = busiest
+        if scenario.startswith("regression") and changed:
             trials = by_task[tasks[int(rng.integers(len(tasks)))]]
             failing = [t for t in trials if t["reward"] < 1.0]
             pool = failing or trials
             trajectory = pool[int(rng.integers(len(pool)))]
-        elif scenario == "domain-shift" and at >= onset and rng.random() < SHIFTED_SHARE:
+        elif scenario == "domain-shift" and changed and rng.random() < SHIFTED_SHARE:
             assert shifted, "domain-shift needs the other domain's trajectories"
             trajectory = shifted[int(rng.integers(len(shifted)))]
         else:
@@ -122,9 +154,19 @@ def schedule(
                 trajectory,
                 labeled=bool(rng.random() < labeled_share),
                 label_delay=timedelta(hours=float(rng.uniform(0.5, 3.0))),
+                **extra,
             )
         )
     return out, onset
+
+
+def _most_called_tool(trajectories: list[dict[str, Any]]) -> str:
+    calls: dict[str, int] = {}
+    for t in trajectories:
+        for m in t["messages"]:
+            if m["role"] == "tool":
+                calls[m.get("name", "")] = calls.get(m.get("name", ""), 0) + 1
+    return max(calls, key=lambda name: calls[name])
 
 
 # -- the OpenTelemetry side ------------------------------------------------------------------
@@ -172,19 +214,20 @@ def emit(tracer: Any, trace: Trace, rng: np.random.Generator) -> tuple[datetime,
             last_user = message
         elif role == "assistant":
             seconds = 0.6 + message.get("chars", 40) / 90.0 + float(rng.exponential(0.4))
+            attributes = {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": "openai",
+                "gen_ai.request.model": "gpt-4o",
+                "gen_ai.usage.input_tokens": 2500 + 40 * len(message.get("text", "")),
+                "gen_ai.usage.output_tokens": max(1, message.get("chars", 20) // 4),
+            }
+            if trace.content:  # what OTEL_..._CAPTURE_MESSAGE_CONTENT turns on
+                attributes["gen_ai.input.messages"] = (
+                    _messages("user", last_user) if last_user else "[]"
+                )
+                attributes["gen_ai.output.messages"] = _messages("assistant", message)
             span = tracer.start_span(
-                "chat gpt-4o",
-                context=context,
-                start_time=ns(at),
-                attributes={
-                    "gen_ai.operation.name": "chat",
-                    "gen_ai.provider.name": "openai",
-                    "gen_ai.request.model": "gpt-4o",
-                    "gen_ai.input.messages": _messages("user", last_user) if last_user else "[]",
-                    "gen_ai.output.messages": _messages("assistant", message),
-                    "gen_ai.usage.input_tokens": 2500 + 40 * len(message.get("text", "")),
-                    "gen_ai.usage.output_tokens": max(1, message.get("chars", 20) // 4),
-                },
+                "chat gpt-4o", context=context, start_time=ns(at), attributes=attributes
             )
             at += timedelta(seconds=seconds)
             span.end(end_time=ns(at))
@@ -198,7 +241,12 @@ def emit(tracer: Any, trace: Trace, rng: np.random.Generator) -> tuple[datetime,
                     "gen_ai.tool.name": message.get("name", ""),
                 },
             )
-            if message.get("error"):
+            broken = (
+                trace.broken_tool is not None
+                and message.get("name") == trace.broken_tool
+                and rng.random() < BREAK_SHARE
+            )
+            if message.get("error") or broken:
                 span.set_attribute("error.type", "ToolError")
                 span.set_status(Status(StatusCode.ERROR, message.get("text", "")[:120]))
             at += timedelta(seconds=float(rng.uniform(0.05, 0.4)))
@@ -329,6 +377,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     traces, onset = schedule(
         data["trajectories"], scenario=args.scenario, clean_hours=args.clean_hours,
         hours=args.hours, rate=args.rate, seed=args.seed, shifted=shifted,
+        recover_after=args.recover_after_hours, night=args.night,
     )  # fmt: skip
     end = onset + timedelta(hours=args.hours)
     rng = np.random.default_rng(args.seed + 1)
@@ -354,7 +403,7 @@ def _replay(
     evaluations: dict[str, list[tuple[datetime, bool]]] = {m: [] for m in replay.monitors}
     statuses: dict[str, list[str]] = {m: [] for m in replay.monitors}  # each run's status
     first_tick = START + timedelta(hours=args.first_tick_hours)
-    tick = first_tick
+    tick, step = first_tick, timedelta(minutes=args.tick_minutes)
     while tick <= end:
         # Every trace that ended by this tick is exported, then its label once it is due.
         while upcoming is not None and upcoming.start < tick:
@@ -388,13 +437,19 @@ def _replay(
             said = (runs.get("OUTCOME") or {}).get("evidence", {}).get("summary")
             line += f"  {said}" if said else ""
             print(f"{tick:%m-%d %H:%M} {line}", file=sys.stderr, flush=True)
-        tick += TICK
-    return _report(replay, evaluations, statuses, onset, traces)
+        tick += step
+    recovery = (
+        onset + timedelta(hours=args.recover_after_hours)
+        if args.recover_after_hours is not None
+        else None
+    )
+    return _report(replay, evaluations, statuses, onset, traces, step=step, recovery=recovery)
 
 
 def _report(
     replay: Replay, evaluations: dict[str, list[tuple[datetime, bool]]],
-    statuses: dict[str, list[str]], onset: datetime, traces: list[Trace],
+    statuses: dict[str, list[str]], onset: datetime, traces: list[Trace], *,
+    step: timedelta = TICK, recovery: datetime | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     alerts = replay.all_alerts()
     out: dict[str, Any] = {}
@@ -412,7 +467,7 @@ def _report(
         out[mode] = {
             "false_episodes_before_onset": len(before),
             "clean_hours_evaluated": round(
-                sum(1 for at, _ in evals if at < onset) * TICK.total_seconds() / 3600, 2
+                sum(1 for at, _ in evals if at < onset) * step.total_seconds() / 3600, 2
             ),
             "first_alert_after_onset_h": (
                 round((_dt(first["first_fired_at"]) - onset).total_seconds() / 3600, 2)
@@ -427,6 +482,11 @@ def _report(
             # Runs with a verdict (status ok) of all runs: insufficient_data is no verdict.
             "runs_with_a_verdict": f"{statuses[mode].count('ok')}/{len(statuses[mode])}",
             "alert_summary": first["summary"] if first else None,
+            "resolved_after_recovery_h": (
+                round((_dt(first["resolved_at"]) - recovery).total_seconds() / 3600, 2)
+                if first and recovery is not None and first.get("resolved_at")
+                else None
+            ),
             "false_alert_summaries": [a["summary"] for a in before][:3],
         }
     labeled = [t for t in traces if t.labeled]
@@ -451,7 +511,8 @@ def _dt(value: str) -> datetime:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenario", default="regression",
-                        choices=["clean", "regression", "regression-25", "domain-shift"])  # fmt: skip
+                        choices=["clean", "regression", "regression-25", "domain-shift", "stop",
+                                 "fall-20", "content-off", "tool-break"])  # fmt: skip
     parser.add_argument("--traffic", default="tau-bench", choices=["tau-bench", "who-and-when"],
                         help="whose trajectories are the clean traffic")  # fmt: skip
     parser.add_argument("--clean-hours", type=float, default=28.0)
@@ -463,6 +524,11 @@ def main() -> None:
                         help="hours of history before the first monitor run")  # fmt: skip
     parser.add_argument("--text-embeddings", action="store_true",
                         help="MiniLM input/output vectors in the derive job (slow on CPU)")  # fmt: skip
+    parser.add_argument("--recover-after-hours", type=float, default=None,
+                        help="the change ends this long after the onset")  # fmt: skip
+    parser.add_argument("--night", type=float, default=1.0,
+                        help="the traffic's share between 22:00 and 06:00")  # fmt: skip
+    parser.add_argument("--tick-minutes", type=float, default=15.0)
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()

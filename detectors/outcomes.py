@@ -81,6 +81,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy import stats
 
+from detectors.outcome_onset import onset
 from detectors.outcome_summary import describe, example_trace_ids, summary
 from detectors.outcome_values import (
     label_counts,
@@ -167,6 +168,13 @@ class OutcomeRegressionDetector(TraceSources, Parameters):
         closest = min(rows, key=lambda r: r["p_adjusted"])
         evidence["closest"] = f"{describe(closest)}, p={closest['p_adjusted']:.2g}"
         evidence["example_trace_ids"] = example_trace_ids(cur, objectives, operations)
+        if fired:
+            # When the most significant fired signal changed, in the whole current window:
+            # an alert's "since" (app.alerts.sentences), not the window's start.
+            worst = min((r for r in rows if r["fired"]), key=lambda r: r["p_adjusted"])
+            started = onset(cur, worst)
+            if started is not None:
+                evidence["change_started_at"] = started
         return DetectorResult(
             failure_mode=FAILURE_MODE,
             statistic=float(-np.log10(max(p_min, 1e-300))),

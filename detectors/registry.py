@@ -18,8 +18,9 @@ from typing import Any, Protocol
 from detectors.compounding_errors import CompoundingErrorDetector
 from detectors.drift.embedding_streams import EmbeddingDriftDetector
 from detectors.eval_overfitting import EvalOverfittingDetector
+from detectors.first_hours import FirstHoursDetector
 from detectors.ground_truth import GroundTruthAbsenceDetector
-from detectors.needs import STREAM_NEEDS
+from detectors.needs import COUNT_NEEDS, STREAM_NEEDS
 from detectors.outcomes import OutcomeRegressionDetector
 from detectors.output_drift import OutputDriftDetector
 from detectors.params import DetectorParameterError, parameter_defaults
@@ -27,6 +28,7 @@ from detectors.proxy_convergence import ProxyConvergenceDetector
 from detectors.result import DetectorResult
 from detectors.rules.detector import MODE as RULE
 from detectors.rules.detector import RuleDetector
+from detectors.silence import SilenceDetector
 from detectors.tool_cascades import ToolCascadeDetector
 
 
@@ -56,6 +58,12 @@ DETECTORS: dict[str, type[Any]] = {
     # Not one of the seven failure modes: the outcomes every mode ends in (task success,
     # error rates, latency), watched by default (detectors/outcomes.py).
     "OUTCOME": OutcomeRegressionDetector,
+    # Nor this: traffic, or a signal of it, that stops (detectors/silence.py). Its windows
+    # are arrival counts, not records.
+    "SILENCE": SilenceDetector,
+    # Static guards against a project's first hour, until the calibrated monitors speak
+    # (detectors/first_hours.py).
+    "EARLY": FirstHoursDetector,
 }
 
 
@@ -77,6 +85,13 @@ def needs_of(mode: str) -> tuple[str, ...]:
     return tuple(RuleDetector.needs if mode == RULE else _detector_class(mode).needs)
 
 
+def judges_own_history(mode: str) -> bool:
+    """Whether the mode's detector needs no monitor baseline: it reads its own history and
+    decides itself when that is enough (an alert rule: a static one from its first whole
+    window, a calibrated one once its history reaches half its reference back)."""
+    return mode == RULE
+
+
 def alerts_per_group(mode: str) -> bool:
     """Whether the mode's detector reports one verdict per group, each raising its own
     alert (an alert rule's ``group_by``)."""
@@ -90,9 +105,11 @@ def checks_silence(mode: str) -> bool:
     return bool(cls.checks_silence) if cls is not None else False
 
 
-# The modes whose windows are trace records (FM-6 reads embedding streams).
+# The modes whose windows are trace records (FM-6 reads embedding streams, SILENCE counts).
 TRACE_DETECTORS: dict[str, type[Any]] = {
-    mode: cls for mode, cls in DETECTORS.items() if not STREAM_NEEDS & set(cls.needs)
+    mode: cls
+    for mode, cls in DETECTORS.items()
+    if not (STREAM_NEEDS | COUNT_NEEDS) & set(cls.needs)
 }
 
 

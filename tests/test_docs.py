@@ -69,3 +69,15 @@ def test_the_readme_links_resolve():
     for target in re.findall(r"\]\(([^)#]+)\)", README):
         if not target.startswith("http"):
             assert (ROOT / target).is_file(), target
+
+
+def test_the_readme_gives_the_first_verdict_times_the_runner_enforces() -> None:
+    """One figure everywhere: the README's hours are the ones BaselinePolicy computes."""
+    from app.project_cli import first_verdicts_line
+    from app.web.health import first_verdict_groups
+
+    said = " ".join(README.split())
+    line = first_verdicts_line()
+    for hours, modes in first_verdict_groups():
+        assert f"{hours:g} hours" in said, hours
+        assert f"{hours:g} h" in line and all(mode in line for mode in modes), line

@@ -93,6 +93,8 @@ class GroupVerdict:
     evidence: Mapping[str, Any]
     pending: bool = False
     clean: bool = True
+    # A whole run's verdict (not a group's): a refreshed alert is worded from the run.
+    from_run: bool = False
 
 
 def group_verdicts(evidence: Mapping[str, Any], *, severity: str) -> list[GroupVerdict]:
@@ -148,7 +150,7 @@ def record_run(
     verdict = GroupVerdict(
         labels={}, fired=run.fired, severity=monitor.severity,
         summary=summary(run, scope=monitor.selection), evidence=run.evidence, pending=pending,
-        clean=not still_degraded,
+        clean=not still_degraded, from_run=True,
     )  # fmt: skip
     return _apply(session, monitor, run, finding, verdict, now=now, public_url=public_url)
 
@@ -252,8 +254,13 @@ def _fired(
     alert.count += 1
     alert.clean_runs = 0
     alert.last_fired_at = now
-    alert.summary = verdict.summary
-    alert.evidence = dict(verdict.evidence)
+    if verdict.from_run:  # the monitor's own verdict: worded from its run
+        run.evidence = _keep_onset(alert.evidence, run.evidence)
+        alert.summary = summary(run, scope=monitor.selection)
+        alert.evidence = run.evidence
+    else:
+        alert.summary = verdict.summary
+        alert.evidence = dict(verdict.evidence)
     alert.severity = verdict.severity
     due = alert.last_notified_at is None or now - alert.last_notified_at >= timedelta(
         seconds=monitor.repeat_interval_seconds
@@ -265,6 +272,19 @@ def _fired(
     return alert, Transition(
         "repeat", alert.state, detail=detail, then="trigger" if remind else None
     )
+
+
+def _keep_onset(opened: Any, refreshed: Any) -> Any:
+    """The refreshing run's evidence with the opening run's word on how the degradation's
+    start was found (the frozen baseline keeps the time, not how it was found)."""
+    if not isinstance(opened, dict) or not isinstance(refreshed, dict):
+        return refreshed
+    was, now = opened.get("baseline"), refreshed.get("baseline")
+    if not isinstance(was, dict) or not isinstance(now, dict) or "onset" in now:
+        return refreshed
+    if "onset" not in was or was.get("degradation_started_at") != now.get("degradation_started_at"):
+        return refreshed
+    return {**refreshed, "baseline": {**now, "onset": was["onset"]}}
 
 
 def acknowledge(

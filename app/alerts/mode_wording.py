@@ -167,7 +167,10 @@ def _fm4(ev: Mapping[str, Any]) -> str | None:
             text += f"; label coverage {_pct(cov)}"
         parts.append(text)
     at_age = ev.get("coverage_at_age")
-    if isinstance(at_age, Mapping) and _fired_subtest(ev, "label_coverage_fall"):
+    if isinstance(at_age, Mapping) and (
+        _fired_subtest(ev, "label_coverage_fall")
+        or _fired_subtest(ev, "label_coverage_fall_recent")
+    ):
         hours = at_age.get("age_s", 0) / 3600
         parts.append(
             f"labels stopped arriving: {_pct(at_age.get('current'))} of traces labeled within "
@@ -311,6 +314,20 @@ def _outcome(ev: Mapping[str, Any]) -> str | None:
     return "; ".join(_outcome_row(r) for r in rows[:3]) or None
 
 
+def _silence(ev: Mapping[str, Any]) -> str | None:
+    """The detector's own words (detectors.silence.describe), worst first."""
+    summary = ev.get("summary")
+    return summary if isinstance(summary, str) and ev.get("silent") else None
+
+
+def _first_hours(ev: Mapping[str, Any]) -> str | None:
+    """The guard's words, said to come from the first-hours guards (no calibrated baseline)."""
+    summary = ev.get("summary")
+    if not isinstance(summary, str) or not any(r.get("fired") for r in _rows(ev.get("guards"))):
+        return None
+    return f"first-hours guard: {summary}"
+
+
 WORDING: dict[str, Callable[[Mapping[str, Any]], str | None]] = {
     "FM-1": _fm1,
     "FM-2": _fm2,
@@ -320,6 +337,8 @@ WORDING: dict[str, Callable[[Mapping[str, Any]], str | None]] = {
     "FM-6": _fm6,
     "FM-7": _fm7,
     "OUTCOME": _outcome,
+    "SILENCE": _silence,
+    "EARLY": _first_hours,
 }
 
 

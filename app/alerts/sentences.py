@@ -27,15 +27,17 @@ STATISTIC_NAMES = {
     "FM-6": "drift statistic",
     "FM-7": "proxy-vs-true test score",
     "OUTCOME": "outcome test score",
+    "SILENCE": "silence test score",
+    "EARLY": "first-hours guard score",
 }
 
 # What a run's ``n_current`` counts, per mode (traces unless said).
-COUNTED = {"FM-6": "vectors"}
+COUNTED: dict[str, str | None] = {"FM-6": "vectors", "SILENCE": None}  # None: not said
 
 # Our own words start with a capital; a name (agent, objective, stream) keeps its case.
 PROSE_STARTS = frozenset(
     "after tool the estimated label stream proxies true decisions failed median sustained "
-    "confidence slower statistic agent".split()
+    "confidence slower statistic agent traffic vectors scores captured first-hours".split()
 ) | {name.split()[0] for name in STATISTIC_NAMES.values()}
 
 
@@ -71,10 +73,33 @@ def _where(scope: Mapping[str, Any] | None) -> str:
 
 
 def _since(ev: Mapping[str, Any], since: datetime | None) -> str:
-    started = mapping(ev.get("baseline")).get("degradation_started_at")
+    """``Since <the change>`` where a change point was estimated in the window; otherwise
+    ``First seen <the first run that fired>``: never the window's start, hours before the
+    change (an outage at 06:00 once read "Since 22:15" the evening before)."""
+    held = mapping(ev.get("baseline"))
+    started = held.get("degradation_started_at")
     if isinstance(started, str) and started:
-        return started.replace("T", " ").replace(":00Z", " UTC").replace("Z", " UTC")
-    return since.strftime("%Y-%m-%d %H:%M UTC") if since is not None else ""
+        when = started.replace("T", " ").replace(":00Z", " UTC").replace("Z", " UTC")
+        if held.get("onset") == "first fired run":
+            return f"First seen {when}"
+        return f"Since {when}"
+    return since.strftime("Since %Y-%m-%d %H:%M UTC") if since is not None else ""
+
+
+def _as_closest(ev: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The evidence with its most significant sub-test marked fired: the words of a run
+    that no single test made significant, for an alert the chart over runs opened."""
+    key = "sub_tests" if "sub_tests" in ev else "subtests"
+    subs = mapping(ev.get(key))
+    ps = {
+        name: sub["p_value"]
+        for name, sub in subs.items()
+        if isinstance(sub, Mapping) and isinstance(sub.get("p_value"), (int, float))
+    }
+    if not ps:
+        return ev
+    best = min(ps, key=lambda name: ps[name])
+    return {**ev, key: {**subs, best: {**subs[best], "fired": True}}}
 
 
 def sentence(
@@ -97,15 +122,18 @@ def sentence(
     """
     ev = mapping(evidence)
     said: str | None = None
-    if ev.get("opened_by") == "sequential chart" and isinstance(ev.get("closest"), str):
+    chart = ev.get("opened_by") == "sequential chart"
+    if chart and isinstance(ev.get("closest"), str):
         # No single run was significant; the chart added runs up. Say what moved.
         said = f"sustained over several runs: {ev['closest']}"
     wording = WORDING.get(failure_mode)
     if said is None and wording is not None:
         try:
-            said = wording(ev)
+            said = wording(_as_closest(ev) if chart else ev)
         except (TypeError, ValueError, KeyError, AttributeError):
             said = None  # evidence of an older shape: fall back to the detector's words
+        if said is not None and chart:
+            said = f"sustained over several runs: {said}"
     if said is None and isinstance(ev.get("summary"), str) and ev["summary"]:
         said = ev["summary"]
     if said is None:
@@ -116,9 +144,10 @@ def sentence(
     tail = []
     when = _since(ev, since)
     if when:
-        tail.append(f"Since {when}")
-    if n_current:
-        tail.append(f"on {n_current} {COUNTED.get(failure_mode, 'traces')}")
+        tail.append(when)
+    unit = COUNTED.get(failure_mode, "traces")
+    if n_current and unit is not None:
+        tail.append(f"on {n_current} {unit}")
     said = one_line(said)
     first = said.split(" ", 1)[0]
     text = (said[:1].upper() + said[1:] if first in PROSE_STARTS else said) + "."

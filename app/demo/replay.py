@@ -62,7 +62,8 @@ class Schedule:
 
     start: datetime
     hours: float
-    baseline_h: float = 6.0
+    # The defaults' first verdict needs 8 h of data (a whole reference window).
+    baseline_h: float = 8.0
     strength: str = "strong"
     modes: tuple[str, ...] = tuple(FAILURE_MODES)
 

@@ -23,10 +23,12 @@ from app.labeling.queues import create_queue
 from app.labeling.schemas import QueueCreate
 from app.models import Channel, Embedding, Monitor, Trace
 from app.models.labeling import LabelQueue
-from app.monitors.defaults import create_defaults
+from app.monitors.defaults import WINDOW, create_defaults
 from pipelines.scenarios import IMAGE_STREAM
 
 PROJECT = "demo"
+# The defaults whose 8 h windows read a day of baseline (app.monitors.defaults).
+DAY_BASELINE_MODES = ("FM-4", "OUTCOME")
 ROLES = ("admin", "ingest", "annotate")
 QUEUE = "vlm-images"
 CHANNEL = "demo receiver"
@@ -69,6 +71,7 @@ def prepare(
         session.commit()
         project_id = get_or_create_project(session, name=PROJECT).id
         monitors = create_defaults(session, project_id=project_id)
+        compress_windows(monitors)
         hold_scheduled_runs(session, project_id)
         session.commit()
         pairs = [(m.id, m.failure_mode) for m in monitors]
@@ -87,6 +90,19 @@ def prepare(
         session.commit()
         earliest = _earliest_data(session, project_id)
     return DemoProject(project_id, keys, pairs, QUEUE, earliest)
+
+
+def compress_windows(monitors: list[Monitor]) -> None:
+    """FM-4 and OUTCOME read the others' 2-hour window against 4 hours in the demo.
+
+    Their defaults (8 hours against a day, for labels that arrive late) give a first
+    verdict 40 h after the first trace, and no monitor speaks before a whole reference of
+    data (app.monitors.decision.baseline.young_reason): the demo's compressed day would
+    show them waiting throughout. The summary says so.
+    """
+    for m in monitors:
+        if m.failure_mode in DAY_BASELINE_MODES:
+            m.selection = {**(m.selection or {}), **WINDOW}
 
 
 def _point_channel(

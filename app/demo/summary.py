@@ -45,8 +45,11 @@ def schedule_lines(schedule: Schedule, *, speed: float, tick_min: float) -> list
         f"Replaying {schedule.hours:g} simulated hours from {_t(schedule.start)} "
         f"(1 simulated hour per {per_hour:.3g} s real, or slower if the monitors need longer;"
         f" monitors run every {tick_min:g} simulated minutes).",
-        f"Clean baseline for {schedule.baseline_h:g} h, then one mode every "
-        f"{format_delay(schedule.slot)} ({schedule.strength}); each stays on.",
+        f"Clean baseline for {schedule.baseline_h:g} h (the monitors' first verdicts come "
+        f"after 8 h of data), then one mode every {format_delay(schedule.slot)} "
+        f"({schedule.strength}); each stays on.",
+        "FM-4 and OUTCOME read 2 h against 4 h here, like the others; their defaults read "
+        "8 h against a day (labels arrive late) and speak 40 h after a project's first trace.",
     ]
 
 

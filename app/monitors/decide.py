@@ -26,8 +26,9 @@ The verdict, given what the monitor carries from run to run
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from app.models import Monitor
@@ -80,12 +81,14 @@ def decide(plan: RunPlan, outcome: Outcome) -> Judgement:
     if found is None:
         return Judgement("insufficient_data", False, evidence, None, *numbers)
     before, since = plan.state.baseline, plan.state.pending_since
+    onset = _change_started_at(result)
     if_open, if_closed = (
         baseline.advance(
-            plan.policy, before, used=w, now=plan.now, alert_open=o, degraded_from=since
+            plan.policy, before, used=w, now=plan.now, alert_open=o, degraded_from=since,
+            onset=onset,
         )
         for o in (True, False)
-    )
+    )  # fmt: skip
     # What an alert is held against: the baseline a firing run freezes; otherwise the
     # baseline the run compared with.
     held = if_open if found.fired and not found.pending else before
@@ -96,6 +99,14 @@ def decide(plan: RunPlan, outcome: Outcome) -> Judgement:
         state_if_open=monitor_state.MonitorState(if_open, chart, pending_since),
         state_if_closed=monitor_state.MonitorState(if_closed, chart, pending_since),
     )  # fmt: skip
+
+
+def _change_started_at(result: DetectorResult) -> datetime | None:
+    """The detector's estimate of when the change began (``change_started_at``, epoch s)."""
+    at = (result.evidence or {}).get("change_started_at")
+    if isinstance(at, (int, float)) and not isinstance(at, bool) and math.isfinite(at):
+        return datetime.fromtimestamp(float(at), tz=UTC)
+    return None
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""The default monitors, one per failure mode and OUTCOME, created by ``POST /monitors/defaults``.
+"""The default monitors, one per failure mode, OUTCOME, SILENCE and EARLY, created by
+``POST /monitors/defaults``.
 
 Every default compares a trailing 2-hour window with a 4-hour baseline (the set-up the
 detection bench calibrates: ``bench/detection.py``) from the same hours the day before
@@ -82,13 +83,51 @@ DEFAULTS: tuple[dict[str, Any], ...] = (
             "reference_window_seconds": 24 * 3600,
         },
     },
+    # Silence is a failure: traffic, content capture, tool spans, scores or vectors that
+    # stop or fall far below the same hours of earlier days (detectors/silence.py). It
+    # reads counts, so it runs every 5 minutes and judges the last 15 minutes and hour
+    # (app/monitors/windows/arrivals.py); the selection's windows only set when a young
+    # project's first verdict comes: after 1.5 h (an hour, and 30 minutes before it).
+    {
+        "failure_mode": "SILENCE",
+        "name": "Silence: traffic or a signal that stops",
+        "severity": "critical",
+        "interval_seconds": 300,
+        # Two clean runs: a silence resolves within ~15 minutes of the data returning.
+        "auto_resolve_after": 2,
+        "selection": {
+            "current_window_seconds": 3600,
+            "reference_window_seconds": 1800,
+            "baseline_lag_seconds": 0,
+        },
+    },
+    # The first day: until the calibrated monitors give verdicts (OUTCOME's after 40 h),
+    # static guards compare the last 30 minutes with the project's first hour: a tool or
+    # the agent failing in most traces, latency three times the first hour's
+    # (detectors/first_hours.py). A tool broken from a project's second hour went
+    # unreported for 10 h before. It steps aside then (an open alert of its own is still
+    # judged until it resolves).
+    {
+        "failure_mode": "EARLY",
+        "name": "First hours: static guards until the calibrated monitors speak",
+        "severity": "critical",
+        "interval_seconds": 300,
+        "auto_resolve_after": 2,
+        "selection": {
+            "current_window_seconds": 1800,
+            "reference_window_seconds": 3600,
+            "baseline_lag_seconds": 0,
+            "reference_from_first_data": True,
+            "steps_aside_after_seconds": 40 * 3600,
+        },
+    },
 )
 
 
 def default_monitor_bodies(
     *, interval_seconds: int = 900, detector_params: dict[str, dict[str, Any]] | None = None
 ) -> list[MonitorCreate]:
-    """The eight bodies; ``detector_params`` overrides parameters per failure mode."""
+    """The ten bodies; ``detector_params`` overrides parameters per failure mode."""
     overrides = detector_params or {}
     out = []
     for spec in DEFAULTS:
@@ -101,7 +140,8 @@ def default_monitor_bodies(
                     "severity": spec["severity"],
                     "detector_params": params,
                     "selection": spec.get("selection", WINDOW),
-                    "interval_seconds": interval_seconds,
+                    "interval_seconds": spec.get("interval_seconds", interval_seconds),
+                    "auto_resolve_after": spec.get("auto_resolve_after", 3),
                 }
             )
         )
@@ -115,7 +155,7 @@ def create_defaults(
     interval_seconds: int = 900,
     detector_params: dict[str, dict[str, Any]] | None = None,
 ) -> list[Monitor]:
-    """Create the defaults the project lacks (by name); return all eight."""
+    """Create the defaults the project lacks (by name); return all ten."""
     existing = {
         m.name: m for m in session.scalars(select(Monitor).where(Monitor.project_id == project_id))
     }

@@ -23,13 +23,13 @@ from sqlalchemy.orm import Session
 
 from app.monitors.plan import RunPlan
 from app.monitors.readiness import recorded
-from app.monitors.windows import label_counts, vectors
+from app.monitors.windows import arrivals, history, label_counts, vectors
 from app.monitors.windows import trace_window as traces
 from app.monitors.windows.cache import WindowCache
 from app.rollups import series as rollup_series
 from app.rollups.buckets import BUCKET_SECONDS, floor_epoch
 from app.scores import roles as score_roles
-from detectors.needs import ROLLUP_NEEDS, STREAM_NEEDS, TRACE_EMBEDDING_NEEDS
+from detectors.needs import COUNT_NEEDS, ROLLUP_NEEDS, STREAM_NEEDS, TRACE_EMBEDDING_NEEDS
 from detectors.rules.detector import RuleDetector, lookback_buckets
 
 
@@ -57,6 +57,8 @@ def load(
     needs = set(plan.detector.needs if plan.detector is not None else ())
     if needs & ROLLUP_NEEDS:
         return _rollups(plan, data=data)
+    if needs & COUNT_NEEDS:
+        return _arrivals(plan, data=data, cycle=cycle)
     if needs & STREAM_NEEDS:
         return _streams(plan, data=data, cycle=cycle)
     return _traces(plan, data=data, cycle=cycle, write_engine=write_engine,
@@ -74,6 +76,18 @@ def _rollups(plan: RunPlan, *, data: Session) -> RunWindows:
     series = rollup_series.read_series(data, project_id=plan.project_id, spec=spec,
                                        start=start, end=end)  # fmt: skip
     return RunWindows((), series, {"rollups": {"start": start, "end": end}})
+
+
+def _arrivals(plan: RunPlan, *, data: Session, cycle: WindowCache) -> RunWindows:
+    """The silence monitor's comparisons (its windows are its own: the last 15 minutes and
+    hour against the same hours of earlier days, :mod:`app.monitors.windows.arrivals`)."""
+    pid = plan.project_id
+    begun = cycle.history_start(pid, lambda: history.history_start(data, project_id=pid))
+    counts = arrivals.arrival_counts(
+        data, project_id=pid, now=plan.windows.current_end, history_start=begun,
+        agent=(plan.monitor.selection or {}).get("agent"),
+    )  # fmt: skip
+    return RunWindows([], counts)
 
 
 def _streams(plan: RunPlan, *, data: Session, cycle: WindowCache) -> RunWindows:

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app.db import as_utc
 from app.models import Monitor
 from app.monitors.decision import baseline, calibration, version_baseline
 from app.monitors.decision import state as monitor_state
@@ -46,7 +47,8 @@ class RunPlan:
     as_of: datetime  # where the windows end: the cycle's ``now`` (app.monitors.windows.cache)
     scheduled_for: datetime | None = None
     detector: Detector | None = None
-    # Why the run gives no verdict before any row is read (no version to compare with).
+    # Why the run gives no verdict before any row is read (no version to compare with, or a
+    # reference reaching back before the project's first data).
     no_reference: str | None = None
     # Why the monitor's configuration builds no detector (the run fails).
     build_error: str | None = None
@@ -61,6 +63,24 @@ class RunPlan:
     @property
     def project_id(self) -> int:
         return self.monitor.project_id
+
+
+def _stepped_aside(
+    selection: Mapping[str, Any], begun: datetime | None, now: datetime, alert_open: bool
+) -> str | None:
+    """Why a monitor that watches only until the calibrated monitors speak (the first-hours
+    guards: ``steps_aside_after_seconds``) gives no verdict now. One whose alert is open
+    keeps judging until it resolves, so that it can."""
+    after = selection.get("steps_aside_after_seconds")
+    if after is None or begun is None or alert_open:
+        return None
+    since = as_utc(begun) + timedelta(seconds=float(after))
+    if now < since:
+        return None
+    return (
+        f"stepped aside: the calibrated monitors give verdicts since "
+        f"{since.strftime('%Y-%m-%d %H:%M')} UTC"
+    )
 
 
 def plan_run(
@@ -86,12 +106,21 @@ def plan_run(
     state = monitor_state.load(session, monitor.id)
     begun = cycle.history_start(pid, lambda: history.history_start(data, project_id=pid))
     w = baseline.windows_for(policy, state.baseline, cycle.now, history_start=begun)
+    if baseline.young_reason(policy, replace(w, mode="rolling"), begun) and w.mode == "frozen":
+        # An alert opened on a sliver of a young project's first hours (before runs refused
+        # such references) is judged against the grown rolling reference: it resolves
+        # once that no longer supports it, instead of staying held to the sliver for good.
+        w = baseline.windows_for(policy, None, cycle.now, history_start=begun)
     no_reference: str | None = None
     if policy.reference_version:
         found = version_baseline.resolve(
             data, project_id=pid, selection=selection, policy=policy, windows=w
         )
         w, no_reference = found.windows, found.reason
+    if no_reference is None and not registry.judges_own_history(monitor.failure_mode):
+        no_reference = baseline.young_reason(policy, w, begun)
+    if no_reference is None:
+        no_reference = _stepped_aside(selection, begun, cycle.now, state.alert_open)
     detector, build_error = None, None
     if no_reference is None:
         try:

@@ -52,6 +52,13 @@ class Selection(RequestModel):
         description='"previous" (the version before the current window\'s) or an agent_version',
     )
     max_traces: int = Field(20_000, gt=0, le=500_000)
+    reference_from_first_data: bool = Field(
+        False, description="the reference is the project's first reference window of data"
+    )
+    steps_aside_after_seconds: int | None = Field(
+        None, gt=0, le=366 * 86400,
+        description="no new alert this long after the project's first data (first-hours guards)",
+    )  # fmt: skip
 
     @model_validator(mode="after")
     def _frozen_reference(self) -> Selection:

@@ -37,7 +37,7 @@ class Health:
 
 
 def history_needed(selection: Mapping[str, Any] | None) -> timedelta:
-    """Data a first verdict needs: reference + the shortest lag + current window.
+    """Data a first verdict needs (:attr:`BaselinePolicy.history_needed`, the one place).
 
     >>> history_needed({})
     datetime.timedelta(seconds=28800)
@@ -45,7 +45,7 @@ def history_needed(selection: Mapping[str, Any] | None) -> timedelta:
     policy = BaselinePolicy.from_selection(
         {k: v for k, v in (selection or {}).items() if v is not None}
     )
-    return policy.reference + policy.min_lag + policy.current
+    return policy.history_needed
 
 
 def defaults_first_verdicts() -> dict[str, float]:
@@ -54,6 +54,23 @@ def defaults_first_verdicts() -> dict[str, float]:
         b.failure_mode: history_needed(b.selection.model_dump()).total_seconds() / 3600
         for b in default_monitor_bodies()
     }
+
+
+def first_verdict_groups() -> list[tuple[float, list[str]]]:
+    """The defaults by hours of traffic before their first verdict, soonest first."""
+    groups: dict[float, list[str]] = {}
+    for mode, hours in defaults_first_verdicts().items():
+        groups.setdefault(hours, []).append(mode)
+    return sorted(groups.items())
+
+
+def first_verdicts_words() -> str:
+    """``after 1.5 h of data (SILENCE), 8 h (FM-1, ...), 40 h (FM-4, OUTCOME)``: the words
+    ``telltale init`` and the overview use."""
+    parts = [f"{h:g} h ({', '.join(modes)})" for h, modes in first_verdict_groups()]
+    return f"after {parts[0].replace(' h (', ' h of data (', 1)}" + "".join(
+        f", {p}" for p in parts[1:]
+    )
 
 
 def _at(t: datetime) -> str:

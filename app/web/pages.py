@@ -47,7 +47,7 @@ def overview(web: WebDep, session: SessionDep, created: int | None = None) -> An
         "overview.html",
         **data,
         otel_env=OtelEnv(endpoint=settings.public_url).shell(),
-        first_verdicts=health.defaults_first_verdicts(),
+        first_verdicts=health.first_verdicts_words(),
         flash=f"Created the default monitors ({created})." if created else None,
     )
 

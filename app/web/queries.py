@@ -10,7 +10,8 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.models import Alert, IngestMinute, Monitor, Span, Trace
+from app.db import as_utc
+from app.models import Alert, DetectorRun, IngestMinute, Monitor, Span, Trace
 from app.models.base import utcnow
 from app.monitors import store as monitors
 from app.monitors.readiness import report as readiness
@@ -72,6 +73,8 @@ FAILURE_MODES = {
     "FM-6": "Silent degradation (embedding drift)",
     "FM-7": "Proxy goal convergence",
     "OUTCOME": "Outcomes (task success, errors, latency)",
+    "SILENCE": "Silence (traffic or a signal that stops)",
+    "EARLY": "First hours (static guards until the calibrated monitors speak)",
 }
 
 
@@ -172,6 +175,9 @@ def monitor_row(
         [run_chart.RunPoint(r.at, r.statistic, r.threshold, r.fired, r.status) for r in verdicts],
         label=f"{name} of the last {len(verdicts)} verdicts",
     )
+    ready = readiness.monitor_readiness(
+        session, monitor=monitor, now=now, counts_cache=counts if counts is not None else {}
+    )
     return {
         "monitor": monitor,
         "run": last_run,
@@ -184,10 +190,35 @@ def monitor_row(
             first_data=first_data,
             now=now,
         ),  # fmt: skip
-        "readiness": readiness.monitor_readiness(
-            session, monitor=monitor, now=now, counts_cache=counts if counts is not None else {}
-        ),
+        "readiness": ready,
+        "run_note": run_note(monitor, last_run, first_data=first_data, readiness=ready),
     }
+
+
+def run_note(
+    monitor: Monitor,
+    last_run: DetectorRun | None,
+    *,
+    first_data: datetime | None,
+    readiness: dict[str, Any],
+) -> str | None:
+    """What a card says under the last run when that run predates the data the readiness
+    panel counts (None: the run's own reason stands).
+
+    A run from before the first trace said "no tool calls in current window" right above a
+    panel counting 174 tool steps; its reason is history, the next run reads the counts.
+    """
+    if last_run is None or last_run.status == "ok" or not monitor.enabled:
+        return None
+    at = as_utc(last_run.at)
+    before_data = first_data is not None and at < as_utc(first_data)
+    if not before_data and "last_run" in readiness:
+        return None  # the run read the window as it is now: its reason is current
+    due = at + timedelta(seconds=monitor.interval_seconds)
+    why = "before the first trace" if before_data else "before the data now in its window"
+    return (
+        f"That run came {why}; the next, due {due.strftime('%H:%M')} UTC, reads the counts below."
+    )
 
 
 def trace_totals(

@@ -141,7 +141,9 @@ def label_coverage(
     return rows
 
 
-def coverage_at_age(counts: LabelCounts, age_s: float, now: float) -> tuple[int, int]:
+def coverage_at_age(
+    counts: LabelCounts, age_s: float, now: float, *, since: float = -np.inf
+) -> tuple[int, int]:
     """``(labeled within age_s of their end, traces ended at least age_s before now)``.
 
     Labels arrive late, so a current window's coverage is low only because its newest
@@ -157,11 +159,23 @@ def coverage_at_age(counts: LabelCounts, age_s: float, now: float) -> tuple[int,
     cutoff = now - age_s
     labeled = eligible = 0
     for c in counts.cohorts.values():
-        old = c.labeled_ended_at <= cutoff
+        old = (c.labeled_ended_at <= cutoff) & (c.labeled_ended_at >= since)
         on_time = ~(c.labeled_delays > age_s)  # NaN (time unknown) counts as on time
         labeled += int((old & on_time).sum())
-        eligible += int(old.sum()) + int((c.pending_ended_at <= cutoff).sum())
+        pending = (c.pending_ended_at <= cutoff) & (c.pending_ended_at >= since)
+        eligible += int(old.sum()) + int(pending.sum())
     return labeled, eligible
+
+
+def earliest_end(counts: LabelCounts) -> float | None:
+    """When the window's first trace ended (None: no trace)."""
+    ends = [
+        float(a.min())
+        for c in counts.cohorts.values()
+        for a in (c.labeled_ended_at, c.pending_ended_at)
+        if a.size
+    ]
+    return min(ends) if ends else None
 
 
 def coverage_evidence(

@@ -159,3 +159,70 @@ def test_a_day_lag_waits_for_the_history_and_rolls_short_until_then(engine: Engi
     # At T0 + 23 h (35 h of data) the full 22 h lag: the reference is from before T0.
     assert runs[3].reference_end == at[3] - timedelta(hours=23)
     assert runs[3].reference_end <= T0 and not runs[3].fired
+
+
+def test_a_young_projects_runs_give_no_verdict_until_a_whole_reference_of_data(
+    client: Any, engine: Any, make_key: Any
+) -> None:
+    """The first verdict comes at first data + history_needed, never before (a rolling
+    reference reaching before the first trace is a sliver of the first hours)."""
+    from app.monitors.decision.baseline import BaselinePolicy
+    from app.monitors.defaults import default_monitor_bodies
+    from tests.app.test_monitors import _ingest_scenario, auth, setup_project
+
+    h = auth(make_key(role="admin", project="young"))
+    start = datetime(2025, 3, 3, tzinfo=UTC)
+    _ingest_scenario(engine, setup_project(engine, "young"), "FM-2", start)
+    [fm2] = [
+        m
+        for m in client.post("/api/v1/monitors/defaults", headers=h).json()["monitors"]
+        if m["failure_mode"] == "FM-2"
+    ]
+    first = BaselinePolicy.from_selection(default_monitor_bodies()[1].selection.model_dump())
+    at = first.first_verdict_at(start)
+    early = client.post(
+        f"/api/v1/monitors/{fm2['id']}/run",
+        headers=h,
+        json={"now": (at - timedelta(minutes=15)).isoformat()},
+    ).json()
+    assert early["status"] == "insufficient_data" and not early["fired"]
+    assert "first verdict at 2025-03-03 08:00 UTC" in early["evidence"]["reason"]
+    on_time = client.post(
+        f"/api/v1/monitors/{fm2['id']}/run", headers=h, json={"now": at.isoformat()}
+    ).json()
+    assert on_time["status"] == "ok"
+
+
+def test_an_alert_held_to_a_young_sliver_is_judged_against_the_grown_reference(
+    engine: Engine,
+) -> None:
+    """An alert frozen on a reference reaching before the first trace (opened before runs
+    refused such references) resolves once the grown rolling reference no longer supports
+    it, instead of staying held to the sliver."""
+    from app.models import Monitor, MonitorBaseline
+
+    pid = setup_project(engine)
+    events = []
+    for i in range(0, 12 * 12):  # clean, a trace every 5 minutes for 12 h from T0
+        at = T0 + 5 * i * MINUTE
+        body = {"trace_id": f"c{i}", "agent": "a", "started_at": at.isoformat(),
+                "ended_at": (at + MINUTE).isoformat(), "status": "ok"}  # fmt: skip
+        events.append({"id": f"c{i}", "type": "trace", "body": body})
+    valid, _ = validate_events(events)
+    write_events(engine, project_id=pid, events=valid)
+    sel = {"current_window_seconds": 3600, "reference_window_seconds": 7200}
+    mid = add_monitor(engine, pid, "FM-2", selection=sel, auto_resolve_after=1)
+    opened = T0 + timedelta(hours=2)
+    with Session(engine) as s:  # the state such an alert left: frozen at T0 + 1 h
+        s.add(MonitorBaseline(monitor_id=mid, project_id=pid, good_until=T0 + timedelta(hours=1),
+                              frozen_since=opened, degradation_started_at=opened))  # fmt: skip
+        monitor = s.get(Monitor, mid)
+        assert monitor is not None
+        s.add(Alert(project_id=pid, monitor_id=mid, fingerprint="young", failure_mode="FM-2",
+                    severity="critical", labels={}, state="firing", summary="", evidence={},
+                    count=1, clean_runs=0, first_fired_at=opened, last_fired_at=opened))  # fmt: skip
+        s.commit()
+    run = run_monitor(engine, monitor_id=mid, now=T0 + timedelta(hours=10),
+                      detector_factory=_factory)  # fmt: skip
+    assert run is not None and run.status == "ok"
+    assert run.evidence["baseline"]["reference_start"] >= T0.isoformat().replace("+00:00", "Z")

@@ -20,6 +20,14 @@ from tests.app.engine_helpers import T0, add_monitor, ingest, setup_project
 
 N = 420
 START, END = T0, T0 + timedelta(hours=2)
+# The reference pinned before the data: what counts here is the current window (a rolling
+# one gives no verdict before 5 h of data).
+WINDOWS = {
+    "current_window_seconds": 7200,
+    "reference_window_seconds": 3600,
+    "reference_start": (START - timedelta(hours=3)).isoformat(),
+    "reference_end": (START - timedelta(hours=2)).isoformat(),
+}
 
 
 def _iso(dt: Any) -> str:
@@ -111,8 +119,7 @@ def test_a_sampled_fm4_run_reports_coverage_over_every_trace(engine: Engine) -> 
     expected = _expected(engine, pid)
     mid = add_monitor(
         engine, pid, "FM-4",
-        selection={"max_traces": 60, "current_window_seconds": 7200,
-                   "reference_window_seconds": 3600},
+        selection={"max_traces": 60, **WINDOWS},
     )  # fmt: skip
     run = run_monitor(engine, monitor_id=mid, now=END)
     assert run is not None
@@ -128,7 +135,7 @@ def test_a_sampled_fm4_run_reports_coverage_over_every_trace(engine: Engine) -> 
     # Unsampled, the same figures come from the records themselves.
     small = add_monitor(
         engine, pid, "FM-4", name="whole",
-        selection={"current_window_seconds": 7200, "reference_window_seconds": 3600},
+        selection=WINDOWS,
     )  # fmt: skip
     whole = run_monitor(engine, monitor_id=small, now=END)
     assert whole is not None

@@ -108,8 +108,9 @@ def _ingest_scenario(
     from pipelines.scenarios import Injection, generate_workload
 
     events = generate_workload(
-        0, start, timedelta(hours=6), 70.0,
-        injections=[Injection(mode, start + timedelta(hours=4), "strong")],
+        # 8 h: the defaults' first verdict needs 8 h of data (their reference a whole 4 h).
+        0, start, timedelta(hours=8), 70.0,
+        injections=[Injection(mode, start + timedelta(hours=6), "strong")],
         embedding_dim=16, images_per_hour=60.0,
     )  # fmt: skip
     valid, rejected = validate_events(events)
@@ -128,7 +129,7 @@ def test_injected_mode_alerts_for_that_mode_only(
     monitors = client.post(
         "/api/v1/monitors/defaults", headers=h, json={"detector_params": FAST}
     ).json()["monitors"]
-    now = (start + timedelta(hours=6)).isoformat()
+    now = (start + timedelta(hours=8)).isoformat()
     runs = {
         m["failure_mode"]: client.post(
             f"/api/v1/monitors/{m['id']}/run", headers=h, json={"now": now}
@@ -191,7 +192,7 @@ def test_monitor_windows_and_scenario_converter_give_the_same_records_and_fm6_ru
     start = datetime(2025, 3, 3, tzinfo=UTC)
     pid = setup_project(engine, "p1")
     events = _ingest_scenario(engine, pid, "FM-6", start)
-    now = start + timedelta(hours=6)
+    now = start + timedelta(hours=8)
     lo, hi = now - timedelta(hours=2), now
     with Session(engine) as session:
         stored = windows.load_trace_records(

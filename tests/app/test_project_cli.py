@@ -61,7 +61,7 @@ def test_init_makes_working_keys_default_monitors_and_the_env_block(db_url):
         batch = {"events": [{"id": "e1", "type": "trace", "body": {"trace_id": "t1"}}]}
         assert c.post("/api/v1/ingest", json=batch, headers=auth(ingest)).json()["accepted"] == 1
     assert sorted(m["failure_mode"] for m in monitors) == [
-        "FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-6", "FM-7", "OUTCOME",
+        "EARLY", "FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-6", "FM-7", "OUTCOME", "SILENCE",
     ]  # fmt: skip
 
     again = _telltale("init", "--project", "shop", db=db_url)
@@ -69,7 +69,7 @@ def test_init_makes_working_keys_default_monitors_and_the_env_block(db_url):
     engine = make_engine(db_url)
     try:
         with engine.connect() as conn:
-            assert conn.scalar(select(func.count()).select_from(Monitor)) == 8  # kept, not doubled
+            assert conn.scalar(select(func.count()).select_from(Monitor)) == 10  # kept, not doubled
     finally:
         engine.dispose()
 
@@ -122,13 +122,24 @@ def test_commands_refuse_an_unmigrated_postgresql(tmp_path, request):
     assert down.returncode == 2 and "cannot open the database" in down.stderr
 
 
-def test_monitors_defaults_lists_the_eight(tmp_path):
+def test_monitors_defaults_lists_the_ten(tmp_path):
     db = f"sqlite:///{tmp_path / 'cli.db'}"
     _telltale("keys", "create", "--project", "shop", "--role", "admin", db=db)
     out = _telltale("monitors", "defaults", "--project", "shop", "--interval-seconds", "600", db=db)
     assert out.returncode == 0 and out.stderr == "", out.stderr
     modes = [line.split()[1] for line in out.stdout.splitlines()[1:]]
-    assert modes == ["FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-6", "FM-7", "OUTCOME"]
+    assert modes == [
+        "FM-1",
+        "FM-2",
+        "FM-3",
+        "FM-4",
+        "FM-5",
+        "FM-6",
+        "FM-7",
+        "OUTCOME",
+        "SILENCE",
+        "EARLY",
+    ]
 
 
 def test_version_and_serve_help_name_what_they_should(tmp_path):

@@ -46,8 +46,9 @@ def test_scheduled_runs_read_windows_from_the_read_url_and_write_to_the_primary(
 ) -> None:
     pid = setup_project(engine)
     events = generate_workload(
-        0, T0, timedelta(hours=6), 70.0,
-        injections=[Injection("FM-2", T0 + timedelta(hours=4), "strong")],
+        # 8 h: the defaults' first verdict (FM-4 and OUTCOME wait 40 h: they load nothing).
+        0, T0, timedelta(hours=8), 70.0,
+        injections=[Injection("FM-2", T0 + timedelta(hours=6), "strong")],
         embedding_dim=16, images_per_hour=60.0,
     )  # fmt: skip
     valid, rejected = validate_events(events)
@@ -57,7 +58,7 @@ def test_scheduled_runs_read_windows_from_the_read_url_and_write_to_the_primary(
     with Session(engine) as session:
         ids = [m.id for m in create_defaults(session, project_id=pid)]
         session.commit()
-    now = T0 + timedelta(hours=6)
+    now = T0 + timedelta(hours=8)
     alone = {mid: run_monitor(engine, monitor_id=mid, now=now) for mid in ids}
     with engine.begin() as conn:  # every monitor due again
         conn.execute(update(Monitor).values(next_run_at=None))

@@ -108,9 +108,10 @@ def test_spans_follow_the_genai_conventions(trajectories: list[dict]) -> None:
 @pytest.mark.slow
 def test_a_short_live_replay_pages_on_the_success_fall() -> None:
     args = argparse.Namespace(
-        scenario="regression", traffic="tau-bench", clean_hours=16.0, hours=6.0, rate=80.0,
-        seed=0, monitors="OUTCOME", first_tick_hours=12.0, text_embeddings=False,
-        data=None, verbose=False,
+        # OUTCOME's first verdict needs 40 h of data (8 h against a day's baseline).
+        scenario="regression", traffic="tau-bench", clean_hours=41.0, hours=6.0, rate=80.0,
+        seed=0, monitors="OUTCOME", first_tick_hours=40.0, text_embeddings=False,
+        data=None, verbose=False, recover_after_hours=None, night=1.0, tick_minutes=15.0,
     )  # fmt: skip
     from bench.real_traffic import DATA
 

@@ -397,3 +397,18 @@ def test_without_confidences_stationary_agents_stay_quiet() -> None:
         current = agent_window(rng, start=2 * DAY, n=640, success=0.45, coverage=0.25)
         fires += FAST.test(reference, current, now=2 * DAY + 640 * 60.0).fired
     assert fires <= 1
+
+
+def test_labels_that_stop_late_in_the_window_fire_on_the_recent_half() -> None:
+    """8 h window, labels stop after 5 h: on the whole window coverage falls 0.8 -> ~0.5,
+    short of the gate (a fall to half); on its recent half to ~0.2."""
+    rng = np.random.default_rng(7)
+    reference = window(rng, start=0.0, n=1440, accuracy=0.85, coverage=0.8, delay_s=600.0)
+    before = window(rng, start=2 * DAY, n=300, accuracy=0.85, coverage=0.8, delay_s=600.0)
+    after = window(rng, start=2 * DAY + 300 * 60.0, n=180, accuracy=0.85, coverage=0.0)
+    r = FAST.test(reference, before + after, now=2 * DAY + 480 * 60.0)
+    subs = r.evidence["sub_tests"]
+    assert not subs["label_coverage_fall"]["fired"]  # diluted by the window's older half
+    assert subs["label_coverage_fall_recent"]["fired"] and r.fired
+    assert r.evidence["coverage_at_age"]["current"] < 0.3
+    assert "labels stopped arriving" in r.evidence["summary"]

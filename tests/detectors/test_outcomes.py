@@ -175,3 +175,28 @@ def test_recent_half_is_the_later_half_of_the_time_span() -> None:
     traces = [TraceRecord(f"t{i}", "a", started_at=float(i)) for i in range(11)]
     assert [t.trace_id for t in recent_half(traces)] == [f"t{i}" for i in range(5, 11)]
     assert recent_half([]) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "kwargs"),
+    [("tool", {"broken_tool": "search_flights"}), ("latency", {"latency_scale": 2.0})],
+)
+def test_the_change_is_dated_where_it_began_in_the_window(change: str, kwargs: dict) -> None:
+    """An 8-hour window whose last 2 hours broke: the alert's "since" is near the break,
+    not the window's start (OUTCOME's 8 h window once dated an outage 7.75 h early)."""
+    rng = np.random.default_rng(11)
+    reference = window(rng, 640, start=0.0)
+    clean = window(rng, 480, start=1e6)  # 6 h at one trace per 45 s
+    broken = window(rng, 160, start=1e6 + 480 * 45.0, **kwargs)
+    result = OutcomeRegressionDetector(alpha=0.001).test(reference, clean + broken)
+    assert result.fired
+    began = 1e6 + 480 * 45.0
+    assert abs(result.evidence["change_started_at"] - began) <= 20 * 60, change
+
+
+def test_a_clean_window_carries_no_change_date() -> None:
+    rng = np.random.default_rng(12)
+    result = OutcomeRegressionDetector(alpha=0.001).test(
+        window(rng, 640, start=0.0), window(rng, 320, start=1e6)
+    )
+    assert not result.fired and "change_started_at" not in result.evidence

@@ -33,14 +33,14 @@ def test_a_new_project_is_told_how_to_start_and_gets_its_monitors(empty_project,
     login(page, empty_project["url"], empty_project["admin"], "/")
     env = page.locator("#otel-env").inner_text()
     assert "export OTEL_EXPORTER_OTLP_ENDPOINT=https://telltale.example.com" in env
-    assert page.locator("section.mode[data-health=unwatched]").count() == 8
+    assert page.locator("section.mode[data-health=unwatched]").count() == 10
     page.screenshot(path=str(SHOTS / "overview-empty.png"), full_page=True)
     button = page.get_by_role("button", name="Create the default monitors")
     button.focus()
     page.keyboard.press("Enter")
-    page.wait_for_url("**/?created=8")
-    assert page.locator("#flash").inner_text() == "Created the default monitors (8)."
-    assert page.locator("section.mode[data-health=waiting]").count() == 8
+    page.wait_for_url("**/?created=10")
+    assert page.locator("#flash").inner_text() == "Created the default monitors (10)."
+    assert page.locator("section.mode[data-health=waiting]").count() == 10
     first = page.locator("section.mode[data-mode=FM-2] .health").inner_text()
     hours = defaults_first_verdicts()["FM-2"]
     assert first == f"No verdict yet: the first needs {hours:g} h of traffic, and none has arrived."

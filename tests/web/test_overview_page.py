@@ -34,23 +34,23 @@ def test_an_empty_project_shows_the_env_block_and_creates_the_defaults(client, m
     assert "export OTEL_EXPORTER_OTLP_ENDPOINT=" in block
     assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only" in block
     assert "Create the default monitors" in page
-    assert page.count("not watched") == 8 and "no open alerts" not in page
+    assert page.count("not watched") == 10 and "no open alerts" not in page
     # No CSRF token, or a foreign one: refused, nothing created.
     for token in ("", "forged"):
         r = client.post("/monitors/defaults", data={"csrf": token}, follow_redirects=False)
         assert r.status_code == 403 and "csrf" in r.text, r.text
     assert count_monitors(engine) == 0
     r = client.post("/monitors/defaults", data={"csrf": csrf(page)}, follow_redirects=False)
-    assert r.status_code == 303 and r.headers["location"] == "/?created=8"
-    page = client.get("/?created=8").text
-    assert "Created the default monitors (8)." in page and count_monitors(engine) == 8
-    assert page.count("No verdict yet: the first needs ") == 8
+    assert r.status_code == 303 and r.headers["location"] == "/?created=10"
+    page = client.get("/?created=10").text
+    assert "Created the default monitors (10)." in page and count_monitors(engine) == 10
+    assert page.count("No verdict yet: the first needs ") == 10
     for mode, hours in defaults_first_verdicts().items():
         card = re.search(rf'data-mode="{mode}".*?</section>', page, re.S).group(0)
         assert f"the first needs {hours:g} h of traffic, and none has arrived." in card, mode
     # Again: the existing ones are kept, none added.
     client.post("/monitors/defaults", data={"csrf": csrf(page)})
-    assert count_monitors(engine) == 8
+    assert count_monitors(engine) == 10
 
 
 def test_only_an_admin_may_create_the_defaults(client, make_key, engine):
@@ -84,7 +84,7 @@ def test_otlp_traces_count_and_the_first_verdict_is_announced(client, make_key, 
     client.post("/monitors/defaults", data={"csrf": csrf(page)})
     page = client.get("/").text
     expected = re.findall(
-        r"No verdict yet: the first is expected at [\d-]+ [\d:]+ UTC \((\d+) h after the first",
+        r"No verdict yet: the first is expected at [\d-]+ [\d:]+ UTC \(([\d.]+) h after the first",
         page,
     )
     # As long as each default's windows need (reference + lag + current).
@@ -92,3 +92,33 @@ def test_otlp_traces_count_and_the_first_verdict_is_announced(client, make_key, 
     assert sorted(expected) == wanted, expected
     r = client.get("/monitors/1")
     assert "No verdict yet" in r.text and "Not run yet." in r.text
+
+
+def test_a_run_from_before_the_first_trace_does_not_speak_over_the_counts(client, make_key, engine):
+    """The card's run line says a run older than the data is history, not the run's
+    "no tool calls" reason under a panel that counts them."""
+    from datetime import timedelta
+
+    from app.models.base import utcnow
+
+    admin = make_key("admin")
+    login(client, admin)
+    client.post("/monitors/defaults", data={"csrf": csrf(client.get("/").text)})
+    h = {"Authorization": f"Bearer {admin}"}
+    fm2 = next(
+        m
+        for m in client.get("/api/v1/monitors", headers=h).json()["monitors"]
+        if m["failure_mode"] == "FM-2"
+    )
+    before = utcnow() - timedelta(minutes=5)
+    run = client.post(
+        f"/api/v1/monitors/{fm2['id']}/run", headers=h, json={"now": before.isoformat()}
+    ).json()
+    assert run["status"] == "insufficient_data"
+    now_ns = time.time_ns()
+    send(client, admin, [agent_run("hello", start=now_ns - 60 * 10**9) for _ in range(3)])
+    page = client.get("/").text
+    card = re.search(rf'data-monitor="{fm2["id"]}">(.*?)</div>', page, re.S).group(1)
+    text = " ".join(re.sub(r"<[^>]+>", " ", card).split())
+    assert "That run came before the first trace; the next, due" in text, text
+    assert run["evidence"]["reason"] not in text

@@ -182,13 +182,15 @@ def test_alert_page_shows_the_baseline_it_is_held_against(client, make_key, engi
         [note] = session.scalars(select(Notification)).all()
         alert_id, payload = alert.id, note.payload
     held = payload["alert"]["evidence"]["baseline"]
-    assert held["mode"] == "rolling" and held["degradation_started_at"] == "2025-03-03T11:00:00Z"
+    # No change point in the scripted evidence: first seen by the run that fired.
+    assert held["mode"] == "rolling" and held["degradation_started_at"] == "2025-03-03T12:00:00Z"
+    assert held["onset"] == "first fired run"
     assert held["frozen_since"] == "2025-03-03T12:00:00Z" and payload["alert"]["state"] == "firing"
     assert payload["alert"]["evidence"]["silent"] is True
     login(client, key)
     html = client.get(f"/alerts/{alert_id}").text
     assert 'id="baseline"' in html and "Held against" in html
-    assert "2025-03-03T11:00:00Z" in html and ">silent<" in html
+    assert "2025-03-03T12:00:00Z" in html and "(first fired run)" in html and ">silent<" in html
 
 
 def test_logged_in_pages_and_the_new_key_answer_are_never_cached(client, make_key):

@@ -28,7 +28,7 @@ def test_an_admin_sets_up_the_project_without_javascript(empty_project, browser)
     page.goto(f"{empty_project['url']}/settings/monitors")
     page.get_by_role("button", name="Create the default monitors").press("Enter")
     page.locator("#flash").wait_for()
-    assert page.locator("section.monitor-settings").count() == 8
+    assert page.locator("section.monitor-settings").count() == 10
     card = page.locator("section.monitor-settings").filter(has_text="FM-2")
     card.locator("summary").press("Enter")
     card.locator("input[name=interval_seconds]").fill("0")

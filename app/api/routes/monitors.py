@@ -1,4 +1,4 @@
-"""Monitors: CRUD, the eight defaults, run-now, and the run history for charts."""
+"""Monitors: CRUD, the ten defaults, run-now, and the run history for charts."""
 
 from __future__ import annotations
 

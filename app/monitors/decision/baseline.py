@@ -46,12 +46,30 @@ class BaselinePolicy:
     hold: timedelta
     pinned: tuple[datetime, datetime] | None = None
     reference_version: str | None = None  # "previous" or a version (version_baseline)
+    # The reference is the project's first ``reference`` of data (the first-hours guards).
+    first_data: bool = False
 
     @property
     def min_lag(self) -> timedelta:
         """The lag a history too short for ``lag`` shrinks to (never below one current
         window, so the newest untested stretch stays out of the reference)."""
         return min(self.lag, self.current)
+
+    @property
+    def history_needed(self) -> timedelta:
+        """How much data a rolling reference needs before the first verdict: the current
+        window, the shortest lag and a whole reference window. The one place this figure is
+        computed: the runner refuses a verdict before it (:func:`young_reason`), and the
+        README, ``telltale init`` and every page quote it (:mod:`app.web.health`).
+
+        >>> BaselinePolicy.from_selection({}).history_needed / timedelta(hours=1)
+        8.0
+        """
+        return self.current + self.min_lag + self.reference
+
+    def first_verdict_at(self, history_start: datetime) -> datetime:
+        """When a project whose data begin at ``history_start`` gets its first verdict."""
+        return as_utc(history_start) + self.history_needed
 
     @classmethod
     def from_selection(cls, selection: Mapping[str, Any]) -> BaselinePolicy:
@@ -68,7 +86,10 @@ class BaselinePolicy:
                 as_utc(datetime.fromisoformat(selection["reference_start"])),
                 as_utc(datetime.fromisoformat(selection["reference_end"])),
             )
-        return cls(cur, ref, lag, hold, pinned, selection.get("reference_version") or None)
+        return cls(
+            cur, ref, lag, hold, pinned, selection.get("reference_version") or None,
+            bool(selection.get("reference_from_first_data")),
+        )  # fmt: skip
 
     def rolling_end(self, now: datetime, history_start: datetime | None = None) -> datetime:
         """Where the rolling reference ends: ``lag`` before the current window, or
@@ -98,6 +119,10 @@ class BaselineState:
     frozen_since: datetime | None = None
     hold_until: datetime | None = None
     degradation_started_at: datetime | None = None
+    # How ``degradation_started_at`` was found, for the alert's words: "change point" (the
+    # detector's estimate within the window) or "first fired run". Not persisted: the
+    # alert's evidence keeps it (app.alerts.lifecycle).
+    onset_basis: str | None = None
 
 
 @dataclass(frozen=True)
@@ -144,12 +169,52 @@ def windows_for(
     cur_start = now - policy.current
     if policy.pinned is not None:
         return Windows(cur_start, now, policy.pinned[0], policy.pinned[1], "pinned")
+    if policy.first_data and history_start is not None:
+        begun = as_utc(history_start)
+        return Windows(cur_start, now, begun, begun + policy.reference, "pinned")
     end, mode = policy.rolling_end(now, history_start), "rolling"
     if state is not None and state.frozen_since is not None:
         end, mode = min(end, state.good_until), "frozen"
     elif state is not None and state.hold_until is not None and now < state.hold_until:
         end, mode = min(end, state.good_until), "held"
     return Windows(cur_start, now, end - policy.reference, end, mode)  # type: ignore[arg-type]
+
+
+def young_reason(policy: BaselinePolicy, w: Windows, history_start: datetime | None) -> str | None:
+    """Why a run gives no verdict yet: its rolling reference reaches back before the
+    project's first data (None: it does not).
+
+    A reference that covers only part of its window is a project's first hours, thinner
+    and often unlike what follows (a young project's FM-1 fired 6.5 h after its first trace
+    against 2.5 h of reference and stayed open all day, held against that frozen sliver:
+    bench/real_traffic.py). So no verdict comes before a whole reference window of data,
+    whatever the detector's own minimum counts would allow: :meth:`BaselinePolicy.first_verdict_at`.
+
+    >>> from datetime import UTC
+    >>> p = BaselinePolicy.from_selection({"current_window_seconds": 7200,
+    ...     "reference_window_seconds": 14400, "baseline_lag_seconds": 22 * 3600})
+    >>> began = datetime(2025, 3, 3, 0, tzinfo=UTC)
+    >>> young_reason(p, windows_for(p, None, began + timedelta(hours=7), history_start=began),
+    ...              began)[:46]
+    'the reference needs 8 h of data from the first'
+    >>> young_reason(p, windows_for(p, None, began + timedelta(hours=8), history_start=began),
+    ...              began) is None
+    True
+    """
+    if history_start is None:
+        return None
+    begun = as_utc(history_start)
+    if policy.first_data:  # the reference is the first data: the current window follows it
+        if w.current_start >= w.reference_end:
+            return None
+    elif w.mode not in ("rolling", "held") or w.reference_start >= begun:
+        return None
+    at = policy.first_verdict_at(begun)
+    hours = policy.history_needed / timedelta(hours=1)
+    return (
+        f"the reference needs {hours:g} h of data from the first trace; "
+        f"first verdict at {at.strftime('%Y-%m-%d %H:%M')} UTC"
+    )
 
 
 def advance(
@@ -160,22 +225,24 @@ def advance(
     now: datetime,
     alert_open: bool,
     degraded_from: datetime | None = None,
+    onset: datetime | None = None,
 ) -> BaselineState:
     """The state after a run that compared ``used`` and left the alert open or not.
 
-    An alert opening freezes the baseline where this run's reference ended and marks the
-    start of this run's current window as when the degradation started (the earliest
-    data the firing run saw). Its resolution starts the hold; after the hold the rolling
-    baseline takes over again. ``degraded_from`` (the first run of a ``for`` pending
-    period) moves the degradation's start earlier.
+    An alert opening freezes the baseline where this run's reference ended and marks when
+    the degradation started: ``onset``, the detector's change-point estimate, when it lies
+    in the current window; otherwise the first run that fired (``degraded_from``, the first
+    run of a ``for`` pending period, or this one), never the window's start, which is hours
+    before the change in a long window. Its resolution starts the hold; after the hold the
+    rolling baseline takes over again.
 
     >>> from datetime import UTC
     >>> now = datetime(2025, 3, 3, 12, tzinfo=UTC)
     >>> p = BaselinePolicy.from_selection({"current_window_seconds": 3600,
     ...                                    "reference_window_seconds": 3600})
     >>> s = advance(p, None, used=windows_for(p, None, now), now=now, alert_open=True)
-    >>> s.frozen_since == now, s.good_until.hour, s.degradation_started_at.hour
-    (True, 10, 11)
+    >>> s.frozen_since == now, s.good_until.hour, s.degradation_started_at.hour, s.onset_basis
+    (True, 10, 12, 'first fired run')
     >>> later = now + timedelta(hours=5)
     >>> s = advance(p, s, used=windows_for(p, s, later), now=later, alert_open=False)
     >>> s.frozen_since, s.hold_until.hour, s.good_until.hour
@@ -184,14 +251,16 @@ def advance(
     if alert_open:
         if state is not None and state.frozen_since is not None:
             return state
-        started = used.current_start
-        if degraded_from is not None:
-            started = min(started, degraded_from - (used.current_end - used.current_start))
+        if onset is not None and used.current_start <= onset <= used.current_end:
+            started, basis = onset, "change point"
+        else:
+            started, basis = (degraded_from or now), "first fired run"
         return BaselineState(
             good_until=used.reference_end,
             frozen_since=now,
             hold_until=None,
             degradation_started_at=started,
+            onset_basis=basis,
         )
     if state is not None and state.frozen_since is not None:
         return replace(state, frozen_since=None, hold_until=now + policy.hold)
@@ -219,4 +288,5 @@ def describe(state: BaselineState | None, used: Windows) -> dict[str, Any]:
         "frozen_since": iso(state.frozen_since) if state else None,
         "hold_until": iso(state.hold_until) if state else None,
         "degradation_started_at": iso(state.degradation_started_at) if state else None,
+        **({"onset": state.onset_basis} if state and state.onset_basis else {}),
     }

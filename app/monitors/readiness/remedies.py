@@ -97,6 +97,10 @@ REMEDIES: dict[str, tuple[Remedy, ...]] = {
         _r("config", f"source: a rule such as deployment.environment=eval -> eval "
            f"({_DERIVED_FIELDS_API})"),
     ),
+    "arrivals": (
+        _r("api", "send traces (OTLP POST /v1/traces or POST /api/v1/ingest): silence compares "
+           "what arrives with the same hours of earlier days, from 1.5 h after the first"),
+    ),
     "counterfactual_runs": (
         _r("attribute", "telltale.counterfactual_of=<baseline trace id> on the candidate run"),
         _r("config", f"counterfactual: pair a baseline and a candidate agent version by their "

@@ -67,6 +67,8 @@ RUNS_WITH: dict[str, tuple[tuple[str, ...], ...]] = {
     "FM-6": (("stream_embeddings",),),
     "FM-7": (("proxy_scores", "true_scores"), ("decision",)),
     "OUTCOME": (("true_scores",), ("steps",)),
+    "SILENCE": (("arrivals",),),
+    "EARLY": (("steps",),),
 }
 
 
@@ -104,6 +106,7 @@ _TRACE_NEEDS: dict[str, Callable[[WindowCounts], tuple[int, dict[str, Any]]]] = 
     "counterfactual_runs": lambda c: (c.with_counterfactual, {}),
     "input_embedding": lambda c: (c.with_input_embedding, {}),
     "output_embedding": lambda c: (c.with_output_embedding, {}),
+    "arrivals": lambda c: (c.traces, {}),
 }
 
 

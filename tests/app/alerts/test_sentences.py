@@ -179,3 +179,34 @@ def test_fm4_says_when_the_recent_half_of_the_window_shows_the_fall() -> None:
     }  # fmt: skip
     text = sentences.sentence(failure_mode="FM-4", evidence=evidence, n_current=272)
     assert text.startswith("Estimated accuracy fell 0.67 → 0.43 in the window's recent half")
+
+
+def test_an_alert_the_chart_opened_says_what_moved_in_its_modes_words() -> None:
+    """No single run was significant (no sub-test fired): the sentence still words the
+    most significant sub-test, never "Compounding ratio 5.2 over threshold 1.5"."""
+    quiet_fm1 = {
+        **EVIDENCE["FM-1"],
+        "sub_tests": {
+            "compounding": {"p_value": 0.004, "effect_ok": True, "fired": False},
+            "tool_compounding": {"p_value": 0.3, "effect_ok": False, "fired": False},
+        },
+        "opened_by": "sequential chart",
+        **BASELINE,
+    }
+    said = sentences.sentence(
+        failure_mode="FM-1", evidence=quiet_fm1, statistic=5.2, threshold=1.5, p_value=0.0053
+    )
+    assert said.startswith("Sustained over several runs: after a failed step, later steps")
+    assert "over threshold" not in said and "tool calls" not in said
+
+
+@pytest.mark.parametrize(
+    ("onset", "words"),
+    [
+        ("change point", "Since 2026-12-03 20:30 UTC"),
+        ("first fired run", "First seen 2026-12-03 20:30 UTC"),
+    ],
+)
+def test_since_says_how_the_start_was_found(onset: str, words: str) -> None:
+    ev = {**EVIDENCE["FM-2"], "baseline": {**BASELINE["baseline"], "onset": onset}}
+    assert words in sentences.sentence(failure_mode="FM-2", evidence=ev, n_current=10)

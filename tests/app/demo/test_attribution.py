@@ -10,7 +10,7 @@ from app.demo.replay import Schedule, fired_streams
 from app.demo.summary import Outcome, summary_lines
 
 START = datetime(2026, 12, 2, 5, tzinfo=UTC)
-SCHEDULE = Schedule(start=START, hours=27.0)  # FM-5 at +18 h, FM-6 at +21 h
+SCHEDULE = Schedule(start=START, hours=27.0, baseline_h=6.0)  # FM-5 at +18 h, FM-6 at +21 h
 
 
 def _fm6(**fired: bool) -> dict[str, Any]:

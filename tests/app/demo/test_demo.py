@@ -79,7 +79,7 @@ def _cards(out: str) -> dict[str, str]:
 
 def test_demo_detects_every_mode_and_runs_twice(tmp_path: Path) -> None:
     db = tmp_path / "demo.db"
-    proc = _demo(db, "--hours", "20")
+    proc = _demo(db, "--hours", "22")
     out = _until_serving(proc, timeout=420)
     # While it serves, the overview shows what the summary says: the replay's alerts and
     # last verdicts, not a real-clock run over empty windows ("no traces ... 0 traces").
@@ -114,14 +114,14 @@ def test_demo_detects_every_mode_and_runs_twice(tmp_path: Path) -> None:
     assert "rejected" not in out.split("notifications delivered")[1]
 
     # Again on the same database: the project is reused and an earlier period replayed.
-    again = _finish(_demo(db, "--exit-when-done", "--hours", "8", "--modes", "FM-2"), timeout=240)
+    again = _finish(_demo(db, "--exit-when-done", "--hours", "10", "--modes", "FM-2"), timeout=240)
     assert "project 'demo' reused" in again, again
     assert re.search(r"FM-2  .*detected after", again), again
     assert "detected 1 of 1" in again and "0 failed" in again
 
 
 def test_ctrl_c_stops_cleanly(tmp_path: Path) -> None:
-    proc = _demo(tmp_path / "demo.db", "--hours", "20")
+    proc = _demo(tmp_path / "demo.db", "--hours", "22")
     assert proc.stdout is not None
     port = None
     deadline = time.monotonic() + 60

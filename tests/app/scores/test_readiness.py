@@ -260,7 +260,9 @@ def test_too_few_or_constant_signals_are_missing_and_say_why(client, make_key):
 
 def test_ready_is_not_claimed_when_the_last_run_gave_no_verdict(client, make_key):
     admin, reader, monitors = setup(client, make_key)
-    # 90 one-step traces: FM-1 has its steps (partial) but no step follows an error.
+    # 90 one-step traces: FM-1 has its steps (partial) but no step follows an error; the
+    # project's first trace 9 h back (no verdict before a whole reference of data).
+    ingest(client, admin, plain_llm_traces(1, start=NOW - timedelta(hours=9), prefix="first"))
     ingest(client, admin, plain_llm_traces(120, start=NOW - timedelta(minutes=150)))
     assert readiness(client, reader, monitors, "FM-1")["status"] == "partial"
     r = client.post(

@@ -31,6 +31,8 @@ def span_counts(client: Any, call: Any) -> tuple[Any, int]:
 
 def test_a_recent_run_s_counts_are_read_not_counted_again(client, make_key, engine):
     admin, reader, monitors = setup(client, make_key)
+    # The project's first trace 9 h back: a young project's runs count nothing.
+    ingest(client, admin, plain_llm_traces(1, start=NOW - timedelta(hours=9), prefix="first"))
     ingest(client, admin, plain_llm_traces(90, start=NOW - timedelta(minutes=100)))
     fm1 = monitors["FM-1"]
     r = client.post(

@@ -120,6 +120,11 @@ def test_a_role_change_rereads_the_same_stored_scores(client, make_key, engine):
 def test_fm4_run_sees_labels_only_after_the_role_change(client, make_key):
     admin = make_key(role="admin")
     _ingest(client, admin)
+    # The project's first trace 41 h back: FM-4 gives no verdict before 40 h of data.
+    first = {"trace_id": "first", "agent": "support",
+             "started_at": (NOW - timedelta(hours=41)).isoformat()}  # fmt: skip
+    events = [{"id": "trace-first", "type": "trace", "body": first}]
+    assert client.post("/api/v1/ingest", headers=auth(admin), json={"events": events}).is_success
     monitors = client.post("/api/v1/monitors/defaults", headers=auth(admin), json={}).json()
     fm4 = next(m for m in monitors["monitors"] if m["failure_mode"] == "FM-4")
 
