@@ -94,13 +94,15 @@ def test_steps(
     """The test at each step ``idx`` (the bucket each window ends on)."""
     w, r = spec.window_buckets, cond.reference_seconds // series.bucket_seconds
     alpha = alpha_per_step(cond, interval_seconds=interval_seconds, n_groups=n_groups)
+    values, weight0 = wv.values[idx], wv.weight[idx]
+    g, idx = _aligned(g, series, r, idx)
     if spec.kind in ("count", "per_hour"):
         found = _totals(g.numerator, idx, w, r, alpha, cond.direction)
         if spec.kind == "per_hour":
             per_hour = 3600.0 / (w * series.bucket_seconds)
             found = tuple(x * per_hour if i < 3 else x for i, x in enumerate(found))
         mean_c, mean_r, bound, p = found
-        weight = wv.weight[idx]
+        weight = weight0
     elif spec.kind == "quantile":
         assert g.sketch is not None and spec.quantile is not None
         mean_c, mean_r, bound, p, weight = _quantile(g.sketch, series.key_lo, spec.quantile, idx,
@@ -111,7 +113,6 @@ def test_steps(
         n, s, ss = (np.asarray(a, dtype=np.float64) for a in (g.denominator, g.numerator, squares))
         mean_c, mean_r, bound, p, weight = _means(n, s, ss, idx, w, r, alpha, cond.direction,
                                                   binary=g.numerator_sq is None)  # fmt: skip
-    values = wv.values[idx]
     if spec.kind == "quantile":
         # Shown: the window's quantile against the reference's; tested: the share above it.
         base = _reference_quantile(g.sketch, series.key_lo, spec.quantile, idx, w, r)  # type: ignore[arg-type]
@@ -125,6 +126,25 @@ def test_steps(
     level = CRITICAL if cond.severity == "critical" else WARNING
     levels = np.where(fired, level, 0).astype(np.int64)
     return CalibratedSteps(values, weight, base, bound, p, levels)
+
+
+def _aligned(g: GroupSeries, series: MetricSeries, r: int, idx: np.ndarray
+             ) -> tuple[GroupSeries, np.ndarray]:  # fmt: skip
+    """The group's arrays padded in front with empty buckets so that the reference's
+    blocks fall on whole multiples of their length in epoch time (days, for a 7-day
+    reference: UTC days): a run and a preview, whose series start at different times,
+    then cut the same blocks and agree on the spread."""
+    pad = (series.start // series.bucket_seconds) % max(1, r // BLOCKS)
+    if pad == 0:
+        return g, idx
+
+    def front(a: np.ndarray | None) -> np.ndarray | None:
+        if a is None:
+            return None
+        return np.concatenate((np.zeros((pad, *a.shape[1:]), dtype=a.dtype), a))
+
+    return GroupSeries(g.labels, front(g.numerator), front(g.denominator),  # type: ignore[arg-type]
+                       front(g.numerator_sq), front(g.sketch)), idx + pad  # fmt: skip
 
 
 def _relative(cur: np.ndarray, ref: np.ndarray) -> np.ndarray:
