@@ -17,6 +17,7 @@ from app import project_cli
 from app.demo import cli as demo_cli
 from app.media import cli as media_cli
 from app.project_cli import database_label
+from app.rollups import cli as rollups_cli
 from app.scheduler import cli as scheduler_cli
 from app.settings import get_settings
 
@@ -35,6 +36,7 @@ ROLES: dict[str, Role] = {
     "scheduler": scheduler_cli,
     "embed-worker": media_cli,
     "demo": demo_cli,
+    "rollups": rollups_cli,
 }
 
 

@@ -11,7 +11,10 @@ from typing import Literal
 # The seven failure modes; OUTCOME: the outcomes they all end in (task success, error
 # rates, latency), watched by default (detectors/outcomes.py); SILENCE: traffic or a signal
 # that stops; EARLY: static guards until the calibrated monitors speak.
-FailureMode = Literal[
+DetectorMode = Literal[
     "FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-6", "FM-7", "OUTCOME", "SILENCE", "EARLY"
 ]
+# And RULE: the alert rules a team writes (app/rules), monitors of their own family whose
+# alerts are routed, silenced and listed like every mode's.
+FailureMode = Literal[DetectorMode, "RULE"]
 Severity = Literal["info", "warning", "critical"]

@@ -136,6 +136,7 @@ def _install_web(app: FastAPI) -> None:
         derived_form,
         monitor_settings,
         pages,
+        rule_pages,
         settings_pages,
     )
     from app.web.deps import STATIC_DIR, LoginRequired
@@ -145,6 +146,7 @@ def _install_web(app: FastAPI) -> None:
     app.include_router(pages.router)
     app.include_router(channel_pages.router)
     app.include_router(monitor_settings.router)
+    app.include_router(rule_pages.router)
     app.include_router(settings_pages.router)
     app.include_router(derived_form.router)
 

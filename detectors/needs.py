@@ -56,3 +56,6 @@ STREAM_NEEDS = frozenset({"stream_embeddings"})
 COUNT_NEEDS = frozenset({"arrivals"})
 # The needs that make trace windows carry per-trace embeddings.
 TRACE_EMBEDDING_NEEDS = frozenset({"input_embedding", "output_embedding"})
+# The need of an alert rule (detectors/rules): its metric per bucket, read from the rollups
+# the service keeps, not from traces or streams.
+ROLLUP_NEEDS = frozenset({"rollups"})

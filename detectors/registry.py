@@ -26,6 +26,8 @@ from detectors.output_drift import OutputDriftDetector
 from detectors.params import DetectorParameterError, parameter_defaults
 from detectors.proxy_convergence import ProxyConvergenceDetector
 from detectors.result import DetectorResult
+from detectors.rules.detector import MODE as RULE
+from detectors.rules.detector import RuleDetector
 from detectors.silence import SilenceDetector
 from detectors.tool_cascades import ToolCascadeDetector
 
@@ -65,11 +67,35 @@ DETECTORS: dict[str, type[Any]] = {
 }
 
 
+# Alert rules a team writes (detectors/rules): a monitor family beside the failure modes,
+# whose parameters are one nested rule (validated by its own spec, naming the field) and
+# the interval its ``for`` counts steps of, which a run takes from its monitor.
+RULE_PARAMETERS: dict[str, Any] = {"rule": None, "interval_seconds": 300}
+
+
 def window_counts_of(mode: str) -> tuple[str, ...]:
     """What the mode's detector declares the service must count over a whole sampled window
     (nothing for a mode not registered: a test's stand-in detector)."""
     cls = DETECTORS.get(mode)
     return tuple(cls.window_counts) if cls is not None else ()
+
+
+def needs_of(mode: str) -> tuple[str, ...]:
+    """What the mode's detector reads (:mod:`detectors.needs`), alert rules included."""
+    return tuple(RuleDetector.needs if mode == RULE else _detector_class(mode).needs)
+
+
+def judges_own_history(mode: str) -> bool:
+    """Whether the mode's detector needs no monitor baseline: it reads its own history and
+    decides itself when that is enough (an alert rule: a static one from its first whole
+    window, a calibrated one once its history reaches half its reference back)."""
+    return mode == RULE
+
+
+def alerts_per_group(mode: str) -> bool:
+    """Whether the mode's detector reports one verdict per group, each raising its own
+    alert (an alert rule's ``group_by``)."""
+    return mode == RULE
 
 
 def checks_silence(mode: str) -> bool:
@@ -96,7 +122,11 @@ def detector_parameters(failure_mode: str) -> dict[str, Any]:
     0.2
     >>> detector_parameters("FM-6")["method"]
     'cosine'
+    >>> sorted(detector_parameters("RULE"))
+    ['interval_seconds', 'rule']
     """
+    if failure_mode == RULE:
+        return dict(RULE_PARAMETERS)
     return parameter_defaults(_detector_class(failure_mode))
 
 
@@ -123,6 +153,8 @@ def build_detector(failure_mode: str, params: Mapping[str, Any] | None = None) -
     'alpha'
     """
     params = dict(params or {})
+    if failure_mode == RULE:
+        return RuleDetector.from_params(params)
     allowed = detector_parameters(failure_mode)
     cls = DETECTORS[failure_mode]
     for name in sorted(params, key=str):

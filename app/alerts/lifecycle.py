@@ -9,6 +9,10 @@ Reminders of a firing alert past its ``repeat_interval`` are also sent by a time
 ``alert_events`` row with its actor and time, and its notifications are written to the
 outbox in the same transaction, so an event is never lost between the two
 (:mod:`app.alerts.announce`: events, silences, notifications).
+
+A run whose detector alerts per group (an alert rule grouped by agent, model...) applies
+each group's verdict to the alert of its own fingerprint (:func:`record_groups`): the
+same states, silences, repeats and channels, one alert per group.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -73,6 +78,56 @@ def summary(run: DetectorRun, *, scope: Mapping[str, Any] | None = None) -> str:
     )
 
 
+@dataclass(frozen=True)
+class GroupVerdict:
+    """One group of a run whose detector alerts per group (an alert rule's): its labels
+    (added to the monitor's, so they are in the fingerprint, silences match them and
+    channels see them), whether it fired and at which severity, its sentence and evidence.
+    ``pending``: at its level, but not for the rule's ``for`` yet; ``clean``: a verdict that
+    counts towards resolving its alert (False: an evaluation that decides nothing)."""
+
+    labels: Mapping[str, str]
+    fired: bool
+    severity: str
+    summary: str
+    evidence: Mapping[str, Any]
+    pending: bool = False
+    clean: bool = True
+    # A whole run's verdict (not a group's): a refreshed alert is worded from the run.
+    from_run: bool = False
+
+
+def group_verdicts(evidence: Mapping[str, Any], *, severity: str) -> list[GroupVerdict]:
+    """The verdicts a per-group detector left in a run's evidence (``groups``: each with its
+    ``labels``, the level that ``fired`` or None, ``pending``, ``clean`` and ``summary``);
+    ``severity`` for a group that fired without naming a level."""
+    out = []
+    for g in evidence.get("groups") or []:
+        rest = {k: v for k, v in evidence.items() if k != "groups"}
+        out.append(GroupVerdict(
+            labels={str(k): str(v) for k, v in (g.get("labels") or {}).items()},
+            fired=g.get("fired") is not None, severity=g.get("fired") or severity,
+            summary=str(g.get("summary", "")), evidence={**rest, "group": g},
+            pending=bool(g.get("pending")), clean=bool(g.get("clean", True)),
+        ))  # fmt: skip
+    return out
+
+
+def gone_verdict(evidence: Mapping[str, Any], labels: dict[str, str], alert: Alert) -> GroupVerdict:
+    """The verdict of a group with an open alert that a run's evidence no longer names (its
+    traffic is gone): the evidence's ``no_data_mode`` decides, as for an empty window
+    (``ok``: clean; ``alerting``: it fires at ``no_data_severity``; ``keep``: neither)."""
+    mode = evidence.get("no_data_mode", "ok")
+    where = ", ".join(f"{k}={v}" for k, v in labels.items())
+    said = f"No traffic{f' for {where}' if where else ''} in the rule's window."
+    return GroupVerdict(
+        labels=labels, fired=mode == "alerting",
+        severity=str(evidence.get("no_data_severity") or alert.severity),
+        summary=said if mode == "alerting" else alert.summary, evidence=alert.evidence or {},
+        clean=mode == "ok",
+    )  # fmt: skip
+
+
 def record_run(
     session: Session,
     *,
@@ -92,22 +147,75 @@ def record_run(
     ``pending``: the run fired but the monitor's ``for_seconds`` has not passed since the
     first of its consecutive fired runs (Prometheus's ``for``): no alert opens yet.
     """
-    fp = fingerprint(
+    verdict = GroupVerdict(
+        labels={}, fired=run.fired, severity=monitor.severity,
+        summary=summary(run, scope=monitor.selection), evidence=run.evidence, pending=pending,
+        clean=not still_degraded, from_run=True,
+    )  # fmt: skip
+    return _apply(session, monitor, run, finding, verdict, now=now, public_url=public_url)
+
+
+def record_groups(
+    session: Session, *, monitor: Monitor, run: DetectorRun, finding: Finding | None,
+    now: datetime, public_url: str,
+) -> list[Alert]:  # fmt: skip
+    """Apply one run to the alert of each group its evidence names (:func:`group_verdicts`);
+    a group with an open alert that the run did not see (its traffic is gone) gets
+    :func:`gone_verdict`. Returns the alerts touched; the run's finding links the first
+    that fired. A run that tested nothing (failed, insufficient) changes no alert."""
+    groups = group_verdicts(run.evidence or {}, severity=monitor.severity)
+    touched: list[Alert] = []
+    seen = set()
+    for g in groups:
+        fp = _fingerprint(monitor, g.labels)
+        seen.add(fp)
+        alert = _apply(session, monitor, run, finding if g.fired else None, g, now=now,
+                       public_url=public_url)  # fmt: skip
+        if alert is not None:
+            touched.append(alert)
+        if finding is not None and g.fired and finding.alert_id is not None:
+            finding = None  # linked to the first group that fired
+    open_alerts = session.scalars(
+        select(Alert).where(Alert.monitor_id == monitor.id, Alert.state.in_(OPEN_STATES))
+    ).all()
+    for alert in open_alerts:
+        if alert.fingerprint in seen:
+            continue
+        verdict = gone_verdict(run.evidence or {}, _group_labels(monitor, alert), alert)
+        if _apply(session, monitor, run, None, verdict, now=now, public_url=public_url):
+            touched.append(alert)
+    return touched
+
+
+def _group_labels(monitor: Monitor, alert: Alert) -> dict[str, str]:
+    own = monitor.labels or {}
+    return {k: v for k, v in (alert.labels or {}).items() if k not in own}
+
+
+def _fingerprint(monitor: Monitor, labels: Mapping[str, Any]) -> str:
+    return fingerprint(
         project_id=monitor.project_id,
         monitor_id=monitor.id,
         failure_mode=monitor.failure_mode,
-        labels=monitor.labels or {},
+        labels={**(monitor.labels or {}), **labels},
     )
+
+
+def _apply(
+    session: Session, monitor: Monitor, run: DetectorRun, finding: Finding | None,
+    verdict: GroupVerdict, *, now: datetime, public_url: str,
+) -> Alert | None:  # fmt: skip
+    fp = _fingerprint(monitor, verdict.labels)
     alert = _open_alert(session, monitor.project_id, fp)
-    if run.fired:
-        if alert is None and pending:
+    if verdict.fired:
+        if alert is None and verdict.pending:
             return None
-        alert, told = _fired(session, monitor, run, alert, fp=fp, now=now)
+        alert, told = _fired(session, monitor, run, alert, fp=fp, now=now, verdict=verdict)
         if finding is not None:
             finding.alert_id = alert.id
     elif alert is None or run.status != "ok":
         return alert
-    elif still_degraded:
+    elif not verdict.clean:
         alert.clean_runs = 0
         return alert
     else:
@@ -121,7 +229,7 @@ def record_run(
 
 def _fired(
     session: Session, monitor: Monitor, run: DetectorRun, alert: Alert | None, *, fp: str,
-    now: datetime,
+    now: datetime, verdict: GroupVerdict,
 ) -> tuple[Alert, Transition]:  # fmt: skip
     """A fired run opens a new alert, or refreshes the open one (a reminder when due)."""
     if alert is None:
@@ -130,11 +238,11 @@ def _fired(
             monitor_id=monitor.id,
             fingerprint=fp,
             failure_mode=monitor.failure_mode,
-            severity=monitor.severity,
-            labels=dict(monitor.labels or {}),
+            severity=verdict.severity,
+            labels={**(monitor.labels or {}), **verdict.labels},
             state="firing",
-            summary=summary(run, scope=monitor.selection),
-            evidence=run.evidence,
+            summary=verdict.summary,
+            evidence=dict(verdict.evidence),
             count=1,
             clean_runs=0,
             first_fired_at=now,
@@ -146,10 +254,14 @@ def _fired(
     alert.count += 1
     alert.clean_runs = 0
     alert.last_fired_at = now
-    run.evidence = _keep_onset(alert.evidence, run.evidence)
-    alert.summary = summary(run, scope=monitor.selection)
-    alert.evidence = run.evidence
-    alert.severity = monitor.severity
+    if verdict.from_run:  # the monitor's own verdict: worded from its run
+        run.evidence = _keep_onset(alert.evidence, run.evidence)
+        alert.summary = summary(run, scope=monitor.selection)
+        alert.evidence = run.evidence
+    else:
+        alert.summary = verdict.summary
+        alert.evidence = dict(verdict.evidence)
+    alert.severity = verdict.severity
     due = alert.last_notified_at is None or now - alert.last_notified_at >= timedelta(
         seconds=monitor.repeat_interval_seconds
     )

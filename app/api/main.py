@@ -16,6 +16,7 @@ from app.api.routes import (
     otlp,
     otlp_logs,
     retention,
+    rules,
     scores,
     silences,
     streams,
@@ -35,6 +36,7 @@ api_router.include_router(otlp.router)
 api_router.include_router(otlp_logs.router)
 api_router.include_router(label_queues.router)
 api_router.include_router(monitors.router)
+api_router.include_router(rules.router)
 api_router.include_router(findings.router)
 api_router.include_router(alerts.router)
 api_router.include_router(silences.router)

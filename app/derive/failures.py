@@ -22,6 +22,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from app.db import write_transaction
 from app.models import Trace
+from app.models.rollups import mark_started
 
 log = logging.getLogger("telltale.derive")
 
@@ -63,4 +64,6 @@ def mark_failed(engine: Engine, trace: dict[str, Any], exc: Exception, *, now: d
             .where(Trace.id == trace["id"], Trace.updated_at == trace["updated_at"])
             .values(derive_error=reason, derived_at=now)
         )
+        # Set aside, it still counts in its bucket's traffic (app/rollups).
+        mark_started(conn, [(trace["project_id"], trace.get("started_at"))])
     DERIVE_FAILED.labels(error=type(exc).__name__).inc()

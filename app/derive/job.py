@@ -46,6 +46,7 @@ from app.derive.text_vectors import (
 from app.derive.trace_fields import DerivedFields, derive_trace, is_explicit, owned
 from app.derive.trace_rows import TRACE_UPDATE, update_row
 from app.models.base import utcnow
+from app.models.rollups import mark_started
 from app.monitors.windows.trace_window import step_profiles_of
 from app.settings import Settings
 
@@ -193,6 +194,8 @@ def _derive_together(
             row["b_profile"] = profiles.get(key)
             rows.append(row)
         conn.execute(TRACE_UPDATE, rows)
+        # The rollups count settled traces: their buckets are rebuilt (app/rollups).
+        mark_started(conn, ((t["project_id"], t["started_at"]) for t in batch.traces))
     return written
 
 

@@ -46,6 +46,7 @@ from app.models import (
     SpanEvent,
 )
 from app.models.base import utcnow
+from app.models.rollups import mark_scored
 
 _TABLES = {"span": Span, "span_event": SpanEvent, "score": Score, "embedding": Embedding}
 
@@ -120,6 +121,9 @@ def write_events(
         grown = {ev.row["trace_id"] for ev in fresh if ev.type in ("span", "span_event")}
         grown -= {ev.row["trace_id"] for ev in fresh if ev.type == "trace"}
         touch_traces(conn, project_id=project_id, trace_ids=grown - set(merged_traces))
+        # A score counts in the rollup bucket of the trace it scores (app/rollups/dirty.py).
+        scored = {ev.row["trace_id"] for ev in fresh if ev.type == "score"}
+        mark_scored(conn, project_id=project_id, trace_ids=scored)
         # Last: every batch of a project in one minute updates this one row, so concurrent
         # batches queue on its lock from here to the commit; the later it is taken, the
         # less of each transaction is serialised.

@@ -25,6 +25,14 @@ from app.models.labeling import Label, LabelQueue, QueueItem, RejectedLabel  # n
 from app.models.media import MediaJob  # noqa: F401
 from app.models.monitors import DetectorRun, Finding, Monitor, MonitorBaseline  # noqa: F401
 from app.models.retention import OrphanTrace  # noqa: F401
+from app.models.rollups import (  # noqa: F401
+    ModelRollup,
+    RollupDirty,
+    ScoreRollup,
+    ToolRollup,
+    TraceRollup,
+    UserRollup,
+)
 from app.models.scheduling import SchedulerLease  # noqa: F401
 from app.models.score_roles import ScoreRoleConfig  # noqa: F401
 from app.models.web import InstallationSecret, WebSession  # noqa: F401

@@ -6,7 +6,8 @@ the monitors of one cycle that read the same bounds share one load. What the det
 reads follows its declarations: embedding streams for a detector that needs stream
 vectors, trace records otherwise (with their input/output vectors when it needs those),
 and whole-window counts beside a sampled window for a detector that declares
-``window_counts`` (the plan carries the declaration).
+``window_counts`` (the plan carries the declaration); an alert rule's series from the
+rollups (:mod:`app.rollups.series`).
 """
 
 from __future__ import annotations
@@ -25,8 +26,11 @@ from app.monitors.readiness import recorded
 from app.monitors.windows import arrivals, history, label_counts, vectors
 from app.monitors.windows import trace_window as traces
 from app.monitors.windows.cache import WindowCache
+from app.rollups import series as rollup_series
+from app.rollups.buckets import BUCKET_SECONDS, floor_epoch
 from app.scores import roles as score_roles
-from detectors.needs import COUNT_NEEDS, STREAM_NEEDS, TRACE_EMBEDDING_NEEDS
+from detectors.needs import COUNT_NEEDS, ROLLUP_NEEDS, STREAM_NEEDS, TRACE_EMBEDDING_NEEDS
+from detectors.rules.detector import RuleDetector, lookback_buckets
 
 
 @dataclass(frozen=True)
@@ -51,12 +55,27 @@ def load(
     """The plan's windows read through ``data`` (step profiles computed on the way are
     written through ``write_engine``)."""
     needs = set(plan.detector.needs if plan.detector is not None else ())
+    if needs & ROLLUP_NEEDS:
+        return _rollups(plan, data=data)
     if needs & COUNT_NEEDS:
         return _arrivals(plan, data=data, cycle=cycle)
     if needs & STREAM_NEEDS:
         return _streams(plan, data=data, cycle=cycle)
     return _traces(plan, data=data, cycle=cycle, write_engine=write_engine,
                    with_embeddings=bool(needs & TRACE_EMBEDDING_NEEDS))  # fmt: skip
+
+
+def _rollups(plan: RunPlan, *, data: Session) -> RunWindows:
+    """An alert rule's series from the rollups, ending on the run's step (the last bucket
+    its evaluation delay says is complete) and reaching back as far as the step needs."""
+    detector = plan.detector
+    assert isinstance(detector, RuleDetector)
+    spec = detector.spec
+    end = floor_epoch(plan.as_of.timestamp() - spec.evaluation_delay_seconds)
+    start = end - lookback_buckets(spec, detector.interval_seconds) * BUCKET_SECONDS
+    series = rollup_series.read_series(data, project_id=plan.project_id, spec=spec,
+                                       start=start, end=end)  # fmt: skip
+    return RunWindows((), series, {"rollups": {"start": start, "end": end}})
 
 
 def _arrivals(plan: RunPlan, *, data: Session, cycle: WindowCache) -> RunWindows:

@@ -57,6 +57,8 @@ class RunPlan:
     # window ("labels": FM-4's coverage and delays).
     checks_silence: bool = False
     window_counts: tuple[str, ...] = ()
+    # Whether the run's evidence carries one verdict per group, each its own alert (rules).
+    alerts_per_group: bool = False
 
     @property
     def project_id(self) -> int:
@@ -115,7 +117,7 @@ def plan_run(
             data, project_id=pid, selection=selection, policy=policy, windows=w
         )
         w, no_reference = found.windows, found.reason
-    if no_reference is None:
+    if no_reference is None and not registry.judges_own_history(monitor.failure_mode):
         no_reference = baseline.young_reason(policy, w, begun)
     if no_reference is None:
         no_reference = _stepped_aside(selection, begun, cycle.now, state.alert_open)
@@ -133,4 +135,5 @@ def plan_run(
         monitor, policy, state, w, now, cycle.now, scheduled_for, detector, no_reference,
         build_error, registry.checks_silence(monitor.failure_mode),
         registry.window_counts_of(monitor.failure_mode),
+        registry.alerts_per_group(monitor.failure_mode),
     )  # fmt: skip

@@ -82,13 +82,19 @@ def _write(
         )  # fmt: skip
         session.add(finding)
         session.flush()
-    alert = lifecycle.record_run(
-        session, monitor=live, run=run, finding=finding, now=now, public_url=public_url,
-        still_degraded=judged.still_degraded, pending=judged.pending,
-    )  # fmt: skip
+    if plan.alerts_per_group:  # an alert rule's: one alert per group of its evidence
+        alerts = lifecycle.record_groups(
+            session, monitor=live, run=run, finding=finding, now=now, public_url=public_url
+        )
+        alert_open = any(a.state in lifecycle.OPEN_STATES for a in alerts)
+    else:
+        alert = lifecycle.record_run(
+            session, monitor=live, run=run, finding=finding, now=now, public_url=public_url,
+            still_degraded=judged.still_degraded, pending=judged.pending,
+        )  # fmt: skip
+        alert_open = alert is not None and alert.state in lifecycle.OPEN_STATES
     # Only a run that tested the data moves the baseline: a failed or insufficient run
     # says nothing about whether the period passed.
-    alert_open = alert is not None and alert.state in lifecycle.OPEN_STATES
     after = judged.state_if_open if alert_open else judged.state_if_closed
     if after is not None:
         monitor_state.save(session, live, after, now)

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from app.domain import FailureMode, Severity
+from app.domain import DetectorMode, Severity
 from app.models.base import UTCTime
 from app.request_model import RequestModel
 from app.response_model import ResponseModel, Time
@@ -82,7 +82,7 @@ class MonitorCreate(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=128)
-    failure_mode: FailureMode
+    failure_mode: DetectorMode  # rules are made through /api/v1/rules
     detector_params: dict[str, Any] = Field(default_factory=dict)
     selection: Selection = Field(default_factory=lambda: Selection.model_validate({}))
     interval_seconds: int = Field(300, ge=MIN_INTERVAL_SECONDS, le=MAX_INTERVAL_SECONDS)

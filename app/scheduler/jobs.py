@@ -1,5 +1,5 @@
 """The periodic jobs the scheduler runs beside the monitors: queue fillers, lease reapers,
-data retention, alert reminders, derived fields.
+data retention, alert reminders, derived fields, rollups.
 
 A job is ``func(engine, sessionmaker, settings)``, run every ``interval_seconds``; a failing
 job is logged and runs again at its next interval. ``exclusive=True`` (the default) runs a
@@ -22,6 +22,7 @@ from app.alerts import repeats
 from app.derive import job as derive
 from app.labeling import jobs as labeling
 from app.retention import purge as retention
+from app.rollups import job as rollups
 from app.settings import Settings
 
 PeriodicFunc = Callable[[Engine, Any, Settings], Any]
@@ -47,4 +48,5 @@ def periodic_jobs() -> list[PeriodicJob]:
         PeriodicJob("data_retention", retention.purge_expired_data, retention.PURGE_EVERY_SECONDS),
         PeriodicJob("alert_repeats", repeats.repeat_job, repeats.REPEAT_EVERY_SECONDS),
         PeriodicJob("derive_signals", derive.derive_job, derive.DERIVE_EVERY_SECONDS),
+        PeriodicJob("rollups", rollups.rollup_job, rollups.ROLLUP_EVERY_SECONDS),
     ]

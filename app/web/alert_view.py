@@ -95,7 +95,11 @@ def _sentence(
     session: Session, alert: Alert, monitor: Monitor | None, events: list[AlertEvent]
 ) -> str:
     """The sentence of the run that last fired the alert, worded now, as notifications
-    word it (an alert stored before the sentences keeps a numbers-only summary)."""
+    word it (an alert stored before the sentences keeps a numbers-only summary). A
+    per-group alert (an alert rule's) keeps its group's own sentence: the run's speaks for
+    every group of it."""
+    if "group" in (alert.evidence or {}):
+        return alert.summary
     for e in reversed(events):
         run_id = (e.detail or {}).get("run_id") if isinstance(e.detail, dict) else None
         if isinstance(run_id, int):

@@ -117,9 +117,12 @@ def run_params(monitor: Monitor, defaults: Mapping[str, Any]) -> dict[str, Any]:
     the ERT) and the chart the other half (:mod:`app.monitors.decide`).
     """
     share = 0.5 if monitor.sequential else 1.0
-    return calibrated_params(
+    out = calibrated_params(
         monitor.detector_params or {},
         defaults=defaults,
         ert_days=float(monitor.expected_days_between_false_alerts) / share,
         interval_seconds=float(monitor.interval_seconds),
     )
+    if "interval_seconds" in defaults:  # a detector that counts steps (an alert rule's ``for``)
+        out["interval_seconds"] = int(monitor.interval_seconds)
+    return out

@@ -46,10 +46,14 @@ from app.monitors.readiness.remedies import REMEDIES, score_role_remedies
 from app.monitors.windows import history
 from app.monitors.windows import trace_window as windows
 from app.monitors.windows import vectors as vector_windows
+from app.rollups.buckets import floor_epoch, start_of
+from app.rollups.series import read_series
 from app.scores import roles as score_roles
 from detectors import registry
 from detectors.needs import NEEDS as SIGNALS
+from detectors.needs import ROLLUP_NEEDS
 from detectors.needs import STREAM_NEEDS as STREAM_SIGNALS
+from detectors.rules.spec import RuleSpec
 
 # The sets of needs with which some sub-test of the mode can run (from each detector's
 # docstring): FM-3 compares decisions or output vectors of repeated inputs; FM-7 runs its
@@ -179,13 +183,15 @@ def monitor_readiness(
     w = baseline.windows_for(
         policy, monitor_state.load(session, monitor.id).baseline, now, history_start=begun
     )
-    needs_names = tuple(registry.DETECTORS[monitor.failure_mode].needs)
+    needs_names = registry.needs_of(monitor.failure_mode)
     latest = session.scalars(
         select(DetectorRun)
         .where(DetectorRun.monitor_id == monitor.id)
         .order_by(DetectorRun.at.desc())
         .limit(1)
     ).first()
+    if set(needs_names) & ROLLUP_NEEDS:
+        return _rule_readiness(session, monitor, now=now, latest=latest)
     pid = monitor.project_id
     answer: dict[str, Any] = {
         "monitor_id": monitor.id,
@@ -260,6 +266,27 @@ def monitor_readiness(
         }
         for n in needs
     ]
+    return answer
+
+
+def _rule_readiness(
+    session: Session, monitor: Monitor, *, now: datetime, latest: DetectorRun | None
+) -> dict[str, Any]:
+    """An alert rule reads its metric from the rollups: ready when its last window holds
+    traffic matching its filter (``traces``: the items its metric counts there)."""
+    spec = RuleSpec.model_validate((monitor.detector_params or {}).get("rule"))
+    end = floor_epoch(now.timestamp() - spec.evaluation_delay_seconds)
+    start = end - spec.window_seconds
+    series = read_series(session, project_id=monitor.project_id, spec=spec, start=start, end=end)
+    count = len(series)
+    answer: dict[str, Any] = {
+        "monitor_id": monitor.id, "failure_mode": monitor.failure_mode,
+        "window": {"start": start_of(start).isoformat(), "end": start_of(end).isoformat()},
+        "status": "ready" if count else "no_data", "traces": count, "needs": [],
+    }  # fmt: skip
+    last = _last_run(latest, monitor, now)
+    if last is not None:
+        answer["last_run"] = last
     return answer
 
 
