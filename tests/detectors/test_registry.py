@@ -14,7 +14,7 @@ import pytest
 from detectors.records import DetectorResult, Score, Step, TraceRecord
 from detectors.registry import TRACE_DETECTORS, build_detector, detector_parameters
 
-MODES = ("FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-7", "OUTCOME")
+MODES = ("FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-7", "OUTCOME", "EARLY")
 
 
 def test_every_trace_mode_is_registered() -> None:
@@ -28,6 +28,7 @@ def test_every_trace_mode_is_registered() -> None:
         "FM-5": "EvalOverfittingDetector",
         "FM-7": "ProxyConvergenceDetector",
         "OUTCOME": "OutcomeRegressionDetector",
+        "EARLY": "FirstHoursDetector",
     }
 
 
@@ -36,9 +37,10 @@ def test_build_with_defaults_and_with_params(mode: str) -> None:
     defaults = detector_parameters(mode)
     assert defaults["alpha"] == 0.01
     assert isinstance(build_detector(mode), TRACE_DETECTORS[mode])
-    # Every detector that resamples takes a seed; OUTCOME's tests are exact and take none.
+    # Every detector that resamples takes a seed; OUTCOME's and EARLY's tests are exact and
+    # take none.
     seeded = {"seed": 3} if "seed" in defaults else {}
-    assert ("seed" in defaults) == (mode != "OUTCOME")
+    assert ("seed" in defaults) == (mode not in ("OUTCOME", "EARLY"))
     detector = build_detector(mode, {"alpha": 0.05, **seeded})
     assert detector.alpha == 0.05 and getattr(detector, "seed", 3) == 3
 
