@@ -142,8 +142,8 @@ def store_traces(
             "scopeSpans": [{"spans": spans}]}]})  # fmt: skip
         mapped = decode_and_map(body, wire=JSON, max_spans=10**6)
 
-        def merge(conn: Any, rows: list[dict[str, Any]] = mapped.traces) -> None:
-            merge_traces(conn, project_id=project_id, rows=rows)
+        def merge(conn: Any, counts: Any, rows: list[dict[str, Any]] = mapped.traces) -> None:
+            merge_traces(conn, project_id=project_id, rows=rows, span_counts=counts)
 
         write_events(engine, project_id=project_id, events=mapped.events, also=merge,
                      merged_traces={t["trace_id"] for t in mapped.traces})  # fmt: skip

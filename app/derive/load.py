@@ -21,13 +21,12 @@ from sqlalchemy import and_, or_, select
 from sqlalchemy.engine import Connection
 
 from app.derive.config import DerivedFieldRules, effective_config
-from app.ingest.trace_size import stored_span_counts
 from app.models import Project, Span, SpanEvent, Trace
 
 _TRACE_COLUMNS = (
     Trace.id, Trace.project_id, Trace.trace_id, Trace.agent, Trace.agent_version,
     Trace.started_at, Trace.status, Trace.input_hash, Trace.source, Trace.counterfactual_of,
-    Trace.attributes, Trace.updated_at,
+    Trace.attributes, Trace.updated_at, Trace.span_count,
 )  # fmt: skip
 _SPAN_COLUMNS = (
     Span.trace_id, Span.span_id, Span.parent_span_id, Span.kind, Span.name, Span.tool_name,
@@ -84,7 +83,7 @@ def pending_batch(
     more: list[tuple[int, Keyset]] = []  # projects that may have more than their share
     for project_id in waiting:
         got = _oldest(conn, project_id, cutoff=cutoff, after=after.get(project_id), limit=share)
-        kept, spans = _within_spans(conn, project_id, got, span_share)
+        kept, spans = _within_spans(got, span_share)
         rows.extend(kept)
         spans_used += spans
         if len(kept) == share:
@@ -94,7 +93,7 @@ def pending_batch(
         if room <= 0 or span_room <= 0:
             break
         got = _oldest(conn, project_id, cutoff=cutoff, after=last, limit=room)
-        kept, spans = _within_spans(conn, project_id, got, span_room, at_least_one=False)
+        kept, spans = _within_spans(got, span_room, at_least_one=False)
         rows.extend(kept)
         spans_used += spans
     batch = Batch(traces=[dict(r) for r in rows[:limit]])
@@ -114,17 +113,15 @@ def pending_batch(
 
 
 def _within_spans(
-    conn: Connection, project_id: int, rows: list[Any], budget: int, *, at_least_one: bool = True
+    rows: list[Any], budget: int, *, at_least_one: bool = True
 ) -> tuple[list[Any], int]:
     """The first of ``rows`` whose spans add up to at most ``budget`` (the first always,
-    unless ``at_least_one`` is off), and their spans."""
-    if not rows:
-        return [], 0
-    counts = stored_span_counts(conn, project_id, [r["trace_id"] for r in rows])
+    unless ``at_least_one`` is off), and their spans (the rows' ``span_count``, which
+    ingest keeps: :mod:`app.ingest.trace_size`)."""
     kept: list[Any] = []
     used = 0
     for r in rows:
-        spans = counts.get(r["trace_id"], 0)
+        spans = r["span_count"]
         if used + spans > budget and (kept or not at_least_one):
             break
         kept.append(r)

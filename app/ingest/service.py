@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from fastapi import HTTPException
@@ -36,7 +36,7 @@ async def write_admitted(
     *,
     project_id: int,
     events: Sequence[ValidEvent],
-    also: Callable[[Connection], None] | None = None,
+    also: Callable[[Connection, Mapping[str, int]], None] | None = None,
     merged_traces: Collection[str] = (),
 ) -> WriteResult:
     """:func:`write_events` in a slot of the shared admission control, off the event loop, so

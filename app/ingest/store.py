@@ -17,13 +17,15 @@ that second row and index entry per span (spans are most of what is ingested, an
 what the retention job deleted row by row) measured 1.15x native and 1.09x OTLP spans/s
 end to end on PostgreSQL (``bench/ingest.py``, ``bench/ingest_otlp.py``). Span rows go in
 key order, so two batches that share spans wait on each other's index entries in one
-order (no deadlock).
+order (no deadlock). Trace rows go after them, in trace-id order: each trace row the batch
+writes or touches gains the spans it inserted in ``span_count`` (:mod:`.trace_size`).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Collection, Sequence
+from collections import Counter
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +36,13 @@ from app.db import dialect_insert, write_transaction
 from app.ingest import pg_copy
 from app.ingest.events import Rejection, ValidEvent
 from app.ingest.streams import check_stream_dims, stream_dims
-from app.ingest.trace_size import DEFAULT_MAX_SPANS_PER_TRACE, refuse_oversized
+from app.ingest.trace_size import (
+    DEFAULT_MAX_SPANS_PER_TRACE,
+    NO_SIZES,
+    TraceSizes,
+    refuse_oversized,
+    stored_sizes,
+)
 from app.ingest.trace_upsert import touch_traces, upsert_traces
 from app.ingest.vectors import VectorBatch
 from app.models import (
@@ -68,7 +76,7 @@ def write_events(
     *,
     project_id: int,
     events: Sequence[ValidEvent],
-    also: Callable[[Connection], None] | None = None,
+    also: Callable[[Connection, Mapping[str, int]], None] | None = None,
     merged_traces: Collection[str] = (),
     max_spans_per_trace: int = DEFAULT_MAX_SPANS_PER_TRACE,
 ) -> WriteResult:
@@ -80,10 +88,12 @@ def write_events(
     nothing: an event id seen before (in this batch or stored), or a span whose
     ``(trace_id, span_id)`` is already stored or earlier in the batch under another id.
 
-    ``also(conn)`` runs last inside the same transaction (the OTLP receiver merges its
-    trace rows there), so it commits or rolls back with the events; ``merged_traces``
-    names the traces it merges. Every other stored trace that gains a span or a span
-    event here is touched (:func:`touch_traces`), so the derive job waits for it to settle.
+    ``also(conn, span_counts)`` runs last inside the same transaction (the OTLP receiver
+    merges its trace rows there), so it commits or rolls back with the events;
+    ``merged_traces`` names the traces it merges, and ``span_counts`` is what it adds to
+    their ``span_count`` (:meth:`TraceSizes.added`). Every other stored trace that gains a
+    span or a span event here is touched (:func:`touch_traces`), so the derive job waits
+    for it to settle, and its ``span_count`` grows by the spans inserted.
     """
     result = WriteResult()
     unique: list[ValidEvent] = []
@@ -98,8 +108,9 @@ def write_events(
         return result
     with write_transaction(engine) as conn:
         unique = check_stream_dims(conn, project_id, unique, result.rejected)
+        sizes = _sizes_before(conn, project_id, unique, merged_traces)
         unique = refuse_oversized(
-            conn, project_id, unique, result.rejected, max_spans=max_spans_per_trace
+            unique, result.rejected, stored=sizes.stored, max_spans=max_spans_per_trace
         )
         claiming = [ev for ev in unique if ev.type != "span"]
         claimed = _claim_event_ids(
@@ -107,7 +118,8 @@ def write_events(
         )
         result.duplicates += len(claiming) - len(claimed)
         fresh = [ev for ev in unique if ev.type == "span" or ev.event_id in claimed]
-        skipped_spans = _write_rows(conn, project_id, fresh)
+        inserted = _write_rows(conn, project_id, fresh, sizes)
+        skipped_spans = sum(1 for ev in fresh if ev.type == "span") - sum(inserted.values())
         result.duplicates += skipped_spans
         result.accepted = len(fresh) - skipped_spans
         for ev in fresh:
@@ -117,10 +129,13 @@ def write_events(
             if not result.accepted_by_type["span"]:
                 del result.accepted_by_type["span"]
         if also is not None:
-            also(conn)
+            also(conn, sizes.added(inserted))
         grown = {ev.row["trace_id"] for ev in fresh if ev.type in ("span", "span_event")}
         grown -= {ev.row["trace_id"] for ev in fresh if ev.type == "trace"}
-        touch_traces(conn, project_id=project_id, trace_ids=grown - set(merged_traces))
+        grown -= set(merged_traces)
+        touch_traces(
+            conn, project_id=project_id, spans_added={t: inserted.get(t, 0) for t in grown}
+        )
         # A score counts in the rollup bucket of the trace it scores (app/rollups/dirty.py).
         scored = {ev.row["trace_id"] for ev in fresh if ev.type == "score"}
         mark_scored(conn, project_id=project_id, trace_ids=scored)
@@ -242,8 +257,21 @@ def _claim_event_ids(
     return set(conn.execute(stmt, rows).scalars().all())
 
 
-def _write_rows(conn: Connection, project_id: int, events: list[ValidEvent]) -> int:
-    """Write the rows; return how many span rows were skipped as already stored."""
+def _sizes_before(
+    conn: Connection, project_id: int, events: list[ValidEvent], merged_traces: Collection[str]
+) -> TraceSizes:
+    """The stored spans of the traces this batch adds spans to or writes a row of."""
+    trace_ids = {ev.row["trace_id"] for ev in events if ev.type in ("span", "trace")}
+    if not trace_ids:  # scores, vectors and GenAI events change no span count
+        return NO_SIZES
+    return stored_sizes(conn, project_id, trace_ids | set(merged_traces))
+
+
+def _write_rows(
+    conn: Connection, project_id: int, events: list[ValidEvent], sizes: TraceSizes
+) -> Counter[str]:
+    """Write the rows; return the span rows inserted per trace (those already stored are
+    skipped). Trace rows go after the spans, so their ``span_count`` adds what went in."""
     now = utcnow()
     by_type: dict[str, list[dict[str, Any]]] = {}
     spans: list[ValidEvent] = []
@@ -264,17 +292,17 @@ def _write_rows(conn: Connection, project_id: int, events: list[ValidEvent]) -> 
         elif ev.type == "trace":
             row["created_at"] = row["updated_at"] = now
         by_type.setdefault(ev.type, []).append(row)
-    if "trace" in by_type:
-        upsert_traces(conn, by_type.pop("trace"))
-    skipped = 0
+    inserted: Counter[str] = Counter()
     if spans:
-        skipped = len(spans) - _insert_spans(conn, project_id, _first_per_span_key(spans))
+        inserted = _insert_spans(conn, project_id, _first_per_span_key(spans))
+    if "trace" in by_type:
+        upsert_traces(conn, by_type.pop("trace"), span_counts=sizes.added(inserted))
     for etype, rows in by_type.items():
         if conn.dialect.name == "postgresql" and etype in ("score", "embedding"):
             _copy_rows(conn, etype, rows)
         else:
             conn.execute(_insert(conn, _TABLES[etype]), rows)
-    return skipped
+    return inserted
 
 
 def _first_per_span_key(spans: list[ValidEvent]) -> list[ValidEvent]:
@@ -285,13 +313,13 @@ def _first_per_span_key(spans: list[ValidEvent]) -> list[ValidEvent]:
     return [keyed[k] for k in sorted(keyed)]
 
 
-def _insert_spans(conn: Connection, project_id: int, spans: list[ValidEvent]) -> int:
-    """Insert span rows, skipping keys already stored; return how many were inserted."""
+def _insert_spans(conn: Connection, project_id: int, spans: list[ValidEvent]) -> Counter[str]:
+    """Insert span rows, skipping keys already stored; return how many went in per trace."""
     if conn.dialect.name == "postgresql" and pg_copy.copy_spans(conn, project_id, spans):
-        return len(spans)
+        return Counter(ev.row["trace_id"] for ev in spans)
     rows = [dict(ev.row, project_id=project_id) for ev in spans]
-    stmt = _insert(conn, Span).on_conflict_do_nothing().returning(Span.id)
-    return len(conn.execute(stmt, rows).all())
+    stmt = _insert(conn, Span).on_conflict_do_nothing().returning(Span.trace_id)
+    return Counter(conn.execute(stmt, rows).scalars())
 
 
 def _copy_rows(conn: Connection, etype: str, rows: list[dict[str, Any]]) -> None:

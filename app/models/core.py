@@ -81,6 +81,8 @@ class Trace(BigId, ProjectOwned, Created, Base):
     step_profile: Mapped[str | None] = mapped_column(Text, nullable=True)
     # Why the derive job could not derive it (app/derive/job.py); None once it could.
     derive_error: Mapped[str | None] = mapped_column(String(300), nullable=True)
+    # Its spans stored, kept by the ingest write that stores them (app/ingest/trace_size.py).
+    span_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
 
 
 class Span(BigId, Base):

@@ -8,6 +8,7 @@ so OTLP and native ingestion share one bound on concurrent and waiting batches.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,8 +69,8 @@ async def export_traces(call: ExportCall) -> Response:
         decode_and_map, call.body, wire=call.wire, max_spans=call.max_items, limits=call.limits
     )
 
-    def merge(conn: Connection) -> None:
-        merge_traces(conn, project_id=call.project_id, rows=mapped.traces)
+    def merge(conn: Connection, span_counts: Mapping[str, int]) -> None:
+        merge_traces(conn, project_id=call.project_id, rows=mapped.traces, span_counts=span_counts)
 
     by_index = {ev.index: ev.row["trace_id"] for ev in mapped.events if ev.type == "span"}
     written = await write_admitted(

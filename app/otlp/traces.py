@@ -10,7 +10,8 @@ merge here is commutative and idempotent, so the order does not matter:
   within one), whichever request brought it;
 - ``telltale.*`` trace fields from the root override, from other spans only fill gaps;
 - ``source`` takes a value other than the default ``production`` when one is given;
-- ``updated_at`` is the last arrival and ``derived_at`` is cleared (:mod:`app.derive.job`).
+- ``updated_at`` is the last arrival and ``derived_at`` is cleared (:mod:`app.derive.job`);
+- ``span_count`` adds the spans the request inserted (:mod:`app.ingest.trace_size`).
 
 Rows are written in trace-id order so two concurrent requests lock shared traces in the
 same order on PostgreSQL (no deadlock); SQLite serialises writers anyway.
@@ -19,6 +20,7 @@ same order on PostgreSQL (no deadlock); SQLite serialises writers anyway.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import and_, case, func, or_, true
@@ -32,7 +34,15 @@ _FILL_FIELDS = ("input_hash", "entry_point", "counterfactual_of")
 AGENT_KEY = "otel.agent_key"
 
 
-def merge_traces(conn: Connection, *, project_id: int, rows: list[dict[str, Any]]) -> None:
+def merge_traces(
+    conn: Connection,
+    *,
+    project_id: int,
+    rows: list[dict[str, Any]],
+    span_counts: Mapping[str, int],
+) -> None:
+    """Merge ``rows`` (one per trace) into the stored trace rows; ``span_counts`` is what
+    each trace's ``span_count`` gains (:meth:`app.ingest.trace_size.TraceSizes.added`)."""
     now = utcnow()
     from_root: list[dict[str, Any]] = []
     others: list[dict[str, Any]] = []
@@ -43,6 +53,7 @@ def merge_traces(conn: Connection, *, project_id: int, rows: list[dict[str, Any]
             created_at=now,
             updated_at=now,
             source=row["source"] or "production",
+            span_count=span_counts.get(row["trace_id"], 0),
         )
         (from_root if row["rank"] == 2 else others).append(db_row)
     for batch, root in ((from_root, True), (others, False)):
@@ -108,5 +119,6 @@ def _merge_statement(dialect: str, *, root: bool) -> Any:
             "updated_at": ex.updated_at,
             "derived_at": None,
             "step_profile": None,
+            "span_count": t.span_count + ex.span_count,
         },
     )

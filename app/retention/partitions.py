@@ -37,6 +37,9 @@ Open alerts: the findings and runs that are their evidence are unpartitioned and
 before. The traces a finding names are not kept by the batched deletes either (they expire
 with their data on both databases), and holding a day of every project for one project's
 open alert would tie the disk to how long alerts stay open; so no partition waits for one.
+Nor is a trace row's ``span_count`` lowered by a drop: a day's spans whose trace row is kept
+(it arrived within retention, its spans dated before it) leave that count an upper bound
+(:mod:`app.ingest.trace_size`).
 
 Locks. ``ATTACH PARTITION`` takes only ``SHARE UPDATE EXCLUSIVE`` on the parent (inserts go
 on) but must scan and lock DEFAULT. A day goes by a plain ``DROP TABLE`` of the attached

@@ -166,3 +166,42 @@ def test_0021_raises_intervals_below_the_floor(backend, tmp_path, request) -> No
         assert dict(stored) == {"every 1": 60, "every 59": 60, "every 60": 60, "every 900": 900}
     finally:
         engine.dispose()
+
+
+def test_0023_counts_each_traces_spans(backend, tmp_path, request) -> None:
+    url = empty_database(backend, tmp_path, request)
+    migrate.upgrade(url, "0022_derive_queue_per_project")
+    engine = make_engine(url)
+    try:
+        with write_session(engine) as s:
+            pid = s.scalar(
+                insert(Project).values(name="p", created_at=utcnow()).returning(Project.id)
+            )
+        meta = MetaData()
+        traces, spans = (Table(name, meta, autoload_with=engine) for name in ("traces", "spans"))
+        trace = {"project_id": pid, "agent": "", "agent_version": "", "status": "ok",
+                 "source": "production", "attributes": {}, "created_at": utcnow()}  # fmt: skip
+        span = {"project_id": pid, "kind": "tool", "name": "", "status": "ok", "attributes": {}}
+        per_trace = {"a": 3, "b": 1, "orphan": 2}  # the orphan's spans have no trace row
+        with engine.begin() as conn:
+            conn.execute(insert(traces), [{**trace, "trace_id": t} for t in ("a", "b", "none")])
+            conn.execute(
+                insert(spans),
+                [{**span, "trace_id": t, "span_id": f"s{i}"}
+                 for t, n in per_trace.items() for i in range(n)],
+            )  # fmt: skip
+
+        def span_counts() -> dict[str, int]:
+            with engine.connect() as conn:
+                return {
+                    t: n for t, n in conn.execute(select(traces.c.trace_id, column("span_count")))
+                }
+
+        migrate.upgrade(url)
+        assert span_counts() == {"a": 3, "b": 1, "none": 0}
+        migrate.downgrade(url, "0022_derive_queue_per_project")
+        assert "span_count" not in {c["name"] for c in inspect(engine).get_columns("traces")}
+        migrate.upgrade(url)
+        assert span_counts() == {"a": 3, "b": 1, "none": 0}
+    finally:
+        engine.dispose()

@@ -11,10 +11,13 @@ from typing import Any
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
+from pydantic import BaseModel, ValidationError
 from sqlalchemy import Engine
 
+from app.api.routes.monitors import DefaultsRequest
 from app.ingest.events import validate_events
 from app.ingest.store import write_events
+from app.monitors.schemas import MonitorCreate, MonitorPatch
 from detectors.records import TraceRecord
 from tests.app.engine_helpers import setup_project
 from tests.conftest import auth
@@ -66,7 +69,10 @@ def test_crud_and_validation(client: TestClient, make_key: Any) -> None:
     )
     assert r.status_code == 422 and "detector_params.alpha" in r.json()["detail"]
     r = client.patch(f"/api/v1/monitors/{m['id']}", headers=h, json={"interval_seconds": 1})
-    assert r.status_code == 422 and "interval_seconds" in r.json()["detail"]
+    assert r.status_code == 422
+    assert r.json()["detail"] == (
+        "body.interval_seconds: a monitor runs at most once a minute (60 s); got 1"
+    )
     r = client.post("/api/v1/monitors/defaults", headers=h, json={"interval_seconds": 1})
     assert r.status_code == 422 and "interval_seconds" in r.json()["detail"]
     r = client.patch(
@@ -242,3 +248,21 @@ def test_monitor_windows_and_scenario_converter_give_the_same_records_and_fm6_ru
     for added_by_the_monitor in added:
         evidence.pop(added_by_the_monitor)
     assert jsonable(dict(result.evidence)) == evidence
+
+
+@pytest.mark.parametrize(
+    ("model", "seconds", "said"),
+    [
+        (MonitorCreate, 10, "a monitor runs at most once a minute (60 s); got 10"),
+        (MonitorPatch, 59, "a monitor runs at most once a minute (60 s); got 59"),
+        (DefaultsRequest, 8 * 86400, "a monitor runs at least once a week (604800 s); got 691200"),
+    ],
+)
+def test_an_interval_out_of_bounds_is_refused_in_a_monitors_terms(
+    model: type[BaseModel], seconds: int, said: str
+) -> None:
+    body = {"name": "m", "failure_mode": "FM-2"} if model is MonitorCreate else {}
+    with pytest.raises(ValidationError) as refused:
+        model.model_validate({**body, "interval_seconds": seconds})
+    assert [(e["loc"], e["msg"]) for e in refused.value.errors()] == [(("interval_seconds",), said)]
+    assert model.model_validate({**body, "interval_seconds": 60}).interval_seconds == 60

@@ -105,7 +105,7 @@ def test_monitors_defaults_pause_run_and_edit(client, make_key, engine):
         assert (saved.severity, saved.interval_seconds, saved.enabled) == ("critical", 600, False)
         assert saved.expected_days_between_false_alerts == 60
     for field, value, said in [
-        ("interval_seconds", "0", "interval_seconds: Input should be greater than or equal to 60"),
+        ("interval_seconds", "0", "interval_seconds: a monitor runs at most once a minute (60 s); got 0"),
         ("expected_days_between_false_alerts", "soon", "expected_days_between_false_alerts: Input should be a valid number"),
         ("detector_params", "{nope", "detector_params: not valid JSON"),
         ("detector_params", "[" * 100_000, "detector_params: JSON nests arrays/objects more than 32 deep"),

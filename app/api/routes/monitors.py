@@ -19,8 +19,7 @@ from app.monitors.detection import DetectorConfigError
 from app.monitors.readiness import report as readiness
 from app.monitors.readiness.schemas import ReadinessOut
 from app.monitors.schemas import (
-    MAX_INTERVAL_SECONDS,
-    MIN_INTERVAL_SECONDS,
+    IntervalSeconds,
     MonitorCreate,
     MonitorList,
     MonitorOut,
@@ -38,7 +37,7 @@ router = APIRouter(prefix="/api/v1/monitors", tags=["monitors"])
 class DefaultsRequest(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
-    interval_seconds: int = Field(900, ge=MIN_INTERVAL_SECONDS, le=MAX_INTERVAL_SECONDS)
+    interval_seconds: IntervalSeconds = 900
     detector_params: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="per failure mode, e.g. {'FM-1': {'alpha': 0.005}}"
     )

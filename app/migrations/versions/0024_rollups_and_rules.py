@@ -1,7 +1,7 @@
 """Per-bucket rollups (traces, tools, models, scores, users) and their dirty marks
 
 Revision ID: 0024_rollups_and_rules
-Revises: 0022_derive_queue_per_project
+Revises: 0023_trace_span_count
 Create Date: 2026-12-06 12:00:00
 
 Alert rules a team writes (issue #50) are previewed over 30 days of history and evaluated
@@ -22,8 +22,7 @@ from alembic import op
 import app.models.base
 
 revision: str = "0024_rollups_and_rules"
-# 0023 is another branch's; the chain is re-linked when both are merged.
-down_revision: str | Sequence[str] | None = "0022_derive_queue_per_project"
+down_revision: str | Sequence[str] | None = "0023_trace_span_count"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
