@@ -434,8 +434,10 @@ def _replay(
                 f"(p={r['p_value'] if r['p_value'] is None else round(r['p_value'], 5)})"
                 for m, r in runs.items()
             )
-            said = (runs.get("OUTCOME") or {}).get("evidence", {}).get("summary")
-            line += f"  {said}" if said else ""
+            for r in runs.values():  # what moved most, fired or not
+                ev = r.get("evidence") or {}
+                said = ev.get("summary") if r["fired"] else ev.get("closest")
+                line += f"  {said}" if said else ""
             print(f"{tick:%m-%d %H:%M} {line}", file=sys.stderr, flush=True)
         tick += step
     recovery = (

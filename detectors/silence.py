@@ -26,6 +26,10 @@ arrives. The service counts (:mod:`app.monitors.windows.arrivals`); each
   ``max_share_ratio`` (0.5). A share is a ratio of two things that rise and fall together:
   no day/night adjustment is needed.
 
+The **derive job falling behind** is a static rule beside them (``max_derive_lag_s``, 15
+minutes): traces settled longer than that and not derived yet (``kind`` "backlog"); every
+detector reading derived fields waits on it.
+
 A comparison is made only where the reference expects enough (``min_expected``
 arrivals in the window, or ``min_reference_share``); all made are Bonferroni-combined at
 ``alpha``, so on stationary traffic the detector fires at most at rate ``alpha``. A long
@@ -108,6 +112,7 @@ class SilenceDetector(Parameters):
     min_expected: float = param(5.0, ge=1.0)
     min_reference_share: float = param(0.2, gt=0.0, le=1.0)
     min_share_traces: int = param(10, ge=1)
+    max_derive_lag_s: float = param(900.0, gt=0.0)
 
     def test(
         self,
@@ -159,6 +164,10 @@ class SilenceDetector(Parameters):
     def _row(self, c: ArrivalCount) -> dict[str, Any] | None:
         base = {"signal": c.signal, "scope": c.scope, "window_s": c.window_s,
                 "same_hour": c.same_hour, "short_of": c.short_of, "k": c.k}  # fmt: skip
+        if c.kind == "backlog":  # a static rule: no test, the age against its bound
+            behind = c.window_s >= self.max_derive_lag_s
+            return {**base, "kind": "backlog", "p_value": 0.0 if behind else 1.0,
+                    "below": behind}  # fmt: skip
         if c.kind == "share":
             if c.n < self.min_share_traces or c.n_ref <= 0:
                 return None
@@ -202,6 +211,11 @@ def _minutes(seconds: float) -> str:
 def describe(row: dict[str, Any]) -> str:
     """One comparison in words: what stopped or fell, where, how far."""
     span = _minutes(row["window_s"])
+    if row["kind"] == "backlog":
+        return (
+            f"the derive job is behind: {row['k']} traces wait for their input identity, "
+            f"decision and embeddings, the oldest for {span}"
+        )
     if row["kind"] == "share":
         what = SHARE_WORDS.get(row["signal"], row["signal"])
         verb = "stopped" if row["k"] == 0 else "fell"

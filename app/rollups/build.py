@@ -56,7 +56,9 @@ def chunks(ids: list[str]) -> list[list[str]]:
 def read_bucket(conn: Connection, *, project_id: int, bucket: int) -> BucketRows:
     """The bucket's rollup rows, computed from its raw rows."""
     start, end = start_of(bucket), start_of(bucket + BUCKET_SECONDS)
-    attrs = tuple(Trace.attributes[k].as_string().label(f"a{i}") for i, k in enumerate(_ATTRIBUTE_KEYS))
+    attrs = tuple(
+        Trace.attributes[k].as_string().label(f"a{i}") for i, k in enumerate(_ATTRIBUTE_KEYS)
+    )
     rows = conn.execute(
         select(*_TRACE_COLUMNS, *attrs).where(
             Trace.project_id == project_id, Trace.started_at >= start, Trace.started_at < end,

@@ -17,7 +17,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--days", type=float, default=30.0, help="backfill: how far back (default 30, a preview's)"
     )
     p.add_argument(
-        "--no-rebuild", action="store_true", help="backfill: only mark; the scheduler's job rebuilds"
+        "--no-rebuild",
+        action="store_true",
+        help="backfill: only mark; the scheduler's job rebuilds",
     )
 
 

@@ -163,7 +163,11 @@ def bucket_rows(
         for sc in scores.get(t["trace_id"], []):
             agg = per_score[(dims, _text(sc["name"], 128))]
             v = float(sc["value"])
-            agg.scores, agg.total, agg.total_sq = agg.scores + 1, agg.total + v, agg.total_sq + v * v
+            agg.scores, agg.total, agg.total_sq = (
+                agg.scores + 1,
+                agg.total + v,
+                agg.total_sq + v * v,
+            )
             agg.passed += v >= PASS_AT
             labeled = labeled or bool(sc.get("is_label"))
         latency = _latency_ms(t)

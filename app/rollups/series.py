@@ -104,7 +104,9 @@ def _busiest(weights: dict[tuple[Any, ...], float]) -> tuple[list[tuple[Any, ...
     return sorted(keys[:MAX_GROUPS]), max(0, len(keys) - MAX_GROUPS)
 
 
-def _count_series(rows: list[Any], *, start: int, n: int, spec: RuleSpec, src: Source) -> MetricSeries:
+def _count_series(
+    rows: list[Any], *, start: int, n: int, spec: RuleSpec, src: Source
+) -> MetricSeries:
     g = len(spec.group_by)
     width = 1 + (src.denominator is not None) + (src.squares is not None)
     data: dict[tuple[Any, ...], np.ndarray] = {}

@@ -98,10 +98,15 @@ def svg(p: PreviewOut, *, label: str) -> Markup:
     for i, g in enumerate(groups):
         colour = COLOURS[i % len(COLOURS)]
         # A calibrated rule: the reference's value (dotted) and where the test fires (dashed).
-        for attr, dash, stroke, title in (("baseline", "2 3", colour, "reference"),
-                                          ("bound", "6 4", _BAND["critical"], "fires beyond")):
-            pts = [(pt.at, getattr(pt, attr)) for pt in g.points
-                   if getattr(pt, attr) is not None and math.isfinite(getattr(pt, attr))]
+        for attr, dash, stroke, title in (
+            ("baseline", "2 3", colour, "reference"),
+            ("bound", "6 4", _BAND["critical"], "fires beyond"),
+        ):
+            pts = [
+                (pt.at, getattr(pt, attr))
+                for pt in g.points
+                if getattr(pt, attr) is not None and math.isfinite(getattr(pt, attr))
+            ]
             if len(pts) > 1:
                 line = " ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in pts)
                 parts.append(f'<polyline class="{attr}" points="{line}" fill="none" stroke="{stroke}" '

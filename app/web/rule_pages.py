@@ -120,6 +120,7 @@ def _labels(text: str) -> dict[str, str]:
 
 def _rule(typed: dict[str, Any]) -> dict[str, Any]:
     """The rule the form describes, as the API's body has it (blank fields left out)."""
+
     def given(name: str) -> str | None:
         value = str(typed.get(name, "")).strip()
         return value or None
@@ -240,9 +241,13 @@ def _preview_view(answer: PreviewOut) -> dict[str, Any]:
              "resolved": f"{e.resolved_at:%Y-%m-%d %H:%M}" if e.resolved_at else "still open",
              "severity": e.severity, "worst": fmt_value(e.peak_value, answer.unit)}
             for e in answer.episodes]  # fmt: skip
-    return {"preview": answer, "chart": rule_chart.svg(answer, label=label),
-            "legend": rule_chart.legend(answer), "episode_rows": rows,
-            "days_text": _days(answer_days(answer))}
+    return {
+        "preview": answer,
+        "chart": rule_chart.svg(answer, label=label),
+        "legend": rule_chart.legend(answer),
+        "episode_rows": rows,
+        "days_text": _days(answer_days(answer)),
+    }
 
 
 @router.post("/{rule_id}/pause")

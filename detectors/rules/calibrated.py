@@ -191,13 +191,23 @@ def _tail(mean_c: np.ndarray, mean_r: np.ndarray, var_mean: np.ndarray, directio
             a, b = mean_r * k, (1 - mean_r) * k
             ok = np.isfinite(k) & (a > 0) & (b > 0)
             up = np.where(ok, beta_dist.sf(mean_c, np.where(ok, a, 1), np.where(ok, b, 1)), np.nan)
-            down = np.where(ok, beta_dist.cdf(mean_c, np.where(ok, a, 1), np.where(ok, b, 1)), np.nan)
+            down = np.where(
+                ok, beta_dist.cdf(mean_c, np.where(ok, a, 1), np.where(ok, b, 1)), np.nan
+            )
         elif positive:
             shape = mean_r**2 / var_mean
             scale = var_mean / mean_r
             ok = np.isfinite(shape) & (shape > 0) & (scale > 0)
-            up = np.where(ok, gamma_dist.sf(mean_c, np.where(ok, shape, 1), scale=np.where(ok, scale, 1)), np.nan)
-            down = np.where(ok, gamma_dist.cdf(mean_c, np.where(ok, shape, 1), scale=np.where(ok, scale, 1)), np.nan)
+            up = np.where(
+                ok,
+                gamma_dist.sf(mean_c, np.where(ok, shape, 1), scale=np.where(ok, scale, 1)),
+                np.nan,
+            )
+            down = np.where(
+                ok,
+                gamma_dist.cdf(mean_c, np.where(ok, shape, 1), scale=np.where(ok, scale, 1)),
+                np.nan,
+            )
         else:
             up = down = np.full(mean_c.shape, np.nan)
             ok = np.zeros(mean_c.shape, dtype=bool)
@@ -363,7 +373,9 @@ def _quantile(
     return mean_c, mean_r, np.full(idx.size, np.nan), p, n_c
 
 
-def _block_exceedance_tau2(counts: np.ndarray, above: np.ndarray, q: float, block: int) -> np.ndarray:
+def _block_exceedance_tau2(
+    counts: np.ndarray, above: np.ndarray, q: float, block: int
+) -> np.ndarray:
     """:func:`_block_tau2` of the share of each bucket above its block's ``q`` quantile bin."""
     k = counts.shape[0] // max(1, block)
     if k == 0 or block < 1:

@@ -75,7 +75,8 @@ class RuleDetector:
         # Steps are whole buckets; a monitor run more often re-reads its latest step.
         if interval_seconds <= 0:
             raise DetectorParameterError(
-                f"interval_seconds must be > 0, got {interval_seconds!r}", parameter="interval_seconds"
+                f"interval_seconds must be > 0, got {interval_seconds!r}",
+                parameter="interval_seconds",
             )
         self.spec, self.interval_seconds = spec, interval_seconds
 
@@ -94,7 +95,9 @@ class RuleDetector:
             raise DetectorParameterError(f"{where}: {first['msg']}", parameter=where) from None
         return cls(spec, interval_seconds=int(params.get("interval_seconds", BUCKET_SECONDS)))
 
-    def test(self, reference: Any, current: MetricSeries, *, now: float | None = None) -> DetectorResult:
+    def test(
+        self, reference: Any, current: MetricSeries, *, now: float | None = None
+    ) -> DetectorResult:
         metric = METRICS[self.spec.metric]
         evaluated = evaluate(self.spec, current, interval_seconds=self.interval_seconds,
                              auto_resolve_after=1)  # fmt: skip

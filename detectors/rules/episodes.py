@@ -38,8 +38,13 @@ class Episode:
 
 
 def episodes(
-    times: np.ndarray, fired: np.ndarray, levels: np.ndarray, values: np.ndarray, *,
-    auto_resolve_after: int, worse: str = "above",
+    times: np.ndarray,
+    fired: np.ndarray,
+    levels: np.ndarray,
+    values: np.ndarray,
+    *,
+    auto_resolve_after: int,
+    worse: str = "above",
 ) -> list[Episode]:
     """The episodes of one group's evaluations (``fired``: the held level; ``levels``: the
     level at each, a step is clean when it is 0);

@@ -135,7 +135,11 @@ class StaticCondition(_Frozen):
         if self.warning is None and self.critical is None:
             raise _error("warning", "give a warning level, a critical level or both")
         if self.warning is not None and self.critical is not None:
-            worse = self.critical >= self.warning if self.op == "above" else self.critical <= self.warning
+            worse = (
+                self.critical >= self.warning
+                if self.op == "above"
+                else self.critical <= self.warning
+            )
             if not worse:
                 side = "at or above" if self.op == "above" else "at or below"
                 raise _error("critical", f"must be {side} the warning level ({self.warning:g})")

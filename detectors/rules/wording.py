@@ -1,7 +1,7 @@
 """What a rule's alert says: one sentence per group, what, how much, where and over what.
 
-    p95 latency (agent=checkout) was 2,340 ms over the last 15 min, above the critical
-    level 2,000 ms (held 10 min).
+p95 latency (agent=checkout) was 2,340 ms over the last 15 min, above the critical
+level 2,000 ms (held 10 min).
 """
 
 from __future__ import annotations

@@ -141,3 +141,22 @@ def test_a_young_project_alerts_on_a_stop_but_not_on_its_first_night(engine: Eng
     fired = [r for r in late if r.fired]
     assert fired and fired[0].at - stopped_at <= timedelta(hours=1)
     assert "the hours before" in alerts(engine)[0].summary
+
+
+def test_a_derive_job_that_falls_behind_alerts(engine: Engine) -> None:
+    """Traces settled for over 15 minutes and still not derived: the derive job is behind."""
+    from app.models.base import utcnow
+
+    pid = setup_project(engine)
+    now = utcnow()
+    events = traffic(np.random.default_rng(4), now - timedelta(hours=2), 1.9, 80)
+    valid, _ = validate_events(events)
+    write_events(engine, project_id=pid, events=valid)  # arrived now: not behind yet
+    mid = silence_monitor(engine, pid)
+    assert not run_monitor(engine, monitor_id=mid, now=now).fired
+    with engine.begin() as conn:  # as if they had arrived 20 minutes ago, never derived
+        conn.execute(update(Trace).values(updated_at=now - timedelta(minutes=20)))
+    run = run_monitor(engine, monitor_id=mid, now=now)
+    assert run is not None and run.fired
+    assert "the derive job is behind: " in run.evidence["summary"]
+    assert "the oldest for 19 min" in run.evidence["summary"]

@@ -51,7 +51,9 @@ def test_decode_many_agrees_with_decode() -> None:
 
 
 @pytest.mark.parametrize(("for_seconds", "first"), [(0, 3), (300, 4), (600, 5), (700, 6)])
-def test_a_static_rule_fires_on_the_first_step_held_for_its_duration(for_seconds: int, first: int) -> None:
+def test_a_static_rule_fires_on_the_first_step_held_for_its_duration(
+    for_seconds: int, first: int
+) -> None:
     errors = [0, 0, 0, 5, 5, 5, 5, 5, 5, 5]  # 50 % from bucket 3 on
     ev = evaluate(rule(for_seconds=for_seconds), rate_series(errors), interval_seconds=300,
                   auto_resolve_after=3)  # fmt: skip
@@ -77,7 +79,12 @@ def test_episodes_resolve_after_clean_steps_and_a_pending_step_is_not_clean() ->
     errors = [5, 0, 0, 5, 0, 0, 0, 0]
     ev = evaluate(rule(), rate_series(errors), interval_seconds=300, auto_resolve_after=3)
     (e,) = ev.groups[0].episodes
-    assert (e.opened_at, e.resolved_at, e.severity, e.fired_evaluations) == (300, 2100, "critical", 2)
+    assert (e.opened_at, e.resolved_at, e.severity, e.fired_evaluations) == (
+        300,
+        2100,
+        "critical",
+        2,
+    )
     # held for 10 min: the level at step 3 is pending (not held again), so not clean
     ev = evaluate(rule(for_seconds=300), rate_series([5, 5, 0, 5, 0, 0, 0, 0]),
                   interval_seconds=300, auto_resolve_after=2)  # fmt: skip
@@ -91,8 +98,10 @@ def test_the_detector_reads_the_last_step_and_its_lookback() -> None:
     det = RuleDetector(spec, interval_seconds=300)
     r = det.test((), rate_series([5, 5, 5]))
     assert r.fired and r.evidence["groups"][0]["fired"] == "critical"
-    assert "trace error rate was 50% over the last 5 min, above the critical level 30% (held 10 min)" \
+    assert (
+        "trace error rate was 50% over the last 5 min, above the critical level 30% (held 10 min)"
         in r.evidence["groups"][0]["summary"]
+    )
     r = det.test((), rate_series([0, 5, 5]))
     assert not r.fired and r.evidence["groups"][0]["pending"]
 
@@ -109,7 +118,9 @@ def test_bad_parameters_name_the_field() -> None:
     from detectors.params import DetectorParameterError
 
     with pytest.raises(DetectorParameterError) as exc:
-        RuleDetector.from_params({"rule": {"metric": "cost", "condition": {"type": "static", "op": "up"}}})
+        RuleDetector.from_params(
+            {"rule": {"metric": "cost", "condition": {"type": "static", "op": "up"}}}
+        )
     assert exc.value.parameter == "rule.condition.static.op"
     with pytest.raises(DetectorParameterError) as exc:
         RuleDetector.from_params({"rule": {}, "alpha": 0.1})
@@ -135,7 +146,9 @@ def _traffic(seed: int, days: int, *, jump_at: int | None = None) -> GroupSeries
 
 
 @pytest.mark.parametrize("metric", ["trace_error_rate", "trace_count"])
-def test_a_calibrated_rule_keeps_to_its_false_alert_budget_on_stationary_traffic(metric: str) -> None:
+def test_a_calibrated_rule_keeps_to_its_false_alert_budget_on_stationary_traffic(
+    metric: str,
+) -> None:
     """30 days after a week of reference, eight seeds: about one false alert per 30 days
     at most (the union bound's promise), with no minimum change to hide behind."""
     spec = _calibrated(metric, min_relative_change=0)

@@ -40,7 +40,9 @@ def test_preview_then_save_then_edit(client, make_key, engine):
     events = []
     for m in range(120):
         failed = 60 <= m < 90
-        events += trace(f"t{m}", at=start + timedelta(minutes=m), status="error" if failed else "ok")
+        events += trace(
+            f"t{m}", at=start + timedelta(minutes=m), status="error" if failed else "ok"
+        )
     ingest(client, key, events)
     settle(engine)
     login(client, key)
@@ -66,14 +68,19 @@ def test_preview_then_save_then_edit(client, make_key, engine):
     assert rule.labels == {"team": "shop"} and rule.detector_params["rule"]["window_seconds"] == 300
     page = client.get(f"/settings/rules/{rule.id}", headers=HTML)
     assert "Edit rule shop errors" in page.text and 'value="0.4"' in page.text
-    r = post(client, f"/settings/rules/{rule.id}", {**FORM, "critical": "0.6", "action": "save"}, token)
+    r = post(
+        client, f"/settings/rules/{rule.id}", {**FORM, "critical": "0.6", "action": "save"}, token
+    )
     assert r.status_code == 200, r.text
     (rule,) = rules(engine)
     assert rule.detector_params["rule"]["condition"]["critical"] == 0.6
     r = post(client, f"/settings/rules/{rule.id}/pause", {"enabled": "false"}, token)
     assert r.status_code == 200 and "paused" in r.text
     assert rules(engine)[0].enabled is False
-    assert post(client, f"/settings/rules/{rule.id}", {**FORM, "action": "save"}, "forged").status_code == 403
+    assert (
+        post(client, f"/settings/rules/{rule.id}", {**FORM, "action": "save"}, "forged").status_code
+        == 403
+    )
 
 
 def test_a_rules_alert_and_monitor_pages_say_the_groups_sentence(client, make_key, engine):
@@ -87,11 +94,15 @@ def test_a_rules_alert_and_monitor_pages_say_the_groups_sentence(client, make_ke
     ingest(client, key, traffic(T0, 20, failing_from=0))
     settle(engine)
     rule = error_rule(condition={"for_seconds": 0}, group_by=["agent"])
-    rid = client.post("/api/v1/rules", headers=auth(key), json={"name": "shop errors", "rule": rule}).json()["id"]
+    rid = client.post(
+        "/api/v1/rules", headers=auth(key), json={"name": "shop errors", "rule": rule}
+    ).json()["id"]
     run_at(client, key, rid, T0 + timedelta(minutes=10))
     (alert,) = alerts(engine)
     login(client, key)
-    said = "trace error rate (agent=shop) was 50% over the last 5 min, above the critical level 30%."
+    said = (
+        "trace error rate (agent=shop) was 50% over the last 5 min, above the critical level 30%."
+    )
     for path in (f"/alerts/{alert.id}", f"/monitors/{rid}", "/alerts"):
         r = client.get(path, headers=HTML)
         assert r.status_code == 200 and said in r.text, path
@@ -107,13 +118,23 @@ def test_a_calibrated_rule_is_written_and_previewed_on_the_page(client, make_key
     events = []
     for m in range(0, 30 * 60, 2):
         failed = (m % 40 == 0) if m < 29 * 60 else (m % 4 == 0)  # 5 %, then 50 % for the last hour
-        events += trace(f"c{m}", at=start + timedelta(minutes=m), status="error" if failed else "ok")
+        events += trace(
+            f"c{m}", at=start + timedelta(minutes=m), status="error" if failed else "ok"
+        )
     ingest(client, key, events)
     settle(engine)
     login(client, key)
     token = csrf(client.get("/settings/rules", headers=HTML).text)
-    form = {**FORM, "condition_type": "calibrated", "window_seconds": "1800", "reference_days": "1",
-            "direction": "up", "ert_days": "30", "min_change_percent": "10", "severity": "critical"}
+    form = {
+        **FORM,
+        "condition_type": "calibrated",
+        "window_seconds": "1800",
+        "reference_days": "1",
+        "direction": "up",
+        "ert_days": "30",
+        "min_change_percent": "10",
+        "severity": "critical",
+    }
     r = post(client, "/settings/rules", {**form, "action": "preview"}, token)
     assert r.status_code == 200, r.text
     summary = re.search(r"<p id=\"preview-summary\">(.*?)</p>", r.text, re.S).group(1)
@@ -129,4 +150,7 @@ def test_a_calibrated_rule_is_written_and_previewed_on_the_page(client, make_key
     assert rule.severity == "critical"
     assert "it changes up (calibrated: 30 days between false alerts)" in r.text
     page = client.get(f"/settings/rules/{rule.id}", headers=HTML).text
-    assert 'value="calibrated" checked' in page and 'id="rule-reference" name="reference_days" inputmode="decimal" value="1"' in page
+    assert (
+        'value="calibrated" checked' in page
+        and 'id="rule-reference" name="reference_days" inputmode="decimal" value="1"' in page
+    )

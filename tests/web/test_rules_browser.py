@@ -76,7 +76,10 @@ def test_an_admin_previews_and_saves_a_rule(shop, browser, width, height):  # no
     assert "Nothing is saved yet" in page.locator("#flash").inner_text()
     chart = page.locator("#preview-chart svg.rule-chart")
     assert chart.locator("rect.episode.critical").count() == 1
-    assert chart.locator("line.level.warning").count() == 1 and chart.locator("line.level.critical").count() == 1
+    assert (
+        chart.locator("line.level.warning").count() == 1
+        and chart.locator("line.level.critical").count() == 1
+    )
     assert chart.bounding_box()["width"] <= width
     rows = page.locator("#preview-episodes tbody tr")
     assert rows.count() == 1

@@ -43,6 +43,9 @@ GRACE = timedelta(minutes=1)
 REFERENCE_DAYS = (1, 7)
 DAY = timedelta(days=1)
 MIN_GAP = timedelta(minutes=5)
+# A trace is derived once no piece of it arrived for the settle time (30 s by default); a
+# minute covers that and a derive interval.
+SETTLED = timedelta(minutes=1)
 YOUNG_REFERENCE = timedelta(hours=3)
 MIN_YOUNG_REFERENCE = timedelta(minutes=30)
 
@@ -98,7 +101,29 @@ def arrival_counts(
                         ArrivalCount(signal, name, k=cur.get(name, 0),
                                      **_refs([r.get(name, 0) for r in per_ref], refs), **common)
                     )  # fmt: skip
+    backlog = derive_backlog(session, project_id=project_id, now=now)
+    if backlog is not None:
+        out.append(backlog)
     return out
+
+
+def derive_backlog(session: Session, *, project_id: int, now: datetime) -> ArrivalCount | None:
+    """The project's traces settled but not derived yet: how many, and for how long the
+    oldest has waited (None: none waits). The derive queue's partial index serves it."""
+    settled = now - SETTLED
+    waiting = (
+        Trace.project_id == project_id,
+        Trace.derived_at.is_(None),
+        Trace.derive_error.is_(None),
+        Trace.updated_at <= settled,
+    )
+    n, oldest = session.execute(
+        select(func.count(), func.min(Trace.updated_at)).where(*waiting)
+    ).one()
+    if not n or oldest is None:
+        return None
+    age = (settled - as_utc(oldest)).total_seconds()
+    return ArrivalCount("derive", "derive job", window_s=age, k=int(n), k_ref=0, kind="backlog")
 
 
 def _gaps(

@@ -25,18 +25,57 @@ def trace(tid: str, *, at: datetime, agent: str = "shop", status: str = "ok",
     if user:
         attrs["user.id"] = user
     end = at + timedelta(seconds=seconds)
-    events = [{"id": f"t-{tid}", "type": "trace", "body": {
-        "trace_id": tid, "agent": agent, "agent_version": "1", "status": status,
-        "started_at": at.isoformat(), "ended_at": end.isoformat(), "attributes": attrs}}]
-    events.append({"id": f"s-{tid}-llm", "type": "span", "body": {
-        "trace_id": tid, "span_id": "llm", "kind": "llm", "name": "chat", "step_index": 0,
-        "started_at": at.isoformat(), "ended_at": end.isoformat(), "response_model": "gpt-x",
-        "total_tokens": model_tokens, "cost": cost}})
+    events = [
+        {
+            "id": f"t-{tid}",
+            "type": "trace",
+            "body": {
+                "trace_id": tid,
+                "agent": agent,
+                "agent_version": "1",
+                "status": status,
+                "started_at": at.isoformat(),
+                "ended_at": end.isoformat(),
+                "attributes": attrs,
+            },
+        }
+    ]
+    events.append(
+        {
+            "id": f"s-{tid}-llm",
+            "type": "span",
+            "body": {
+                "trace_id": tid,
+                "span_id": "llm",
+                "kind": "llm",
+                "name": "chat",
+                "step_index": 0,
+                "started_at": at.isoformat(),
+                "ended_at": end.isoformat(),
+                "response_model": "gpt-x",
+                "total_tokens": model_tokens,
+                "cost": cost,
+            },
+        }
+    )
     for i, (tool, tstatus) in enumerate(tools):
-        events.append({"id": f"s-{tid}-{i}", "type": "span", "body": {
-            "trace_id": tid, "span_id": f"tool{i}", "kind": "tool", "name": tool,
-            "tool_name": tool, "status": tstatus, "step_index": i + 1,
-            "started_at": at.isoformat(), "ended_at": (at + timedelta(milliseconds=300)).isoformat()}})
+        events.append(
+            {
+                "id": f"s-{tid}-{i}",
+                "type": "span",
+                "body": {
+                    "trace_id": tid,
+                    "span_id": f"tool{i}",
+                    "kind": "tool",
+                    "name": tool,
+                    "tool_name": tool,
+                    "status": tstatus,
+                    "step_index": i + 1,
+                    "started_at": at.isoformat(),
+                    "ended_at": (at + timedelta(milliseconds=300)).isoformat(),
+                },
+            }
+        )
     return events  # fmt: skip
 
 
@@ -48,5 +87,3 @@ def ingest(client: TestClient, key: str, events: list[dict[str, Any]]) -> None:
 def settle(engine: Engine) -> None:
     derive_pending(engine, now=datetime.now(UTC) + timedelta(minutes=5), text_embeddings=False)
     rebuild_dirty(engine)
-
-

@@ -67,7 +67,10 @@ def test_a_static_rule_fires_on_the_first_evaluation_held_for_its_duration(
     assert run["fired"] and run["statistic"] == pytest.approx(0.5)
     (alert,) = alerts(engine)
     assert (alert.state, alert.severity, alert.failure_mode) == ("firing", "critical", "RULE")
-    assert "trace error rate was 50% over the last 5 min, above the critical level 30%" in alert.summary
+    assert (
+        "trace error rate was 50% over the last 5 min, above the critical level 30%"
+        in alert.summary
+    )
     # the preview of the same rule shows the same first firing
     p = client.post("/api/v1/rules/preview", headers=auth(key), json={
         "rule": error_rule(), "days": 1, "now": (T0 + timedelta(minutes=60)).isoformat()})  # fmt: skip
@@ -109,7 +112,9 @@ def test_no_data_modes(
     ingest(client, key, traffic(T0, 10, failing_from=0))  # failing, then silent from 10:10
     settle(engine)
     rule = error_rule(condition={"for_seconds": 0, "no_data": mode})
-    rid = client.post("/api/v1/rules", headers=auth(key), json={"name": "r", "rule": rule}).json()["id"]
+    rid = client.post("/api/v1/rules", headers=auth(key), json={"name": "r", "rule": rule}).json()[
+        "id"
+    ]
     run_at(client, key, rid, T0 + timedelta(minutes=10))  # fires on the failing traffic
     run = run_at(client, key, rid, T0 + timedelta(minutes=20))  # no traffic in the window
     group = run["evidence"]["groups"][0]
@@ -189,7 +194,9 @@ def test_a_calibrated_rule_previews_and_fires_against_its_own_history(
     (episode,) = body["episodes"]
     assert T0.isoformat() <= episode["opened_at"] <= (T0 + timedelta(minutes=30)).isoformat()
     assert any(pt["baseline"] is not None for pt in body["groups"][0]["points"])
-    rid = client.post("/api/v1/rules", headers=auth(key), json={"name": "calibrated", "rule": rule}).json()["id"]
+    rid = client.post(
+        "/api/v1/rules", headers=auth(key), json={"name": "calibrated", "rule": rule}
+    ).json()["id"]
     run = run_at(client, key, rid, T0 + timedelta(minutes=30))
     assert run["fired"] and run["p_value"] < 1e-4, run
     (alert,) = alerts(engine)
