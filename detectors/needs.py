@@ -7,7 +7,7 @@ that read a missing one are left out, and with none left the result is
 ``insufficient_data``. The conventions behind each name are in :mod:`detectors.records`.
 
 >>> sorted(NEEDS)[:3]
-['confidence', 'counterfactual_runs', 'decision']
+['arrivals', 'confidence', 'counterfactual_runs']
 """
 
 from __future__ import annotations

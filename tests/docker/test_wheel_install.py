@@ -118,7 +118,7 @@ def test_upgrade_init_and_serve_from_another_folder(venv, backend, tmp_path, req
         monitors = httpx.get(
             f"{base}/api/v1/monitors", headers={"Authorization": f"Bearer {admin.group(1)}"}
         )
-        assert len(monitors.json()["monitors"]) == 8
+        assert len(monitors.json()["monitors"]) == 10
     finally:
         server.terminate()
         _, err = server.communicate(timeout=30)

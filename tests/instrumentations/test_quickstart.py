@@ -3,7 +3,7 @@
 Its `telltale init` command, its `source telltale.env`, and its `agent.py` in the venv of
 OpenTelemetry's `openai-v2` (built from `requirements/otel.txt`, whose pins the README's
 pip line must match exactly), the `openai` client pointed at the fake OpenAI server; then
-what the README says you see: the trace, the eight default monitors, and runs that say
+what the README says you see: the trace, the ten default monitors, and runs that say
 `insufficient_data` before 8 hours of data.
 """
 
@@ -109,7 +109,7 @@ def _check_what_you_see(api: httpx.Client) -> None:
     llm = [s for s in trace["spans"] if s["kind"] == "llm"]
     assert llm and llm[0]["request_model"] == "gpt-4o-mini" and llm[0]["input_tokens"] > 0
     monitors = api.get("/api/v1/monitors").json()["monitors"]
-    assert len(monitors) == 8
+    assert len(monitors) == 10
     for monitor in monitors:
         ran = api.post(f"/api/v1/monitors/{monitor['id']}/run")
         assert ran.status_code == 200, ran.text
