@@ -79,7 +79,12 @@ def _since(ev: Mapping[str, Any], since: datetime | None) -> str:
     held = mapping(ev.get("baseline"))
     started = held.get("degradation_started_at")
     if isinstance(started, str) and started:
-        when = started.replace("T", " ").replace(":00Z", " UTC").replace("Z", " UTC")
+        try:
+            when = datetime.fromisoformat(started.replace("Z", "+00:00")).strftime(
+                "%Y-%m-%d %H:%M UTC"
+            )
+        except ValueError:
+            when = started
         if held.get("onset") == "first fired run":
             return f"First seen {when}"
         return f"Since {when}"

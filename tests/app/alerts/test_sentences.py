@@ -210,3 +210,10 @@ def test_an_alert_the_chart_opened_says_what_moved_in_its_modes_words() -> None:
 def test_since_says_how_the_start_was_found(onset: str, words: str) -> None:
     ev = {**EVIDENCE["FM-2"], "baseline": {**BASELINE["baseline"], "onset": onset}}
     assert words in sentences.sentence(failure_mode="FM-2", evidence=ev, n_current=10)
+
+
+def test_a_change_point_with_seconds_reads_to_the_minute() -> None:
+    ev = {**EVIDENCE["FM-2"], "baseline": {"degradation_started_at": "2026-09-08T03:23:34.862999Z",
+                                           "onset": "change point"}}  # fmt: skip
+    said = sentences.sentence(failure_mode="FM-2", evidence=ev)
+    assert "Since 2026-09-08 03:23 UTC." in said, said
