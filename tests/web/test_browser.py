@@ -42,7 +42,7 @@ def world(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[dict]:
         11,
         START,
         timedelta(hours=11),
-        traces_per_hour=90,
+        traces_per_hour=65,  # 11 h at 65/h: about the 8 h at 90/h this world was before
         embedding_dim=32,
         injections=[Injection("FM-2", START + timedelta(hours=9), "strong")],
     )
