@@ -93,9 +93,12 @@ def judges_own_history(mode: str) -> bool:
 
 
 def alerts_per_group(mode: str) -> bool:
-    """Whether the mode's detector reports one verdict per group, each raising its own
-    alert (an alert rule's ``group_by``)."""
-    return mode == RULE
+    """Whether the mode's detector declares one verdict per group, each raising its own
+    alert (an alert rule's ``group_by``; SILENCE's agents, streams and score names)."""
+    if mode == RULE:
+        return True
+    cls = DETECTORS.get(mode)
+    return bool(getattr(cls, "alerts_per_group", False)) if cls is not None else False
 
 
 def checks_silence(mode: str) -> bool:

@@ -102,6 +102,8 @@ class SilenceDetector(Parameters):
     needs: ClassVar[tuple[str, ...]] = ("arrivals",)
     window_counts: ClassVar[tuple[str, ...]] = ()
     checks_silence: ClassVar[bool] = False
+    # One alert per agent, stream, score name (and the derive job): ``evidence["groups"]``.
+    alerts_per_group: ClassVar[bool] = True
 
     null_ratio: float = param(0.9, gt=0.0, le=1.0)
     max_ratio: float = param(0.6, gt=0.0, lt=1.0)
@@ -145,7 +147,9 @@ class SilenceDetector(Parameters):
             r["fired"] = bool(r["counts"] and r["below"] and r["p_adjusted"] <= self.alpha)
         fired = [r for r in rows if r["fired"]]
         p_min = min((r["p_adjusted"] for r in judged), default=1.0)
-        evidence: dict[str, Any] = {"comparisons": rows, "n_comparisons": m}
+        evidence: dict[str, Any] = {
+            "comparisons": rows, "n_comparisons": m, "groups": _groups(rows),
+        }  # fmt: skip
         shown = _worst_per_key(fired) if fired else []
         evidence["silent"] = [{"signal": r["signal"], "scope": r["scope"]} for r in shown]
         if fired:
@@ -192,6 +196,29 @@ class SilenceDetector(Parameters):
         )
         return {**base, "kind": "count", "expected": expected, "p_value": p,
                 "below": c.k <= floor * expected}  # fmt: skip
+
+
+GROUP_LABEL = {"scores": "score", "embeddings": "stream", "derive": "derive"}
+
+
+def _groups(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One verdict per agent (its traffic, content and tool spans together), stream, score
+    name and the derive job, as the service raises one alert per group
+    (``app.alerts.lifecycle.record_groups``). ``fired`` "" is the monitor's severity."""
+    by: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        by.setdefault((GROUP_LABEL.get(r["signal"], "agent"), r["scope"]), []).append(r)
+    out = []
+    for (label, scope), mine in sorted(by.items()):
+        fired = [r for r in mine if r["fired"]]
+        said = "; ".join(describe(r) for r in _worst_per_key(fired)) if fired else ""
+        out.append({
+            "labels": {label: scope},
+            "fired": "" if fired else None,
+            "clean": True,
+            "summary": (said[:1].upper() + said[1:] + ".") if said else "",
+        })  # fmt: skip
+    return out
 
 
 def _worst_per_key(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -91,7 +91,8 @@ def test_an_agent_that_stops_alerts_within_15_minutes_and_resolves_when_it_retur
     assert fired[0].at - stop <= timedelta(minutes=20)
     said = fired[0].evidence["summary"]
     assert said.startswith("traffic from support stopped: 0 traces in the last 1"), said
-    [alert] = alerts(engine)  # its sentence is the latest fired run's
+    [alert] = alerts(engine)  # one per agent: billing kept sending
+    assert alert.labels == {"agent": "support"}
     assert alert.summary.startswith("Traffic from support ") and "billing" not in alert.summary
     assert alert.state == "resolved" and alert.resolved_at is not None
     assert alert.resolved_at - back <= timedelta(minutes=30)
@@ -160,3 +161,19 @@ def test_a_derive_job_that_falls_behind_alerts(engine: Engine) -> None:
     assert run is not None and run.fired
     assert "the derive job is behind: " in run.evidence["summary"]
     assert "the oldest for 19 min" in run.evidence["summary"]
+
+
+def test_each_agent_that_stops_has_its_own_alert(engine: Engine) -> None:
+    rng = np.random.default_rng(5)
+    pid = setup_project(engine)
+    stop = T0 + timedelta(hours=30)
+    events = traffic(rng, T0, 30, 80) + traffic(rng, T0, 30, 80, agent="billing")
+    events += traffic(rng, stop + timedelta(minutes=40), 1, 80, prefix="r")  # support returns
+    store(engine, pid, events)
+    mid = silence_monitor(engine, pid)
+    run_every_5_min(engine, mid, stop, stop + timedelta(minutes=90))
+    by_agent = {a.labels["agent"]: a for a in alerts(engine)}
+    assert set(by_agent) == {"support", "billing"}
+    assert by_agent["support"].state == "resolved"  # its traffic came back
+    assert by_agent["billing"].state == "firing"
+    assert by_agent["billing"].summary.startswith("Traffic from billing stopped")
