@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +48,22 @@ class DetectorResult:
     fired: bool
     evidence: Mapping[str, Any] = field(default_factory=dict)
     status: str = "ok"
+
+    @classmethod
+    def on_log_p(
+        cls, failure_mode: str, *, p_value: float, alpha: float, fired: bool,
+        evidence: dict[str, Any],
+    ) -> DetectorResult:  # fmt: skip
+        """A result whose statistic is -log10 of its (adjusted) smallest p-value and whose
+        threshold is -log10(alpha): the families of sub-tests (SILENCE, EARLY) report so."""
+        return cls(
+            failure_mode=failure_mode,
+            statistic=float(-math.log10(max(p_value, 1e-300))),
+            threshold=float(-math.log10(alpha)),
+            p_value=float(p_value),
+            fired=bool(fired),
+            evidence=evidence,
+        )
 
     @classmethod
     def insufficient(cls, failure_mode: str, reason: str, **evidence: Any) -> DetectorResult:

@@ -52,7 +52,6 @@ False
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -156,13 +155,8 @@ class SilenceDetector(Parameters):
             evidence["summary"] = "; ".join(describe(r) for r in shown)
         closest = min(rows, key=lambda r: r["p_adjusted"])
         evidence["closest"] = f"{describe(closest)}, p={closest['p_adjusted']:.2g}"
-        return DetectorResult(
-            failure_mode=FAILURE_MODE,
-            statistic=float(-math.log10(max(p_min, 1e-300))),
-            threshold=float(-math.log10(self.alpha)),
-            p_value=float(p_min),
-            fired=bool(fired),
-            evidence=evidence,
+        return DetectorResult.on_log_p(
+            FAILURE_MODE, p_value=p_min, alpha=self.alpha, fired=bool(fired), evidence=evidence
         )
 
     def _row(self, c: ArrivalCount) -> dict[str, Any] | None:
