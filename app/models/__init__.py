@@ -21,6 +21,7 @@ from app.models.core import (
     Trace,
 )
 from app.models.derive import InputGroup  # noqa: F401
+from app.models.evaluators import Evaluation, Evaluator, EvaluatorUsage  # noqa: F401
 from app.models.labeling import Label, LabelQueue, QueueItem, RejectedLabel  # noqa: F401
 from app.models.media import MediaJob  # noqa: F401
 from app.models.monitors import DetectorRun, Finding, Monitor, MonitorBaseline  # noqa: F401
