@@ -15,6 +15,7 @@ from typing import Protocol
 
 from app import project_cli
 from app.demo import cli as demo_cli
+from app.evaluators import cli as evaluate_cli
 from app.media import cli as media_cli
 from app.project_cli import database_label
 from app.rollups import cli as rollups_cli
@@ -37,6 +38,7 @@ ROLES: dict[str, Role] = {
     "embed-worker": media_cli,
     "demo": demo_cli,
     "rollups": rollups_cli,
+    "evaluate": evaluate_cli,
 }
 
 

@@ -108,8 +108,12 @@ class Settings(BaseSettings):
     # (``*.corp.example`` for subdomains). Env: comma-separated or a JSON list, e.g.
     # TELLTALE_OUTBOUND_ALLOW=10.20.0.0/16,alerts.corp.example. docs: alert-routing.
     outbound_allow: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Online evaluators' judge endpoints may also reach these (a model server on a private
+    # address or loopback: vLLM, Ollama), without opening them to channels. Same syntax.
+    # TELLTALE_JUDGE_ALLOW=127.0.0.1,10.0.0.0/8. docs: online-evaluators.
+    judge_allow: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
-    @field_validator("outbound_allow", mode="before")
+    @field_validator("outbound_allow", "judge_allow", mode="before")
     @classmethod
     def _split_allow(cls, value: Any) -> Any:
         if isinstance(value, str):
@@ -117,7 +121,7 @@ class Settings(BaseSettings):
             return json.loads(text) if text.startswith("[") else text.split(",")
         return value
 
-    @field_validator("outbound_allow")
+    @field_validator("outbound_allow", "judge_allow")
     @classmethod
     def _check_allow(cls, value: list[str]) -> list[str]:
         entries = [e.strip() for e in value if e.strip()]

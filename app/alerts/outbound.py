@@ -283,3 +283,61 @@ class PinnedTransport(httpx.BaseTransport):
         for pool in self._pools.values():
             pool.close()
         self._pools.clear()
+
+
+class AsyncPinnedTransport(httpx.AsyncBaseTransport):
+    """:class:`PinnedTransport` for asyncio clients (the online evaluators' judge calls):
+    the same check of every address, the same pinning, one pool per name."""
+
+    def __init__(
+        self,
+        policy: OutboundPolicy,
+        *,
+        make_transport: Callable[[], httpx.AsyncBaseTransport] = httpx.AsyncHTTPTransport,
+    ) -> None:
+        self.policy = policy
+        self.make_transport = make_transport
+        self._pools: dict[tuple[str, str, int], httpx.AsyncBaseTransport] = {}
+        self._checked: dict[tuple[str, int], list[Address]] = {}
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        host, port = ascii_host(url), url.port or DEFAULT_PORTS.get(url.scheme, 0)
+        # One lookup per name and port for the transport's life (a batch of calls): the
+        # addresses it returned are the only ones connected to.
+        found = self._checked.get((host, port))
+        if found is None:
+            try:
+                found = self.policy.addresses(host, port)
+            except OutboundRefused:
+                raise
+            except OSError as exc:
+                raise httpx.ConnectError(f"cannot resolve {host}: {exc}", request=request) from exc
+            self._checked[(host, port)] = found
+        key = (url.scheme, host, port)
+        if key not in self._pools:
+            self._pools[key] = self.make_transport()
+        pool = self._pools[key]
+        extensions = dict(request.extensions)
+        if url.scheme == "https":
+            extensions["sni_hostname"] = host
+        error: httpx.TransportError | None = None
+        for addr in found:
+            pinned = httpx.Request(
+                request.method,
+                url.copy_with(host=str(addr)),
+                headers=request.headers,
+                stream=request.stream,
+                extensions=extensions,
+            )
+            try:
+                return await pool.handle_async_request(pinned)
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                error = exc
+        assert error is not None
+        raise error
+
+    async def aclose(self) -> None:
+        for pool in self._pools.values():
+            await pool.aclose()
+        self._pools.clear()

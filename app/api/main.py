@@ -6,6 +6,7 @@ from app.api.routes import (
     alerts,
     channels,
     derived_fields,
+    evaluators,
     findings,
     health,
     ingest,
@@ -37,6 +38,7 @@ api_router.include_router(otlp_logs.router)
 api_router.include_router(label_queues.router)
 api_router.include_router(monitors.router)
 api_router.include_router(rules.router)
+api_router.include_router(evaluators.router)
 api_router.include_router(findings.router)
 api_router.include_router(alerts.router)
 api_router.include_router(silences.router)

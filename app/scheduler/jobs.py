@@ -1,5 +1,5 @@
 """The periodic jobs the scheduler runs beside the monitors: queue fillers, lease reapers,
-data retention, alert reminders, derived fields, rollups.
+data retention, alert reminders, derived fields, rollups, online evaluators.
 
 A job is ``func(engine, sessionmaker, settings)``, run every ``interval_seconds``; a failing
 job is logged and runs again at its next interval. ``exclusive=True`` (the default) runs a
@@ -20,6 +20,7 @@ from sqlalchemy import Engine
 
 from app.alerts import repeats
 from app.derive import job as derive
+from app.evaluators import runner as evaluators
 from app.labeling import jobs as labeling
 from app.retention import purge as retention
 from app.rollups import job as rollups
@@ -49,4 +50,7 @@ def periodic_jobs() -> list[PeriodicJob]:
         PeriodicJob("alert_repeats", repeats.repeat_job, repeats.REPEAT_EVERY_SECONDS),
         PeriodicJob("derive_signals", derive.derive_job, derive.DERIVE_EVERY_SECONDS),
         PeriodicJob("rollups", rollups.rollup_job, rollups.ROLLUP_EVERY_SECONDS),
+        # Leases keep concurrent runs on different traces: every scheduler process helps.
+        PeriodicJob("evaluators", evaluators.evaluate_job, evaluators.EVALUATE_EVERY_SECONDS,
+                    exclusive=False),
     ]

@@ -27,7 +27,7 @@ def test_background_services_are_the_scheduler_with_every_job_the_outbox_and_ret
     # The lease reaper runs whatever routes the app mounts.
     assert {j.name for j in scheduler.jobs} == {
         "labeling_fill", "labeling_reaper", "data_retention", "alert_repeats", "derive_signals",
-        "rollups",
+        "rollups", "evaluators",
     }  # fmt: skip
 
 
