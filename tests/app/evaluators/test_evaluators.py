@@ -20,7 +20,7 @@ from app.evaluators.runner import BREAKER_AFTER, run_due
 from app.models import Score
 from app.models.evaluators import Evaluation, Evaluator, EvaluatorUsage
 from app.settings import Settings
-from tests.app.evaluators.judge_server import JudgeServer
+from bench.fake_judge import JudgeServer
 from tests.conftest import auth, sqlite_only
 
 

@@ -9,11 +9,15 @@ client calls. What it answers is a function of the request and of :attr:`JudgeSe
 - ``garbage``: text that is not JSON; ``error``: HTTP 500; ``unauthorized``: HTTP 401.
 
 It waits ``delay`` seconds before answering (a model's latency), counts requests, and
-reports ``usage`` as 50 prompt + 10 completion tokens.
+reports ``usage`` as 50 prompt + 10 completion tokens. ``GET /stats`` answers
+``{"requests": n, "max_in_flight": k}``.
+
+    python -m bench.fake_judge --port 8765 --delay 0.3     # serves until killed
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import threading
 import time
@@ -23,12 +27,14 @@ from typing import Any
 
 
 class JudgeServer:
-    def __init__(self, *, delay: float = 0.0) -> None:
+    def __init__(self, *, delay: float = 0.0, port: int = 0) -> None:
         self.mode = "score"
         self.delay = delay
         self.requests: list[dict[str, Any]] = []
         self.answer_for: Callable[[str], float] | None = None
         self._lock = threading.Lock()
+        self.in_flight = 0
+        self.max_in_flight = 0
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -38,15 +44,30 @@ class JudgeServer:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with outer._lock:
                     outer.requests.append(body)
+                    outer.in_flight += 1
+                    outer.max_in_flight = max(outer.max_in_flight, outer.in_flight)
                 if outer.delay:
                     time.sleep(outer.delay)
                 status, payload = outer.answer(body)
+                with outer._lock:
+                    outer.in_flight -= 1
+                self._send(status, payload)
+
+            def do_GET(self) -> None:
+                with outer._lock:
+                    stats = {"requests": len(outer.requests), "max_in_flight": outer.max_in_flight}
+                self._send(200, stats)
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):  # the caller was killed
+                    self.close_connection = True
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 pass
@@ -55,7 +76,7 @@ class JudgeServer:
             daemon_threads = True
             request_queue_size = 256
 
-        self.server = Server(("127.0.0.1", 0), Handler)
+        self.server = Server(("127.0.0.1", port), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
@@ -87,3 +108,16 @@ class JudgeServer:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--delay", type=float, default=0.3)
+    args = p.parse_args()
+    server = JudgeServer(delay=args.delay, port=args.port)
+    server.thread.join()
+
+
+if __name__ == "__main__":
+    main()
