@@ -101,3 +101,18 @@ LABEL_QUEUE_DEPTH = Gauge(
     "telltale_label_queue_depth", "Labeling queue items by state", ["project_id", "queue", "state"]
 )
 EMBED_JOB_BACKLOG = Gauge("telltale_embed_jobs", "Media embed jobs by status", ["status"])
+EVALUATOR_PAUSED = Gauge(
+    "telltale_evaluator_paused",
+    "1 while an online evaluator's circuit breaker holds it paused (its endpoint kept failing)",
+    ["project_id", "evaluator"],
+)
+EVALUATOR_CALLS_TODAY = Gauge(
+    "telltale_evaluator_calls_today", "Judge calls spent today (UTC) of the daily budget",
+    ["project_id", "evaluator"],
+)  # fmt: skip
+EVALUATOR_TOKENS_TODAY = Gauge(
+    "telltale_evaluator_tokens_today", "Judge tokens spent today (UTC)", ["project_id", "evaluator"]
+)
+EVALUATOR_BACKLOG = Gauge(
+    "telltale_evaluator_backlog", "Evaluations waiting or running", ["project_id", "evaluator", "status"]
+)

@@ -15,7 +15,8 @@ from sqlalchemy.orm import Session
 
 from app import metrics
 from app.models import Alert, DetectorRun, Monitor, Notification, QueueItem
-from app.models.base import Base
+from app.models.base import Base, utcnow
+from app.models.evaluators import Evaluation, Evaluator, EvaluatorUsage
 from app.models.labeling import LabelQueue
 
 
@@ -25,6 +26,7 @@ def refresh(session: Session) -> None:
     _monitors(session)
     _queues(session)
     _embed_jobs(session)
+    _evaluators(session)
 
 
 def _alerts(session: Session) -> None:
@@ -82,3 +84,37 @@ def _embed_jobs(session: Session) -> None:
     )
     for status in ("pending", "running", "done", "failed", "dead"):
         metrics.EMBED_JOB_BACKLOG.labels(status=status).set(counts.get(status, 0))
+
+
+def _evaluators(session: Session) -> None:
+    now = utcnow()
+    evaluators = session.execute(
+        select(Evaluator.id, Evaluator.project_id, Evaluator.name, Evaluator.paused_until)
+    ).all()
+    usage = {
+        eid: (calls, tokens)
+        for eid, calls, tokens in session.execute(
+            select(EvaluatorUsage.evaluator_id, EvaluatorUsage.calls, EvaluatorUsage.tokens)
+            .where(EvaluatorUsage.day == now.date())
+        )
+    }  # fmt: skip
+    backlog = {
+        (eid, status): n
+        for eid, status, n in session.execute(
+            select(Evaluation.evaluator_id, Evaluation.status, func.count())
+            .where(Evaluation.status.in_(("pending", "running")))
+            .group_by(Evaluation.evaluator_id, Evaluation.status)
+        )
+    }  # fmt: skip
+    for eid, project_id, name, paused_until in evaluators:
+        labels = {"project_id": str(project_id), "evaluator": name}
+        metrics.EVALUATOR_PAUSED.labels(**labels).set(
+            1 if paused_until is not None and paused_until > now else 0
+        )
+        calls, tokens = usage.get(eid, (0, 0))
+        metrics.EVALUATOR_CALLS_TODAY.labels(**labels).set(calls)
+        metrics.EVALUATOR_TOKENS_TODAY.labels(**labels).set(tokens)
+        for status in ("pending", "running"):
+            metrics.EVALUATOR_BACKLOG.labels(**labels, status=status).set(
+                backlog.get((eid, status), 0)
+            )

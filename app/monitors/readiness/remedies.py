@@ -81,12 +81,17 @@ REMEDIES: dict[str, tuple[Remedy, ...]] = {
            f"({_DERIVED_FIELDS_API})"),
     ),
     "true_scores": (
+        _r("evaluator", "an online evaluator: an LLM judge scores every trace for the objective "
+           '(POST /api/v1/evaluators {"kind": "llm_judge", "objective": "<true score name>", '
+           '...} or Settings > Evaluators); the labels you send then correct its estimate'),
         _r("api", 'POST /api/v1/scores {"scores": [{"trace_id": ..., "name": "resolved", '
            '"value": 1, "source": "delayed"}]} with the outcome once it is known'),
         _r("attribute", "telltale.score.<name> with telltale.score.<name>.kind=true and "
            ".source=delayed or human"),
     ),
     "proxy_scores": (
+        _r("evaluator", "an online evaluator (an LLM judge or a built-in check) scores each "
+           "trace: POST /api/v1/evaluators or Settings > Evaluators"),
         _r("api", "evaluation results (gen_ai.evaluation.result events, OpenInference "
            "annotations / evaluations) or POST /api/v1/scores for thumbs, ratings, CSAT"),
         _r("attribute", "telltale.score.<name> (kind proxy by default)"),

@@ -37,6 +37,7 @@ from sqlalchemy.orm import Session
 from app.db import as_utc
 from app.models import DetectorRun, Monitor
 from app.models.base import utcnow
+from app.models.evaluators import Evaluator
 from app.monitors.decision import baseline
 from app.monitors.decision import state as monitor_state
 from app.monitors.readiness import counts as readiness_counts
@@ -164,6 +165,24 @@ class CountsCache(Protocol):
     def __setitem__(self, key: Any, value: Any) -> None: ...
 
 
+def _paused_evaluators(session: Session, project_id: int, needs: list[Need], now: datetime) -> None:
+    """Name each paused evaluator (its circuit breaker open) first among the remedies of
+    the score needs it feeds: its scores stopped, and the reason says why."""
+    wanted = {n.need for n in needs} & {"true_scores", "proxy_scores"}
+    if not wanted:
+        return
+    paused = session.execute(
+        select(Evaluator.name, Evaluator.objective, Evaluator.pause_reason).where(
+            Evaluator.project_id == project_id, Evaluator.paused_until > now
+        )
+    ).all()
+    for need in needs:
+        for name, objective, reason in paused:
+            if need.need == "proxy_scores" or objective is not None:
+                need.remedies.insert(0, {"how": "evaluator", "text": f"evaluator {name} is "
+                                         f"paused: {reason}"})  # fmt: skip
+
+
 def monitor_readiness(
     session: Session,
     *,
@@ -235,6 +254,7 @@ def monitor_readiness(
             answer["window"] = {"start": kept["start"], "end": kept["end"]}
             answer["counted_by_run"] = {"id": kept["run_id"], "at": kept["at"]}
         needs = trace_needs(needs_names, counts, roles)
+        _paused_evaluators(session, pid, needs, now)
         answer["traces"] = counts.traces
         answer["counted_traces"] = counts.counted_traces
         answer["scores"] = [

@@ -10,7 +10,7 @@ from app.response_model import ResponseModel
 
 
 class RemedyOut(ResponseModel):
-    how: Literal["attribute", "instrumentation", "config", "score_roles", "api", "note"]
+    how: Literal["attribute", "instrumentation", "config", "score_roles", "api", "note", "evaluator"]
     text: str
 
 
