@@ -162,6 +162,9 @@ class EvaluatorCreate(EvaluatorSettings):
 
     @model_validator(mode="after")
     def _one_config(self) -> EvaluatorCreate:
+        if self.objective is not None and self.objective == (self.score_name or self.name):
+            raise ValueError("objective: the score a judge predicts is another score (the "
+                             "labels' name), not the judge's own score name")
         if self.kind == "llm_judge" and (self.judge is None or self.check is not None):
             raise ValueError("judge: an llm_judge evaluator takes `judge` (and no `check`)")
         if self.kind == "check" and (self.check is None or self.judge is not None):

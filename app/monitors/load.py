@@ -120,7 +120,9 @@ def _traces(
         agent=sel.get("agent"),
         source=sel.get("source"),
         max_traces=int(sel.get("max_traces", traces.DEFAULT_MAX_TRACES)),
-        roles=score_roles.get_roles(data, project_id=pid),
+        roles=score_roles.with_predictions(
+            data, score_roles.get_roles(data, project_id=pid), project_id=pid
+        ),
     )
 
     def window(start: datetime, end: datetime, version: str | None) -> traces.TraceWindow:

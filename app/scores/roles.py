@@ -40,6 +40,9 @@ class ScoreRoles:
 
     roles: tuple[tuple[str, str], ...] = ()
     label_sources: tuple[str, ...] = LABEL_SOURCES
+    # (score name, objective): an online evaluator's score predicts that `true` objective
+    # (its judge), read by prediction-powered estimates (:func:`with_predictions`).
+    predicts: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_mapping(cls, roles: Mapping[str, str], label_sources: Iterable[str]) -> ScoreRoles:
@@ -66,6 +69,10 @@ class ScoreRoles:
         out["kind"] = self.as_dict.get(str(row["name"]), str(row.get("kind") or "proxy"))
         if self._label_sources != _DEFAULT_SOURCES:  # else records use LABEL_SOURCES themselves
             out["label_source"] = str(row.get("source") or "online") in self._label_sources
+        if self.predicts:
+            objective = dict(self.predicts).get(str(row["name"]))
+            if objective is not None:
+                out["predicts"] = objective
         return out
 
 
@@ -93,6 +100,23 @@ def get_roles(session: Session, *, project_id: int) -> ScoreRoles:
     if row is None:
         return DEFAULT_ROLES
     return ScoreRoles.from_mapping(row.roles or {}, row.label_sources or ())
+
+
+def with_predictions(session: Session, roles: ScoreRoles, *, project_id: int) -> ScoreRoles:
+    """``roles`` with the project's evaluators' predictions: each evaluator with an
+    objective says its score predicts it (the monitors' windows read them)."""
+    from dataclasses import replace
+
+    from sqlalchemy import select
+
+    from app.models.evaluators import Evaluator
+
+    pairs = session.execute(
+        select(Evaluator.score_name, Evaluator.objective).where(
+            Evaluator.project_id == project_id, Evaluator.objective.is_not(None)
+        )
+    ).all()
+    return replace(roles, predicts=tuple(sorted((n, o) for n, o in pairs if o))) if pairs else roles
 
 
 def put_roles(session: Session, *, project_id: int, roles: ScoreRoles) -> ScoreRoles:
