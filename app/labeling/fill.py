@@ -5,7 +5,8 @@ anchors are the stream's earliest embeddings (the reference) plus everything alr
 queued or labeled. ``select_for_active_learning`` (k-center greedy) picks candidates far
 from every anchor and from each other, with distances weighted ×2 for samples inside a
 window where FM-6 or FM-4 fired. FM-4 "needs labels" requests add unlabeled traces of the
-cohorts it named. ``(queue_id, sample_key)`` is unique, so racing fills never duplicate.
+cohorts it named, and judge checks (:mod:`app.labeling.judge_checks`) judged traces of an
+evaluator whose objective the queue labels. ``(queue_id, sample_key)`` is unique, so racing fills never duplicate.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from sqlalchemy.orm import Session
 
 from app.db import write_transaction
 from app.labeling import boosts
+from app.labeling.judge_checks import judge_check_traces
 from app.labeling.requests import requested_traces
 from app.models import Embedding, Score, Trace
 from app.models.base import utcnow
@@ -40,6 +42,7 @@ class FillResult:
     added: int = 0
     from_selector: int = 0
     from_label_requests: int = 0
+    judge_checks: int = 0
     boosted: int = 0
     candidates: int = 0
     budget_left: int = 0
@@ -92,6 +95,12 @@ def fill_queue(
             share = remaining if not sel.get("streams") else max(1, remaining // 2)
             rows = requested_traces(session, queue=queue, now=now, limit=share)
             result.from_label_requests = len(rows)
+            checks = judge_check_traces(session, queue=queue, now=now,
+                                        limit=max(1, (remaining - len(rows)) // 4))  # fmt: skip
+            taken_keys = {r["sample_key"] for r in rows}
+            checks = [r for r in checks if r["sample_key"] not in taken_keys]
+            result.judge_checks = len(checks)
+            rows += checks
             taken = {r["sample_key"] for r in rows}
             picker = _Picker(session, queue, candidate_limit, backend, result)
             picks = _select(picker, remaining - len(rows), taken)

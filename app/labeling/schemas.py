@@ -173,6 +173,7 @@ class FillOut(ResponseModel):
     added: int
     from_selector: int
     from_label_requests: int
+    judge_checks: int = Field(0, description="judged traces queued so labels measure the judge")
     boosted: int
     candidates: int
     budget_left: int

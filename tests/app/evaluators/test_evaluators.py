@@ -384,3 +384,29 @@ def test_a_new_version_and_an_explicit_backfill(
     stats = run_due(engine, judge_settings, now=now + timedelta(minutes=2))
     assert stats.calls == 4
     assert len(scores(engine, "resolved_judge")) == 8
+
+
+def test_a_queue_labeling_the_objective_gets_judge_checks_both_ways(
+    client: TestClient, make_key: Any, engine: Engine, judge: JudgeServer, judge_settings: Settings
+) -> None:
+    key = make_key("admin")
+    client.post("/api/v1/evaluators", json=judge_body(judge), headers=auth(key))
+    traffic(client, key, 12)
+    run_due(engine, judge_settings, now=settle(engine))
+    queue = {
+        "name": "outcomes", "selection": {"agents": ["shop"]}, "label_name": "task_success",
+        "label_schema": {"type": "categorical", "values": ["yes", "no"], "correct_values": ["yes"]},
+        "budget_per_period": 20, "fill_interval_seconds": 3600,
+    }  # fmt: skip
+    assert client.post("/api/v1/queues", json=queue, headers=auth(key)).status_code == 201
+    r = client.post("/api/v1/queues/outcomes/fill", headers=auth(key))
+    assert r.status_code == 200, r.text
+    assert r.json()["judge_checks"] == 5  # a quarter of the budget
+    items = client.post("/api/v1/queues/outcomes/claim", json={"n": 20}, headers=auth(key)).json()
+    checks = [it for it in items["items"] if it["reason"].startswith("judge check")]
+    assert len(checks) == 5
+    judged = {s.trace_id: s.value for s in scores(engine, "resolved_judge")}
+    values = sorted(judged[it["sample"]["trace"]["trace_id"]] for it in checks)
+    assert values[0] == 0.0 and values[-1] == 1.0  # both of the judge's verdicts
+    assert "evaluator resolved-judge (v1) scored" in checks[0]["reason"]
+    assert "(0 of 100 checked this week)" in checks[0]["reason"]
