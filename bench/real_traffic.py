@@ -29,6 +29,14 @@ success 0.42):
 * ``fall-20``: a fifth of the traffic arrives.
 * ``content-off``: traces keep coming without their messages (content capture turned off).
 * ``tool-break``: 70% of the calls of the most called tool fail (an ERROR tool span).
+* ``judge-bias``: nothing changes in the traffic; the judge (``--judge-agreement``) starts
+  saying "resolved" on a third of the traces it called unresolved (+0.2 on its mean).
+
+``--judge-agreement 0.85`` adds an online evaluator: a loopback OpenAI-compatible judge
+(:mod:`bench.fake_judge`, called by the real ``openai`` client) that answers from each
+trajectory's hidden reward, agreeing with it on 85% of traces, scoring every trace as
+``resolved_judge`` with ``objective: task_success``; ``--label-share 0.05`` sends 5% of
+the labels. OUTCOME then reads the judge corrected by the labels (prediction-powered).
 
 ``--recover-after-hours`` ends the change that long after the onset (the report says
 when each alert resolved); ``--night 0.3`` runs the traffic at 30% between 22:00 and
@@ -48,6 +56,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import re
 import socket
 import sys
 import tempfile
@@ -84,6 +93,7 @@ class Trace:
     label_delay: timedelta
     content: bool = True  # the messages ride on the spans
     broken_tool: str | None = None  # its calls fail at BREAK_SHARE
+    judge_bias: bool = False  # the judge says "resolved" more often than it should
 
 
 BREAK_SHARE = 0.7
@@ -105,6 +115,7 @@ def schedule(
     shifted: list[dict[str, Any]] | None = None,
     recover_after: float | None = None,
     night: float = 1.0,
+    label_share: float | None = None,
 ) -> tuple[list[Trace], datetime]:
     """Poisson arrivals over the clean hours and the scenario's hours; returns the onset.
 
@@ -119,6 +130,8 @@ def schedule(
     onset = START + timedelta(hours=clean_hours)
     end = onset + timedelta(hours=hours)
     labeled_share = 0.25 if scenario.endswith("-25") else 1.0
+    if label_share is not None:
+        labeled_share = label_share
     recovery = onset + timedelta(hours=recover_after) if recover_after is not None else end
     busiest = _most_called_tool(trajectories)
     thin = np.random.default_rng(seed + 7)
@@ -138,6 +151,8 @@ def schedule(
             extra["content"] = False
         if changed and scenario == "tool-break":
             extra["broken_tool"] = busiest
+        if changed and scenario == "judge-bias":
+            extra["judge_bias"] = True
         if scenario.startswith("regression") and changed:
             trials = by_task[tasks[int(rng.integers(len(tasks)))]]
             failing = [t for t in trials if t["reward"] < 1.0]
@@ -267,7 +282,8 @@ def free_port() -> int:
 class Replay:
     """A Telltale server on SQLite, the OTel pipeline into it, and the monitor ticks."""
 
-    def __init__(self, workdir: Path, *, monitors: str, text_embeddings: bool) -> None:
+    def __init__(self, workdir: Path, *, monitors: str, text_embeddings: bool,
+                 judge_agreement: float | None = None) -> None:  # fmt: skip
         import uvicorn
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.resources import Resource
@@ -290,8 +306,9 @@ class Replay:
         self.text_embeddings = text_embeddings
         settings = Settings(
             database_url=url, scheduler_enabled=False, derive_enabled=False,
-            derive_settle_seconds=0,
+            derive_settle_seconds=0, judge_allow=["127.0.0.1/32"],
         )  # fmt: skip
+        self.settings = settings
         port = free_port()
         self.base = f"http://127.0.0.1:{port}"
         config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port,
@@ -316,6 +333,10 @@ class Replay:
             for m in created.json()["monitors"]
             if wanted is None or m["failure_mode"] in wanted
         }
+        self.judge: Any = None
+        self.truth: dict[str, tuple[float, bool]] = {}  # trace id -> (reward, judge biased)
+        if judge_agreement is not None:
+            self._start_judge(judge_agreement, wanted)
         self.provider = TracerProvider(resource=Resource.create({"service.name": AGENT}))
         exporter = OTLPSpanExporter(endpoint=f"{self.base}/v1/traces", headers=self.h_ingest)
         self.provider.add_span_processor(
@@ -323,7 +344,68 @@ class Replay:
         )
         self.tracer = self.provider.get_tracer("bench.real_traffic")
 
+    def _start_judge(self, agreement: float, wanted: set[str] | None) -> None:
+        """A loopback judge that answers from each trajectory's hidden reward, agreeing with
+        it on ``agreement`` of traces (a fixed draw per trace id), and an LLM-judge evaluator
+        on every trace that predicts ``task_success``."""
+        import hashlib
+
+        from sqlalchemy import update
+
+        from app.models.evaluators import Evaluator
+        from bench.fake_judge import JudgeServer
+
+        def draw(text: str) -> float:
+            return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") / 2**64
+
+        def answer(prompt: str) -> float:
+            found = re.search(r'name="metadata.trace_id">\n([0-9a-f]+)', prompt)
+            tid = found.group(1) if found else ""
+            reward, biased = self.truth.get(tid, (0.0, False))
+            said = reward if draw(tid) < agreement else 1.0 - reward
+            # +0.2 on the judge's mean (0.44 -> 0.64 at 85 %): a third of its "no" turn "yes".
+            if biased and said < 0.5 and draw(tid + "/bias") < 0.36:
+                said = 1.0
+            return said
+
+        self.judge = JudgeServer()
+        self.judge.answer_for = answer
+        body = {
+            "name": "resolved-judge", "kind": "llm_judge", "score_name": "resolved_judge",
+            "objective": "task_success", "delay_seconds": 0, "concurrency": 16,
+            "judge": {"base_url": self.judge.base_url, "model": "judge",
+                      "prompt": "Did the agent resolve the task? {metadata.trace_id}\n"
+                                "{output}"},
+        }  # fmt: skip
+        r = self.client.post("/api/v1/evaluators", headers=self.h_admin, json=body)
+        r.raise_for_status()
+        with self.engine.begin() as conn:
+            conn.execute(update(Evaluator).values(watch_from=START))
+        listed = self.client.get("/api/v1/monitors", headers=self.h_admin).json()["monitors"]
+        for m in listed:
+            if m["failure_mode"] == "JUDGE" and (wanted is None or "JUDGE" in wanted):
+                self.monitors["JUDGE"] = m["id"]
+
+    def evaluate(self, now: datetime) -> None:
+        """Run the evaluator on the simulated clock: the derive job stamps wall-clock
+        times, so the traces it derived are restamped as derived when they ended."""
+        if self.judge is None:
+            return
+        from sqlalchemy import text
+
+        from app.evaluators.runner import run_due
+
+        with self.engine.begin() as conn:
+            conn.execute(
+                text("UPDATE traces SET derived_at = COALESCE(ended_at, started_at) "
+                     "WHERE derived_at > :now"), {"now": now.replace(tzinfo=None)},
+            )  # fmt: skip
+        while run_due(self.engine, self.settings, now=now).calls:
+            pass
+
     def close(self) -> None:
+        if self.judge is not None:
+            self.judge.close()
         self.provider.shutdown()
         self.client.close()
         self.server.should_exit = True
@@ -377,13 +459,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     traces, onset = schedule(
         data["trajectories"], scenario=args.scenario, clean_hours=args.clean_hours,
         hours=args.hours, rate=args.rate, seed=args.seed, shifted=shifted,
-        recover_after=args.recover_after_hours, night=args.night,
+        recover_after=args.recover_after_hours, night=args.night, label_share=args.label_share,
     )  # fmt: skip
     end = onset + timedelta(hours=args.hours)
     rng = np.random.default_rng(args.seed + 1)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        replay = Replay(Path(tmp), monitors=args.monitors, text_embeddings=args.text_embeddings)
+        replay = Replay(Path(tmp), monitors=args.monitors, text_embeddings=args.text_embeddings,
+                        judge_agreement=args.judge_agreement)  # fmt: skip
         try:
             report = _replay(replay, traces, onset, end, rng, args)
         finally:
@@ -408,6 +491,7 @@ def _replay(
         # Every trace that ended by this tick is exported, then its label once it is due.
         while upcoming is not None and upcoming.start < tick:
             ended, trace_id = emit(replay.tracer, upcoming, rng)
+            replay.truth[trace_id] = (float(upcoming.trajectory["reward"]), upcoming.judge_bias)
             in_flight.append((ended, trace_id, upcoming))
             upcoming = next(queue, None)
         replay.provider.force_flush()
@@ -420,6 +504,7 @@ def _replay(
         pending_labels = [x for x in pending_labels if x[0] > tick]
         replay.send_labels([(tid, value, at) for at, tid, value in due])
         replay.derive()
+        replay.evaluate(tick)
         runs = replay.tick(tick)
         open_now = replay.open_alerts()
         for mode in replay.monitors:
@@ -492,8 +577,10 @@ def _report(
             "false_alert_summaries": [a["summary"] for a in before][:3],
         }
     labeled = [t for t in traces if t.labeled]
+    judge = {"judge_calls": len(replay.judge.requests)} if replay.judge is not None else {}
     return {
         "monitors": out,
+        **judge,
         "traces": len(traces),
         "labels": len(labeled),
         "success_before": _mean_reward(t for t in traces if t.start < onset),
@@ -514,7 +601,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenario", default="regression",
                         choices=["clean", "regression", "regression-25", "domain-shift", "stop",
-                                 "fall-20", "content-off", "tool-break"])  # fmt: skip
+                                 "fall-20", "content-off", "tool-break", "judge-bias"])  # fmt: skip
     parser.add_argument("--traffic", default="tau-bench", choices=["tau-bench", "who-and-when"],
                         help="whose trajectories are the clean traffic")  # fmt: skip
     parser.add_argument("--clean-hours", type=float, default=28.0)
@@ -531,6 +618,12 @@ def main() -> None:
     parser.add_argument("--night", type=float, default=1.0,
                         help="the traffic's share between 22:00 and 06:00")  # fmt: skip
     parser.add_argument("--tick-minutes", type=float, default=15.0)
+    parser.add_argument("--judge-agreement", type=float, default=None,
+                        help="run an LLM-judge evaluator agreeing with the hidden reward on "
+                             "this share of traces (a loopback judge)")  # fmt: skip
+    parser.add_argument("--label-share", type=float, default=None,
+                        help="the share of traces whose label is sent (default 1, or 0.25 "
+                             "for regression-25)")  # fmt: skip
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
