@@ -234,9 +234,9 @@ def _cohen_kappa(p: np.ndarray, n: int) -> tuple[float | None, float | None]:
     k = p.shape[0]
     diagonal = sum(p[i, i] * (1.0 - (rows[i] + cols[i]) * (1.0 - kappa)) ** 2 for i in range(k))
     off = sum(p[i, j] * (cols[i] + rows[j]) ** 2 for i in range(k) for j in range(k) if i != j)
-    variance = (
-        diagonal + (1.0 - kappa) ** 2 * off - (kappa - p_e * (1.0 - kappa)) ** 2
-    ) / (n * (1.0 - p_e) ** 2)
+    variance = (diagonal + (1.0 - kappa) ** 2 * off - (kappa - p_e * (1.0 - kappa)) ** 2) / (
+        n * (1.0 - p_e) ** 2
+    )
     return float(kappa), float(math.sqrt(max(variance, 0.0)))
 
 
