@@ -232,6 +232,7 @@ class OutcomeRegressionDetector(TraceSources, Parameters):
             return None
         return {
             "signal": "objective",
+            "method": "labels",
             "name": name,
             "before": shift["reference_mean"],
             "after": shift["current_mean"],
