@@ -8,16 +8,20 @@ from typing import Any
 
 import numpy as np
 
+from detectors.outcome_judged import describe_judged
 from detectors.outcome_values import latencies, objective_values, step_counts
 from detectors.records import TraceRecord, is_tool_step, step_error
 
 
 def describe(row: dict[str, Any]) -> str:
     before, after = row["before"], row["after"]
+    if row.get("method") == "ppi":
+        return describe_judged(row)
     if row["signal"] == "objective":
+        unused = f"; labels alone: {row['judge_unused']}" if "judge_unused" in row else ""
         return (
             f"{row['name']} fell {before:.3g} -> {after:.3g} on {row['n_current']} labels "
-            f"(reference {row['n_reference']})"
+            f"(reference {row['n_reference']}){unused}"
         )
     if row["signal"] == "tool_error_rate":
         return (

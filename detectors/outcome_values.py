@@ -29,16 +29,34 @@ def recent_half(traces: Sequence[TraceRecord]) -> list[TraceRecord]:
 
 
 def objective_names(traces: Sequence[TraceRecord]) -> set[str]:
-    return {s.name for t in traces for s in t.scores if s.kind in OBJECTIVE_KINDS}
+    """The objectives the window's scores measure directly (a judge's scores, which predict
+    one, are not objectives of their own: :func:`predicted_objectives`)."""
+    return {
+        s.name for t in traces for s in t.scores
+        if s.kind in OBJECTIVE_KINDS and s.predicts is None
+    }  # fmt: skip
 
 
 def objective_values(traces: Sequence[TraceRecord], name: str) -> np.ndarray:
+    """Each trace's latest value of the objective ``name`` (its labels; never a judge's)."""
     values = []
     for t in traces:
-        found = [s for s in t.scores if s.name == name and s.kind in OBJECTIVE_KINDS]
+        found = [
+            s for s in t.scores
+            if s.name == name and s.kind in OBJECTIVE_KINDS and s.predicts is None
+        ]  # fmt: skip
         if found:
             values.append(max(found, key=lambda s: s.created_at).value)
     return np.asarray(values, dtype=float)
+
+
+def predicted_objectives(traces: Sequence[TraceRecord]) -> dict[str, dict[str, int]]:
+    """Objective -> judge score name -> traces it scored, for the scores that predict one."""
+    out: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for t in traces:
+        for objective, judge in {(s.predicts, s.name) for s in t.scores if s.predicts}:
+            out[objective][judge] += 1
+    return {objective: dict(judges) for objective, judges in out.items()}
 
 
 def label_counts(ref: Sequence[TraceRecord], cur: Sequence[TraceRecord]) -> dict[str, Any]:

@@ -10,7 +10,12 @@ have paged. This detector compares the current window with the reference on:
   latest per trace; one-sided Mann-Whitney U ("current lower"), gated on a standardised
   fall :math:`(\bar x_{ref} - \bar x_{cur}) / s \ge` ``min_effect``. A delayed label counts
   in the window of the trace it labels, not when it arrives; the evidence says how many
-  labels each window holds.
+  labels each window holds. An objective that a judge's scores predict
+  (:attr:`detectors.records.Score.predicts`) is tested on the judge corrected by its labels
+  (prediction-powered inference, :mod:`detectors.outcome_judged`) when each window holds
+  ``min_ppi_labels`` labeled traces the judge scored; else on its labels alone, or not at
+  all (``objectives_without_verdict`` says why): a judge alone never alerts, and its
+  scores are not objectives of their own.
 * **trace errors**: the share of traces whose status is ``error``; one-sided Fisher exact
   test, gated on a rise of at least ``min_rate_increase``.
 * **tool errors**: per tool, the share of the traces calling it in which a call of it
@@ -44,6 +49,9 @@ min_relative_increase : float, default 0.2
     Smallest relative rise of median latency or steps per trace.
 min_labels : int, default 20
     Fewest traces with the objective in each window.
+min_ppi_labels : int, default 10
+    Fewest labeled traces that a judge predicting the objective also scored, in each
+    window, to test the judge corrected by the labels.
 min_traces : int, default 30
     Fewest traces (with a duration, or with steps) per window for the other signals.
 min_tool_calls : int, default 20
@@ -81,12 +89,14 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy import stats
 
+from detectors.outcome_judged import judged_objective, judges_of
 from detectors.outcome_onset import onset
 from detectors.outcome_summary import describe, example_trace_ids, summary
 from detectors.outcome_values import (
     label_counts,
     latencies,
     objective_names,
+    objective_values,
     recent_half,
     step_counts,
     tool_calls,
@@ -111,6 +121,7 @@ class OutcomeRegressionDetector(TraceSources, Parameters):
     min_rate_increase: float = param(0.03, ge=0.0, lt=1.0)
     min_relative_increase: float = param(0.2, ge=0.0, lt=10.0)
     min_labels: int = param(20, ge=4)
+    min_ppi_labels: int = param(10, ge=2)
     min_traces: int = param(30, ge=4)
     min_tool_calls: int = param(20, ge=4)
 
@@ -121,12 +132,15 @@ class OutcomeRegressionDetector(TraceSources, Parameters):
         if not cur:
             return DetectorResult.insufficient(FAILURE_MODE, "no traces in the current window")
         recent = recent_half(cur)
-        objectives = [
-            {**row, "scope": scope}
-            for name in sorted(objective_names(ref) & objective_names(cur))
-            for scope, traces in (("recent half", recent), ("whole window", cur))
-            if (row := self._objective(name, ref, traces)) is not None
-        ]
+        judges = judges_of(ref, cur)
+        objectives, no_verdict = [], []
+        for name in sorted((objective_names(ref) & objective_names(cur)) | set(judges)):
+            for scope, traces in (("recent half", recent), ("whole window", cur)):
+                row = self._objective(name, judges.get(name), ref, traces)
+                if isinstance(row, str):
+                    no_verdict.append({"name": name, "scope": scope, "reason": row})
+                elif row is not None:
+                    objectives.append({**row, "scope": scope})
         operations = [
             {**row, "scope": "recent half"}
             for row in (
@@ -143,6 +157,7 @@ class OutcomeRegressionDetector(TraceSources, Parameters):
                 "no objective with enough labels and no operational signal with enough "
                 "traces in both windows",
                 labels=label_counts(ref, cur),
+                objectives_without_verdict=no_verdict,
             )
         for family in (objectives, operations):
             if not family:
@@ -158,6 +173,7 @@ class OutcomeRegressionDetector(TraceSources, Parameters):
         evidence: dict[str, Any] = {
             "objectives": objectives,
             "operations": operations,
+            "objectives_without_verdict": no_verdict,
             "labels": label_counts(ref, cur),
             "n_reference": len(ref),
             "n_current": len(cur),
@@ -187,6 +203,27 @@ class OutcomeRegressionDetector(TraceSources, Parameters):
     # -- sub-tests ---------------------------------------------------------------------
 
     def _objective(
+        self, name: str, judge: str | None, ref: Sequence[TraceRecord],
+        cur: Sequence[TraceRecord],
+    ) -> dict[str, Any] | str | None:  # fmt: skip
+        """The objective's row: the judge corrected by the labels, else the labels alone;
+        with a judge but neither, why there is no verdict."""
+        if judge is None:
+            return self._labeled_objective(name, ref, cur)
+        row = judged_objective(name, judge, ref, cur, min_ppi_labels=self.min_ppi_labels,
+                               min_effect=self.min_effect)  # fmt: skip
+        if not isinstance(row, str):
+            return row
+        labeled = self._labeled_objective(name, ref, cur)
+        if labeled is not None:
+            return {**labeled, "judge": judge, "judge_unused": row}
+        counts = [objective_values(w, name).size for w in (ref, cur)]
+        return (
+            f"{row}; {min(counts)} labels are too few to test alone ({self.min_labels} "
+            "needed), and a judge alone gives no verdict"
+        )
+
+    def _labeled_objective(
         self, name: str, ref: Sequence[TraceRecord], cur: Sequence[TraceRecord]
     ) -> dict[str, Any] | None:
         # FM-7's test of a true objective (one-sided Mann-Whitney, "lower"), gated here.
@@ -195,6 +232,7 @@ class OutcomeRegressionDetector(TraceSources, Parameters):
             return None
         return {
             "signal": "objective",
+            "method": "labels",
             "name": name,
             "before": shift["reference_mean"],
             "after": shift["current_mean"],

@@ -88,10 +88,17 @@ class Score:
     """A score of a trace; ``label_source`` says whether its source counts as a ground-truth
     label source (a project's score roles decide; None: the defaults, ``LABEL_SOURCES``).
 
+    ``predicts`` names the ``true`` objective a judge's score predicts (an online
+    evaluator's config says it): such a score is a measurement of that objective, never a
+    label of it nor an objective of its own; OUTCOME corrects it with the objective's
+    labels by prediction-powered inference (:mod:`detectors.outcome_judged`).
+
     >>> Score("resolved", 1.0, "true", "online").is_label
     False
     >>> Score("resolved", 1.0, "true", "online", label_source=True).is_label
     True
+    >>> Score("judge_resolved", 1.0, "true", "human", predicts="resolved").is_label
+    False
     """
 
     name: str
@@ -100,10 +107,11 @@ class Score:
     source: str = "online"  # online | delayed | human | eval
     created_at: float = 0.0
     label_source: bool | None = None
+    predicts: str | None = None
 
     @property
     def is_label(self) -> bool:
-        if self.kind != "true":
+        if self.kind != "true" or self.predicts is not None:
             return False
         return self.source in LABEL_SOURCES if self.label_source is None else self.label_source
 
@@ -220,8 +228,9 @@ def from_rows(
     Rows are mappings with the stored column names (``trace_id`` on every row; times as
     epoch seconds, ``datetime`` or ISO-8601). Steps follow :func:`step_order_key` and are
     numbered 0, 1, ... in that order; a score without ``created_at`` takes its trace's end
-    time, and its optional ``label_source`` becomes :attr:`Score.label_source`; an
-    embedding row (``trace_id``, ``stream``, ``vector``) in the stream
+    time, and its optional ``label_source`` and ``predicts`` become
+    :attr:`Score.label_source` and :attr:`Score.predicts`; an embedding row (``trace_id``,
+    ``stream``, ``vector``) in the stream
     ``<agent>.input`` / ``<agent>.output`` of its trace's agent becomes the input / output
     embedding (the last such row wins). Rows of unknown traces are dropped; a trace row
     repeated replaces the earlier one. Records sort by ``(started_at, trace_id)``.
@@ -297,6 +306,7 @@ def _record(
                 source=_shared(s.get("source"), "online"),
                 created_at=epoch_seconds(s.get("created_at"), ended),
                 label_source=s.get("label_source"),
+                predicts=_shared_or_none(s.get("predicts")),
             )
             for s in scores
         ),
