@@ -98,7 +98,7 @@ def score_chart(session: Session, ev: Evaluator, *, now: datetime) -> ScoreChart
     ).all()  # fmt: skip
     points = [run_chart.RunPoint(datetime.fromtimestamp(int(b), tz=now.tzinfo), float(v),
                                  None, False, "ok") for b, v, _ in rows]  # fmt: skip
-    svg = run_chart.svg(points, marks=run_chart.Marks(),
+    svg = run_chart.svg(points, marks=run_chart.Marks(), bounds=(0.0, 1.0),
                         label=f"mean {ev.score_name} per {words}, last {CHART_DAYS} days")  # fmt: skip
     return ScoreChart(svg, words, sum(int(n) for _, _, n in rows))
 

@@ -255,16 +255,18 @@ def test_the_evaluator_page_and_the_trace_page_say_what_the_judge_decided_and_wh
     errors = re.search(r'<section class="card" id="ev-errors">(.*?)</section>', page.text, re.S)
     assert errors and 'href="/traces/tr004"' in errors.group(1)
     assert "answer: `score` 7.0 is not a number from 0 to 1" in text(errors.group(1))
-    recent = re.search(r'<table id="evaluations">(.*?)</table>', page.text, re.S).group(1)
+    recent = re.search(r'<table id="evaluations"[^>]*>(.*?)</table>', page.text, re.S).group(1)
     assert recent.count("<tr") == 7  # the head and six rows
     tr000 = re.search(r'<tr class=""><td><a href="/traces/tr000">.*?</tr>', recent, re.S).group(0)
-    assert text(tr000).startswith("tr000 1 1 judged 1 60")
+    assert text(tr000).startswith("tr000 1 judged 1 1 60")
 
     trace = client.get("/traces/tr000", headers=HTML).text
     row = re.search(r'<tr data-score="resolved_judge">(.*?)</tr>', trace, re.S).group(1)
     assert "evaluator resolved-judge v1" in text(row)
     assert f'href="/evaluators/{eid}"' in row
-    assert text(re.search(r'<td class="small why">(.*?)</td>', row, re.S).group(1)) == "judged 1"
+    assert (
+        text(re.search(r'<td class="small why"[^>]*>(.*?)</td>', row, re.S).group(1)) == "judged 1"
+    )
     failed = client.get("/traces/tr004", headers=HTML).text
     assert ("Evaluator resolved-judge v1 could not score this trace: answer: `score` 7.0 is not "
             "a number from 0 to 1") in text(failed)  # fmt: skip
@@ -299,7 +301,7 @@ def test_a_test_on_a_trace_shows_the_exact_messages_and_the_answer_and_stores_no
     assert r.status_code == 200, text(r.text)
     assert "Evaluated trace t1 once; nothing was stored." in text(r.text)
     assert re.search(r'<p id="try-answer">(.*?)</p>', r.text, re.S).group(1) == (
-        "<strong>1</strong>: judged 1")  # fmt: skip
+        "Score <strong>1</strong> — judged 1")  # fmt: skip
     assert "60 tokens" in text(re.search(r'<p class="small muted" id="try-cost">(.*?)</p>',
                                          r.text, re.S).group(1))  # fmt: skip
     sent = {m: unescape(c) for m, c in re.findall(
