@@ -134,6 +134,7 @@ def _install_web(app: FastAPI) -> None:
         auth_routes,
         channel_pages,
         derived_form,
+        evaluator_pages,
         monitor_settings,
         pages,
         rule_pages,
@@ -147,6 +148,7 @@ def _install_web(app: FastAPI) -> None:
     app.include_router(channel_pages.router)
     app.include_router(monitor_settings.router)
     app.include_router(rule_pages.router)
+    app.include_router(evaluator_pages.router)
     app.include_router(settings_pages.router)
     app.include_router(derived_form.router)
 

@@ -143,6 +143,13 @@ def get(session: Session, *, project_id: int, evaluator_id: int) -> Evaluator | 
     return ev if ev is not None and ev.project_id == project_id else None
 
 
+def name_taken(session: Session, *, project_id: int, name: str) -> bool:
+    """Whether the project has an evaluator named ``name`` (names are unique per project)."""
+    return session.scalar(
+        select(Evaluator.id).where(Evaluator.project_id == project_id, Evaluator.name == name)
+    ) is not None
+
+
 def list_all(session: Session, *, project_id: int) -> list[Evaluator]:
     return list(
         session.scalars(

@@ -61,8 +61,12 @@ def _fmt(t: datetime) -> str:
     return t.strftime("%m-%d %H:%M")
 
 
-def svg(points: Sequence[RunPoint], *, marks: Marks, label: str) -> Markup:
-    """The chart as inline SVG markup; an empty-state message when no run has a statistic."""
+def svg(
+    points: Sequence[RunPoint], *, marks: Marks, label: str,
+    bounds: tuple[float, float] | None = None,
+) -> Markup:  # fmt: skip
+    """The chart as inline SVG markup; an empty-state message when no run has a statistic.
+    ``bounds`` fixes the value axis for a statistic with a known range (a score's 0 to 1)."""
     drawn = [p for p in points if _finite(p.statistic)]
     head = (
         f'<svg class="run-chart" viewBox="0 0 {W} {H}" role="img" '
@@ -83,7 +87,7 @@ def svg(points: Sequence[RunPoint], *, marks: Marks, label: str) -> Markup:
     t1 = t1 if t1 > t0 else t0 + 1
     values = [v for p in drawn for v in (p.statistic, p.threshold) if v is not None and _finite(v)]
     pad = (max(values) - min(values)) * 0.02  # no point drawn on the frame's edge
-    axis = ticks(min(values) - pad, max(values) + pad)
+    axis = ticks(*bounds) if bounds else ticks(min(values) - pad, max(values) + pad)
     lo, hi = axis[0], axis[-1]
 
     def x(t: datetime) -> float:

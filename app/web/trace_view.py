@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -25,6 +26,7 @@ from app.models import SpanEvent
 from app.monitors.windows.rows import chunk_records
 from app.otlp.message_tool_calls import REQUESTED, RESULTS, event_tool_calls
 from app.scores.roles import get_roles
+from app.web.trace_evaluations import TraceEvaluation, trace_evaluations, written_by
 
 # A tool span's arguments and result, under the names the conventions give them.
 TOOL_INPUT = ("gen_ai.tool.call.arguments", "input.value", "traceloop.entity.input")
@@ -267,10 +269,12 @@ def detector_steps(session: Session, *, project_id: int, trace_id: str) -> list[
 
 
 def scores(
-    session: Session, *, project_id: int, rows: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
+    session: Session, *, project_id: int, rows: list[dict[str, Any]],
+    evaluations: Sequence[TraceEvaluation] = (),
+) -> list[dict[str, Any]]:  # fmt: skip
     """Each score with the role the monitors read it with (the project's score roles),
-    and the kind it was sent with when that differs."""
+    the kind it was sent with when that differs, and the evaluation that wrote it (its
+    evaluator, version and reason) when an online evaluator did."""
     roles = get_roles(session, project_id=project_id)
     label_sources = set(roles.label_sources)
     out = []
@@ -282,6 +286,7 @@ def scores(
                 "role": role,
                 "sent_as": sc["kind"] if role != sc["kind"] else None,
                 "is_label": role == "true" and sc["source"] in label_sources,
+                "evaluation": written_by(sc, evaluations),
             }  # fmt: skip
         )
     return out
@@ -305,6 +310,7 @@ def trace_view(
     spans = trace["spans"]
     events = events_of(session, project_id, trace["trace_id"])
     has_row = "agent" in trace
+    evaluations = trace_evaluations(session, project_id=project_id, trace_id=trace["trace_id"])
     return {
         "attribute_dumps": {
             s["span_id"]: attribute_dump(s["attributes"]) for s in spans if s.get("attributes")
@@ -317,5 +323,7 @@ def trace_view(
             if has_row
             else []
         ),
-        "scores": scores(session, project_id=project_id, rows=trace["scores"]),
+        "scores": scores(session, project_id=project_id, rows=trace["scores"],
+                         evaluations=evaluations),
+        "evaluation_errors": [e for e in evaluations if e.status == "error"],
     }

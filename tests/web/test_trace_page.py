@@ -115,7 +115,7 @@ def test_errors_roles_and_long_content(client, make_key):
     assert r.status_code == 200, r.text
     login(client, key)
     page = client.get("/traces/long-1").text
-    role = re.search(r'<tr data-score="resolved">.*?<td class="role-cell">(.*?)</td>', page, re.S)
+    role = re.search(r'<tr data-score="resolved">.*?<td class="role-cell"[^>]*>(.*?)</td>', page, re.S)
     assert role is not None and role.group(1).startswith("true"), page
     assert "sent as proxy" in role.group(1)
     assert "Show the rest (2400 more characters)" in page  # the answer folds

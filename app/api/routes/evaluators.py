@@ -41,11 +41,7 @@ def create_evaluator(
     body: EvaluatorCreate, principal: AdminKey, engine: EngineDep
 ) -> store.EvaluatorOut:
     with write_session(engine) as session:
-        taken = session.scalar(
-            select(Evaluator.id).where(Evaluator.project_id == principal.project_id,
-                                       Evaluator.name == body.name)
-        )  # fmt: skip
-        if taken is not None:
+        if store.name_taken(session, project_id=principal.project_id, name=body.name):
             raise HTTPException(409, f"name: an evaluator named {body.name!r} exists")
         ev = store.create(session, project_id=principal.project_id, body=body)
         return store.out(session, ev)
