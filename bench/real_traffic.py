@@ -388,7 +388,8 @@ class Replay:
 
     def evaluate(self, now: datetime) -> None:
         """Run the evaluator on the simulated clock: the derive job stamps wall-clock
-        times, so the traces it derived are restamped as derived when they ended."""
+        times, so the traces it derived are restamped as derived when they ended, and the
+        evaluations it queued as due now."""
         if self.judge is None:
             return
         from sqlalchemy import text
@@ -400,6 +401,8 @@ class Replay:
                 text("UPDATE traces SET derived_at = COALESCE(ended_at, started_at) "
                      "WHERE derived_at > :now"), {"now": now.replace(tzinfo=None)},
             )  # fmt: skip
+            conn.execute(text("UPDATE evaluations SET due_at = :now WHERE due_at > :now"),
+                         {"now": now.replace(tzinfo=None)})  # fmt: skip
         while run_due(self.engine, self.settings, now=now).calls:
             pass
 

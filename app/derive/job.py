@@ -45,6 +45,7 @@ from app.derive.text_vectors import (
 )
 from app.derive.trace_fields import DerivedFields, derive_trace, is_explicit, owned
 from app.derive.trace_rows import TRACE_UPDATE, update_row
+from app.evaluators.queue import enqueue_derived
 from app.models.base import utcnow
 from app.models.rollups import mark_started
 from app.monitors.windows.trace_window import step_profiles_of
@@ -196,6 +197,11 @@ def _derive_together(
         conn.execute(TRACE_UPDATE, rows)
         # The rollups count settled traces: their buckets are rebuilt (app/rollups).
         mark_started(conn, ((t["project_id"], t["started_at"]) for t in batch.traces))
+        # Online evaluators judge derived traces (app/evaluators/queue.py).
+        enqueue_derived(conn, [
+            {**t, "source": derived[(t["project_id"], t["trace_id"])].source or t["source"]}
+            for t in batch.traces
+        ], now=now)  # fmt: skip
     return written
 
 

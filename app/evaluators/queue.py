@@ -1,12 +1,12 @@
 """The evaluations queue in the database: what is due, who holds it, what it wrote.
 
-* **Enqueue.** A trace is due for an evaluator once it has settled: derived, and nothing
-  arrived for ``delay_seconds`` (a new span clears ``derived_at``). Traces are looked for
-  by start time from the evaluator's mark (``scanned_until``), which stops at the first
-  trace not settled yet (never more than :data:`LOOKBACK` back), filtered by the
-  selection and sampled by a hash of the trace id (the same traces for every version, so
-  versions compare on the same traffic). ``(evaluator, version, trace)`` is unique: a
-  second enqueue of the same trace is a no-op.
+* **Enqueue.** The derive job queues each trace it derives (:func:`enqueue_derived`, in
+  its transaction), for every enabled evaluator whose selection takes it and whose sample
+  holds it (a hash of the trace id: the same traces for every version, so versions
+  compare on the same traffic), however late the trace arrived. ``(evaluator, version,
+  trace)`` is unique: a trace derived again is not queued again.
+* **Settled.** A queued trace is taken once nothing arrived for it for ``delay_seconds``:
+  it is still derived (a new span clears ``derived_at``) and was derived that long ago.
 * **Claim.** Due rows are leased with ``FOR UPDATE SKIP LOCKED`` on PostgreSQL (so several
   workers take disjoint rows), under SQLite's single writer lock there; each lease has a
   token. A lease older than :data:`LEASE_SECONDS` returns to the queue (at least once).
@@ -20,21 +20,20 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, and_, exists, select, update
+from sqlalchemy import Connection, CursorResult, and_, or_, select, update
 from sqlalchemy.orm import Session
 
 from app.db import claim_rows, dialect_insert
 from app.models import Score, Trace
 from app.models.evaluators import Evaluation, Evaluator, EvaluatorUsage
+from app.models.rollups import mark_scored
 
-LOOKBACK = timedelta(hours=6)
 LEASE_SECONDS = 900
-SCAN_LIMIT = 5_000
 # A pending evaluation this old that the budget never let run is dropped, not run stale.
 STALE_AFTER = timedelta(days=1)
 
@@ -64,53 +63,53 @@ def _environment(attrs: dict[str, object] | None) -> str | None:
     return None if env is None else str(env)
 
 
-def enqueue_due(session: Session, ev: Evaluator, *, now: datetime) -> int:
-    """Queue the settled traces of ``ev``'s selection it has not seen; how many."""
-    settled_by = now - timedelta(seconds=ev.delay_seconds)
-    lo = max(ev.watch_from, ev.scanned_until or ev.watch_from, now - LOOKBACK)
-    sel = ev.selection or {}
-    q = select(
-        Trace.trace_id, Trace.started_at, Trace.derived_at, Trace.attributes
-        if sel.get("environments") else Trace.id,
-    ).where(
-        Trace.project_id == ev.project_id, Trace.started_at >= lo, Trace.started_at <= now,
-        ~exists().where(
-            Evaluation.evaluator_id == ev.id, Evaluation.version == ev.version,
-            Evaluation.trace_id == Trace.trace_id,
-        ),
-    )  # fmt: skip
-    if sel.get("agents"):
-        q = q.where(Trace.agent.in_(sel["agents"]))
-    if sel.get("versions"):
-        q = q.where(Trace.agent_version.in_(sel["versions"]))
-    if sel.get("sources"):
-        q = q.where(Trace.source.in_(sel["sources"]))
-    rows = session.execute(q.order_by(Trace.started_at).limit(SCAN_LIMIT)).all()
-    due: list[str] = []
-    mark: datetime | None = None
-    for trace_id, started, derived, extra in rows:
-        if derived is None or derived > settled_by:
-            mark = started if mark is None else mark
-            continue
-        if sel.get("environments") and _environment(extra) not in sel["environments"]:
-            continue
-        if sampled(trace_id, ev.sample_rate):
-            due.append(trace_id)
-    if mark is None:
-        mark = rows[-1][1] if len(rows) == SCAN_LIMIT else settled_by
-    ev.scanned_until = max(lo, min(mark, settled_by))
-    if due:
-        insert = dialect_insert(session.get_bind().dialect.name, Evaluation)
-        session.execute(
+def enqueue_derived(conn: Connection, traces: Sequence[Mapping[str, Any]], *, now: datetime) -> int:
+    """Queue traces the derive job just derived, for every enabled evaluator of their
+    projects that selects and samples them; how many evaluations were queued.
+
+    Runs in the derive job's transaction, so a trace is queued when it is derived, however
+    late it arrived (a long run, a delayed export: its start time may lie hours back). Due
+    ``delay_seconds`` later; a claim takes it only if nothing arrived since (it is still
+    derived, and was derived that long ago), else it waits.
+    """
+    projects = sorted({int(t["project_id"]) for t in traces})
+    if not projects:
+        return 0
+    evaluators = conn.execute(
+        select(Evaluator.id, Evaluator.project_id, Evaluator.version, Evaluator.selection,
+               Evaluator.sample_rate, Evaluator.delay_seconds, Evaluator.watch_from)
+        .where(Evaluator.project_id.in_(projects), Evaluator.enabled.is_(True))
+    ).all()  # fmt: skip
+    rows = []
+    for ev in evaluators:
+        sel = ev.selection or {}
+        for t in traces:
+            started = t.get("started_at")
+            if t["project_id"] != ev.project_id or started is None or started < ev.watch_from:
+                continue
+            if not _selected(sel, t) or not sampled(str(t["trace_id"]), ev.sample_rate):
+                continue
+            rows.append({"project_id": ev.project_id, "evaluator_id": ev.id,
+                         "version": ev.version, "trace_id": t["trace_id"], "status": "pending",
+                         "due_at": now + timedelta(seconds=ev.delay_seconds), "attempts": 0,
+                         "backfill": False, "tokens": 0, "created_at": now})  # fmt: skip
+    if rows:
+        insert = dialect_insert(conn.dialect.name, Evaluation)
+        conn.execute(
             insert.on_conflict_do_nothing(index_elements=["evaluator_id", "version", "trace_id"]),
-            [
-                {"project_id": ev.project_id, "evaluator_id": ev.id, "version": ev.version,
-                 "trace_id": tid, "status": "pending", "due_at": now, "attempts": 0,
-                 "backfill": False, "tokens": 0, "created_at": now}
-                for tid in due
-            ],
-        )  # fmt: skip
-    return len(due)
+            rows,
+        )
+    return len(rows)
+
+
+def _selected(sel: Mapping[str, Any], t: Mapping[str, Any]) -> bool:
+    if sel.get("agents") and t.get("agent") not in sel["agents"]:
+        return False
+    if sel.get("versions") and t.get("agent_version") not in sel["versions"]:
+        return False
+    if sel.get("sources") and t.get("source") not in sel["sources"]:
+        return False
+    return not sel.get("environments") or _environment(t.get("attributes")) in sel["environments"]
 
 
 def reap(session: Session, *, now: datetime) -> int:
@@ -142,15 +141,21 @@ class Lease:
 
 def claim(session: Session, ev: Evaluator, *, now: datetime, limit: int) -> list[Lease]:
     """Lease up to ``limit`` due evaluations of ``ev``'s current version (oldest first)."""
+    e = Evaluation.__table__.c
+    settled_by = now - timedelta(seconds=ev.delay_seconds)
     pick = (
-        select(Evaluation.__table__.c.id, Evaluation.__table__.c.trace_id,
-               Evaluation.__table__.c.version, Evaluation.__table__.c.attempts)
-        .where(Evaluation.evaluator_id == ev.id, Evaluation.version == ev.version,
-               Evaluation.status == "pending", Evaluation.due_at <= now)
-        .order_by(Evaluation.due_at, Evaluation.id)
+        select(e.id, e.trace_id, e.version, e.attempts)
+        .outerjoin(Trace, and_(Trace.project_id == e.project_id, Trace.trace_id == e.trace_id))
+        .where(e.evaluator_id == ev.id, e.version == ev.version, e.status == "pending",
+               e.due_at <= now,
+               # Settled: nothing arrived since it was derived that long ago (a new span
+               # clears derived_at). A trace no longer stored is taken, and said so.
+               or_(Trace.id.is_(None),
+                   and_(Trace.derived_at.is_not(None), Trace.derived_at <= settled_by)))
+        .order_by(e.due_at, e.id)
         .limit(limit)
     )  # fmt: skip
-    rows = claim_rows(session, pick)
+    rows = claim_rows(session, pick, of=Evaluation.__table__)
     if not rows:
         return []
     token = secrets.token_hex(16)
@@ -190,6 +195,7 @@ class Outcome:
 def complete(session: Session, ev: Evaluator, outcomes: Sequence[Outcome], *, now: datetime) -> int:
     """Write each outcome still under its lease, and its score; how many were written."""
     written = 0
+    scored: list[str] = []
     for o in outcomes:
         held = update(Evaluation).where(
             Evaluation.id == o.lease.id, Evaluation.claim_token == o.lease.token,
@@ -213,7 +219,10 @@ def complete(session: Session, ev: Evaluator, outcomes: Sequence[Outcome], *, no
                       value=o.value, kind="proxy", source="online", label=o.label,
                       explanation=o.reason, created_at=now)
             )  # fmt: skip
+            scored.append(o.lease.trace_id)
     session.flush()
+    if scored:  # the score rollups of those traces' buckets are rebuilt (app/rollups)
+        mark_scored(session.connection(), project_id=ev.project_id, trace_ids=scored)
     return written
 
 

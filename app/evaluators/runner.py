@@ -1,4 +1,4 @@
-"""Runs due evaluations: enqueue what settled, lease a batch, judge it, write the scores.
+"""Runs due evaluations: lease a batch of settled traces, judge it, write the scores.
 
 A batch is one evaluator's: leased and its budget reserved in one transaction (the usage
 row locked on PostgreSQL), judged concurrently (at most ``concurrency`` calls in flight,
@@ -54,7 +54,6 @@ def judge_policy(settings: Settings) -> OutboundPolicy:
 
 @dataclass
 class RunStats:
-    enqueued: int = 0
     done: int = 0
     errors: int = 0
     retried: int = 0
@@ -63,7 +62,7 @@ class RunStats:
     paused: list[str] = field(default_factory=list)
 
     def add(self, other: RunStats) -> None:
-        for name in ("enqueued", "done", "errors", "retried", "calls", "tokens"):
+        for name in ("done", "errors", "retried", "calls", "tokens"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.paused += other.paused
 
@@ -250,17 +249,15 @@ def _breaker(ev: Evaluator, *, succeeded: bool, failed_calls: list[str], now: da
 
 def run_due(engine: Engine, settings: Settings, *, now: datetime | None = None,
             max_seconds: float = 8.0, policy: OutboundPolicy | None = None) -> RunStats:  # fmt: skip
-    """Enqueue what settled for every enabled evaluator, then run batches until nothing is
-    due or ``max_seconds`` passed. A fixed ``now`` (a simulated clock) runs one pass."""
+    """Run batches of every enabled evaluator until nothing is due or ``max_seconds``
+    passed (the derive job queued the traces). A fixed ``now`` (a simulated clock) runs
+    until nothing more is due at it."""
     policy = policy or judge_policy(settings)
     at = now or utcnow()
     stats = RunStats()
     with write_session(engine) as session:
         queue.reap(session, now=at)
-        ids = []
-        for ev in session.scalars(select(Evaluator).where(Evaluator.enabled.is_(True))):
-            stats.enqueued += queue.enqueue_due(session, ev, now=at)
-            ids.append(ev.id)
+        ids = list(session.scalars(select(Evaluator.id).where(Evaluator.enabled.is_(True))))
     deadline = time.monotonic() + max_seconds
     while ids and time.monotonic() < deadline:
         busy = []

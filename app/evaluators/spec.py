@@ -117,7 +117,9 @@ class CheckConfig(RequestModel):
             try:
                 re2.compile(self.pattern)
             except re2.error as exc:
-                raise ValueError(f"pattern: not a valid RE2 pattern: {exc}") from None
+                why = exc.args[0] if exc.args else exc
+                why = why.decode(errors="replace") if isinstance(why, bytes) else str(why)
+                raise ValueError(f"pattern: not a valid RE2 pattern: {why}") from None
         return self
 
 

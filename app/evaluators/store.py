@@ -97,7 +97,7 @@ def update(session: Session, ev: Evaluator, patch: EvaluatorPatch) -> Evaluator:
     if config is not None and config != ev.config:
         ev.config = config
         ev.version += 1
-        ev.watch_from, ev.scanned_until = now, None
+        ev.watch_from = now
     fields = patch.model_dump(exclude_unset=True, exclude={"judge", "check", "api_key"})
     for name, value in fields.items():
         setattr(ev, name, value)

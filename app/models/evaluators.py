@@ -60,8 +60,6 @@ class Evaluator(ProjectNamed, Created, Base):
     pause_reason: Mapped[str | None] = mapped_column(String(300), nullable=True)
     # Traces that started before this are only evaluated by an explicit backfill.
     watch_from: Mapped[datetime] = mapped_column(UTCDateTime)
-    # The start time up to which settled traces were looked for (the enqueuer's mark).
-    scanned_until: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     updated_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 

@@ -20,7 +20,7 @@ from app.evaluators.runner import run_due
 from app.models import Score
 from app.models.evaluators import Evaluation, Evaluator
 from app.settings import Settings
-from tests.app.evaluators.judge_server import JudgeServer
+from bench.fake_judge import JudgeServer
 from tests.app.evaluators.test_evaluators import chat_trace, ingest, settle
 from tests.conftest import auth, sqlite_only
 from tests.web.test_pages import login
@@ -311,7 +311,9 @@ def test_a_test_on_a_trace_shows_the_exact_messages_and_the_answer_and_stores_no
     assert "never instructions" in sent["system"]
     assert '<trace_data name="conversation">' in sent["user"] and "RESOLVED" in sent["user"]
     with write_session(engine) as s:
-        assert s.scalars(select(Score)).all() == [] and s.scalars(select(Evaluation)).all() == []
+        # No score; the only evaluation is the one the derive job queued, still pending.
+        assert s.scalars(select(Score)).all() == []
+        assert [e.status for e in s.scalars(select(Evaluation))] == ["pending"]
     judge.mode = "unauthorized"
     r = post(client, f"/evaluators/{eid}/try", {"trace_id": "t1"}, token)
     assert r.status_code == 200

@@ -19,7 +19,7 @@ from app.db import make_engine
 from app.evaluators.runner import run_due
 from app.main import create_app
 from app.settings import Settings
-from tests.app.evaluators.judge_server import JudgeServer
+from bench.fake_judge import JudgeServer
 from tests.app.evaluators.test_evaluators import chat_trace, settle
 from tests.conftest import LiveServer, auth, fresh_database, key_for
 from tests.web.test_accessibility import scan

@@ -52,7 +52,6 @@ def upgrade() -> None:
         sa.Column("paused_until", _TIME, nullable=True),
         sa.Column("pause_reason", sa.String(length=300), nullable=True),
         sa.Column("watch_from", _TIME, nullable=False),
-        sa.Column("scanned_until", _TIME, nullable=True),
         sa.Column("updated_at", _TIME, nullable=True),
         sa.Column("created_at", _TIME, nullable=False),
         sa.ForeignKeyConstraint(

@@ -19,6 +19,8 @@ from app.evaluators import queue
 from app.evaluators.runner import BREAKER_AFTER, run_due
 from app.models import Score
 from app.models.evaluators import Evaluation, Evaluator, EvaluatorUsage
+from app.models.rollups import ScoreRollup
+from app.rollups.job import rebuild_dirty
 from app.settings import Settings
 from bench.fake_judge import JudgeServer
 from tests.conftest import auth, sqlite_only
@@ -121,12 +123,19 @@ def test_a_judge_scores_each_settled_trace_once_through_the_real_client(
     traffic(client, key, 6)
     now = settle(engine)
     stats = run_due(engine, judge_settings, now=now)
-    assert (stats.enqueued, stats.done, stats.calls, stats.errors) == (6, 6, 6, 0)
+    assert (stats.done, stats.calls, stats.errors) == (6, 6, 0)
     got = scores(engine, "resolved_judge")
     assert [(s.trace_id, s.value, s.source) for s in got] == [
         (f"tr{i:03d}", 1.0 if i % 2 == 0 else 0.0, "online") for i in range(6)
     ]
     assert got[0].explanation == "judged 1"
+    rebuild_dirty(engine)  # the scores reach the rollups alert rules and pages read
+    with engine.connect() as conn:
+        rolled = conn.execute(
+            select(func.sum(ScoreRollup.scores), func.sum(ScoreRollup.total))
+            .where(ScoreRollup.name == "resolved_judge")
+        ).one()  # fmt: skip
+    assert tuple(rolled) == (6, 3.0)
     # The trace's content went in as delimited data, with the key as a bearer token.
     sent = judge.requests[0]["messages"]
     assert sent[0]["role"] == "system" and "never instructions" in sent[0]["content"]
@@ -134,7 +143,7 @@ def test_a_judge_scores_each_settled_trace_once_through_the_real_client(
     assert judge.requests[0]["temperature"] == 0
     # Again, and after the lease reaper: nothing is scored twice.
     again = run_due(engine, judge_settings, now=now + timedelta(hours=1))
-    assert (again.enqueued, again.calls) == (0, 0)
+    assert again.calls == 0
     assert len(scores(engine, "resolved_judge")) == 6
     body = client.get(f"/api/v1/evaluators/{made['id']}", headers=auth(key)).json()
     assert body["counts"] == {"done": 6}
@@ -243,9 +252,8 @@ def test_a_result_whose_lease_was_lost_writes_nothing(
     client.post("/api/v1/evaluators", json=judge_body(judge), headers=auth(key))
     traffic(client, key, 1)
     now = settle(engine)
-    with write_session(engine) as s:
+    with write_session(engine) as s:  # the derive job queued it
         ev = s.scalars(select(Evaluator)).one()
-        assert queue.enqueue_due(s, ev, now=now) == 1
         [first] = queue.claim(s, ev, now=now, limit=10)
     later = now + timedelta(seconds=queue.LEASE_SECONDS + 1)
     with write_session(engine) as s:  # the first worker is presumed dead
@@ -410,3 +418,20 @@ def test_a_queue_labeling_the_objective_gets_judge_checks_both_ways(
     assert values[0] == 0.0 and values[-1] == 1.0  # both of the judge's verdicts
     assert "evaluator resolved-judge (v1) scored" in checks[0]["reason"]
     assert "(0 of 100 checked this week)" in checks[0]["reason"]
+
+
+def test_a_trace_that_arrives_late_is_still_judged_and_only_once_settled(
+    client: TestClient, make_key: Any, engine: Engine, judge: JudgeServer, judge_settings: Settings
+) -> None:
+    key = make_key("admin")
+    body = judge_body(judge, delay_seconds=600)
+    eid = client.post("/api/v1/evaluators", json=body, headers=auth(key)).json()["id"]
+    with write_session(engine) as s:  # watching for three hours
+        s.get(Evaluator, eid).watch_from -= timedelta(hours=3)  # type: ignore[union-attr]
+    # A long run exported at its end: it started two hours before it arrives.
+    at = datetime.now(UTC) - timedelta(hours=2)
+    ingest(client, key, chat_trace("late", at=at, question="q", answer="RESOLVED"))
+    derived = settle(engine)
+    assert run_due(engine, judge_settings, now=derived).calls == 0  # not settled for 600 s
+    assert run_due(engine, judge_settings, now=derived + timedelta(seconds=601)).calls == 1
+    assert [s.trace_id for s in scores(engine, "resolved_judge")] == ["late"]

@@ -49,10 +49,11 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_duplicates_nothing(
     traffic(client, key, 12, at=datetime.now(UTC) - timedelta(minutes=30))
     now = settle(engine)
     env = {**os.environ, "TELLTALE_DATABASE_URL": db_url, "TELLTALE_JUDGE_ALLOW": "127.0.0.1/32"}
-    # `settle` derives them 5 minutes ahead of the wall clock the worker reads: let the
-    # worker see them settled.
+    # `settle` derives (and queues) them 5 minutes ahead of the wall clock the worker
+    # reads: let the worker see them settled and due.
     with engine.begin() as conn:
         conn.exec_driver_sql("UPDATE traces SET derived_at = started_at")
+        conn.execute(update(Evaluation).values(due_at=datetime.now(UTC) - timedelta(minutes=1)))
     log = tmp_path / "worker.log"
     with log.open("wb") as out:
         worker = subprocess.Popen([sys.executable, "-m", "app", "evaluate", "--once"], env=env,
