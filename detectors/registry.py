@@ -20,6 +20,7 @@ from detectors.drift.embedding_streams import EmbeddingDriftDetector
 from detectors.eval_overfitting import EvalOverfittingDetector
 from detectors.first_hours import FirstHoursDetector
 from detectors.ground_truth import GroundTruthAbsenceDetector
+from detectors.judge_drift import JudgeDriftDetector
 from detectors.needs import COUNT_NEEDS, STREAM_NEEDS
 from detectors.outcomes import OutcomeRegressionDetector
 from detectors.output_drift import OutputDriftDetector
@@ -64,6 +65,9 @@ DETECTORS: dict[str, type[Any]] = {
     # Static guards against a project's first hour, until the calibrated monitors speak
     # (detectors/first_hours.py).
     "EARLY": FirstHoursDetector,
+    # An online evaluator's judge that agrees less with the labels of the objective it
+    # predicts (detectors/judge_drift.py); a monitor per such evaluator, made with it.
+    "JUDGE": JudgeDriftDetector,
 }
 
 

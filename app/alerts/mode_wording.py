@@ -328,6 +328,12 @@ def _first_hours(ev: Mapping[str, Any]) -> str | None:
     return f"first-hours guard: {summary}"
 
 
+def _judge(ev: Mapping[str, Any]) -> str | None:
+    """The judges whose agreement fell, in the detector's words (detectors.judge_drift)."""
+    fell = [r for r in _rows(ev.get("judges")) if r.get("fired")]
+    return "; ".join(str(r["summary"]) for r in fell[:2]) or None
+
+
 WORDING: dict[str, Callable[[Mapping[str, Any]], str | None]] = {
     "FM-1": _fm1,
     "FM-2": _fm2,
@@ -339,6 +345,7 @@ WORDING: dict[str, Callable[[Mapping[str, Any]], str | None]] = {
     "OUTCOME": _outcome,
     "SILENCE": _silence,
     "EARLY": _first_hours,
+    "JUDGE": _judge,
 }
 
 

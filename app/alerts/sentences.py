@@ -29,6 +29,7 @@ STATISTIC_NAMES = {
     "OUTCOME": "outcome test score",
     "SILENCE": "silence test score",
     "EARLY": "first-hours guard score",
+    "JUDGE": "judge agreement test score",
 }
 
 # What a run's ``n_current`` counts, per mode (traces unless said).

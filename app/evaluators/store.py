@@ -16,6 +16,7 @@ from app.evaluators.spec import EvaluatorCreate, EvaluatorPatch
 from app.models import Trace
 from app.models.base import utcnow
 from app.models.evaluators import Evaluation, Evaluator, EvaluatorUsage
+from app.monitors.defaults import ensure_judge_monitor
 from app.response_model import ResponseModel, Time
 
 BACKFILL_MAX = 100_000  # evaluations one backfill may queue
@@ -82,6 +83,8 @@ def create(session: Session, *, project_id: int, body: EvaluatorCreate) -> Evalu
     )  # fmt: skip
     session.add(ev)
     session.flush()
+    if ev.objective:
+        ensure_judge_monitor(session, project_id=project_id)
     return ev
 
 
@@ -103,6 +106,8 @@ def update(session: Session, ev: Evaluator, patch: EvaluatorPatch) -> Evaluator:
         setattr(ev, name, value)
     if patch.api_key is not None:
         ev.api_key = patch.api_key or None
+    if ev.objective:
+        ensure_judge_monitor(session, project_id=ev.project_id)
     if patch.enabled:  # turning it on again also closes the breaker
         ev.paused_until, ev.pause_reason, ev.failures_in_row = None, None, 0
     ev.updated_at = now

@@ -168,3 +168,26 @@ def create_defaults(
         )
         out.append(monitor)
     return out
+
+
+# Made with the first evaluator that predicts an objective (app/evaluators/store.py), not
+# among the defaults: it has nothing to judge without one. Its windows are OUTCOME's, whose
+# labels it reads (a day of baseline holds ~4x the labels of the 8-hour window).
+JUDGE_MONITOR: dict[str, Any] = {
+    "failure_mode": "JUDGE",
+    "name": "Judge agreement with the labels",
+    "severity": "warning",
+    "selection": {**WINDOW, "current_window_seconds": 8 * 3600,
+                  "reference_window_seconds": 24 * 3600},
+}  # fmt: skip
+
+
+def ensure_judge_monitor(session: Session, *, project_id: int) -> Monitor:
+    """The project's judge-agreement monitor, created if it has none."""
+    found = session.scalar(
+        select(Monitor).where(Monitor.project_id == project_id, Monitor.failure_mode == "JUDGE")
+    )
+    if found is not None:
+        return found
+    return create_monitor(session, project_id=project_id, body=MonitorCreate.model_validate(
+        {**JUDGE_MONITOR, "interval_seconds": 900, "auto_resolve_after": 3}))  # fmt: skip

@@ -75,6 +75,7 @@ FAILURE_MODES = {
     "OUTCOME": "Outcomes (task success, errors, latency)",
     "SILENCE": "Silence (traffic or a signal that stops)",
     "EARLY": "First hours (static guards until the calibrated monitors speak)",
+    "JUDGE": "Judge agreement (an evaluator's judge against the labels)",
 }
 
 

@@ -29,7 +29,8 @@ from detectors.significance import stop_after_for
 from detectors.silence import ArrivalCount
 from tests.detectors.test_registry import rich_traces
 
-MODES = ("FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-6", "FM-7", "OUTCOME", "SILENCE", "EARLY")
+MODES = ("FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-6", "FM-7", "OUTCOME", "SILENCE", "EARLY",
+         "JUDGE")  # fmt: skip
 NOW = 10_000.0
 # One value per mode that its detector must refuse, named in the error.
 OUT_OF_RANGE = {
@@ -43,6 +44,7 @@ OUT_OF_RANGE = {
     "OUTCOME": ("min_labels", 1),
     "SILENCE": ("max_ratio", 1.5),
     "EARLY": ("latency_factor", 0.5),
+    "JUDGE": ("min_pairs", 1),
 }
 
 

@@ -14,7 +14,7 @@ import pytest
 from detectors.records import DetectorResult, Score, Step, TraceRecord
 from detectors.registry import TRACE_DETECTORS, build_detector, detector_parameters
 
-MODES = ("FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-7", "OUTCOME", "EARLY")
+MODES = ("FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-7", "OUTCOME", "EARLY", "JUDGE")
 
 
 def test_every_trace_mode_is_registered() -> None:
@@ -29,6 +29,7 @@ def test_every_trace_mode_is_registered() -> None:
         "FM-7": "ProxyConvergenceDetector",
         "OUTCOME": "OutcomeRegressionDetector",
         "EARLY": "FirstHoursDetector",
+        "JUDGE": "JudgeDriftDetector",
     }
 
 
@@ -37,10 +38,10 @@ def test_build_with_defaults_and_with_params(mode: str) -> None:
     defaults = detector_parameters(mode)
     assert defaults["alpha"] == 0.01
     assert isinstance(build_detector(mode), TRACE_DETECTORS[mode])
-    # Every detector that resamples takes a seed; OUTCOME's and EARLY's tests are exact and
-    # take none.
+    # Every detector that resamples takes a seed; OUTCOME's, EARLY's and JUDGE's tests are
+    # exact and take none.
     seeded = {"seed": 3} if "seed" in defaults else {}
-    assert ("seed" in defaults) == (mode not in ("OUTCOME", "EARLY"))
+    assert ("seed" in defaults) == (mode not in ("OUTCOME", "EARLY", "JUDGE"))
     detector = build_detector(mode, {"alpha": 0.05, **seeded})
     assert detector.alpha == 0.05 and getattr(detector, "seed", 3) == 3
 
@@ -95,9 +96,12 @@ def rich_traces(n: int, seed: int, prefix: str) -> list[TraceRecord]:
             )
             for k in range(4)
         )
+        resolved = float(rng.random() < 0.8)
+        judged = resolved if rng.random() < 0.85 else 1.0 - resolved  # an online judge
         scores = (
             Score("csat", float(rng.normal(4, 0.5)), "proxy"),
-            Score("resolved", float(rng.random() < 0.8), "true", "delayed", float(i) + 1.0),
+            Score("resolved", resolved, "true", "delayed", float(i) + 1.0),
+            Score("resolved_judge", judged, "proxy", "online", float(i), predicts="resolved"),
         )
         out.append(
             TraceRecord(

@@ -70,6 +70,7 @@ RUNS_WITH: dict[str, tuple[tuple[str, ...], ...]] = {
     "OUTCOME": (("true_scores",), ("steps",)),
     "SILENCE": (("arrivals",),),
     "EARLY": (("steps",),),
+    "JUDGE": (("true_scores",),),
 }
 
 

@@ -435,3 +435,21 @@ def test_a_trace_that_arrives_late_is_still_judged_and_only_once_settled(
     assert run_due(engine, judge_settings, now=derived).calls == 0  # not settled for 600 s
     assert run_due(engine, judge_settings, now=derived + timedelta(seconds=601)).calls == 1
     assert [s.trace_id for s in scores(engine, "resolved_judge")] == ["late"]
+
+
+def test_an_evaluator_with_an_objective_brings_the_judge_agreement_monitor(
+    client: TestClient, make_key: Any, judge: JudgeServer
+) -> None:
+    key = make_key("admin")
+    body = judge_body(judge, objective=None, name="no-objective")
+    assert client.post("/api/v1/evaluators", json=body, headers=auth(key)).status_code == 201
+    modes = [m["failure_mode"] for m in client.get("/api/v1/monitors", headers=auth(key)).json()["monitors"]]
+    assert "JUDGE" not in modes
+    for name in ("a", "b"):
+        body = judge_body(judge, name=name, score_name=f"judge_{name}")
+        assert client.post("/api/v1/evaluators", json=body, headers=auth(key)).status_code == 201
+    listed = client.get("/api/v1/monitors", headers=auth(key)).json()["monitors"]
+    judges = [m for m in listed if m["failure_mode"] == "JUDGE"]
+    assert [m["name"] for m in judges] == ["Judge agreement with the labels"]  # one a project
+    r = client.post(f"/api/v1/monitors/{judges[0]['id']}/run", headers=auth(key))
+    assert r.status_code == 200 and r.json()["status"] == "insufficient_data", r.text
