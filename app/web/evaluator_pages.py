@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 from app.db import write_session
 from app.deps import EngineDep, Int4Id, SessionDep, found
 from app.evaluators import store
+from app.evaluators.agreement import agreement
 from app.evaluators.content import load_contents
 from app.evaluators.runner import judge_policy, try_on_trace
 from app.evaluators.spec import CHECKS, EvaluatorCreate, EvaluatorPatch, config_of
@@ -180,6 +181,7 @@ def _page(web: WebContext, session: Session, *, evaluator_id: int, status: int =
     return web.render(
         "evaluator.html", status_code=status, ev=o, words=view.summary(o),
         chart=view.score_chart(session, ev, now=now),
+        agreement=agreement(session, ev, now=now),
         errors=view.latest(session, ev, status="error", limit=10),
         recent=view.latest(session, ev, limit=50), form=extra.pop("form", None) or {},
         field_errors=field_errors(extra.get("error")), check_words=CHECK_WORDS, **extra,

@@ -14,10 +14,11 @@ from app.api.deps import AdminKey, EngineDep, Int4Id, ReadKey, SessionDep, Setti
 from app.api.errors import found, unprocessable
 from app.db import write_session
 from app.evaluators import store
+from app.evaluators.agreement import agreement
 from app.evaluators.content import load_contents
 from app.evaluators.runner import judge_policy, try_on_trace
 from app.evaluators.spec import CheckConfig, EvaluatorCreate, EvaluatorPatch, JudgeConfig, config_of
-from app.models.base import UTCTime
+from app.models.base import UTCTime, utcnow
 from app.models.evaluators import Evaluation, Evaluator
 from app.request_model import RequestModel
 from app.response_model import ResponseModel, Time
@@ -165,3 +166,14 @@ def list_evaluations(
         {f: getattr(r, f) for f in EvaluationOut.model_fields} for r in rows
     ]
     return EvaluationPage(evaluations=[EvaluationOut(**o) for o in out])
+
+
+@router.get("/{evaluator_id}/agreement")
+def get_agreement(
+    evaluator_id: Int4Id, principal: ReadKey, session: SessionDep,
+    days: float = Query(7.0, gt=0, le=90, description="how far back, in days"),
+) -> dict[str, Any]:  # fmt: skip
+    """The judge's agreement with the labels of its objective, per version, over the traces
+    judged in the last ``days`` that carry a label."""
+    ev = _get(session, principal.project_id, evaluator_id)
+    return agreement(session, ev, now=utcnow(), days=days)

@@ -5,6 +5,7 @@ circuit breaker, the lease that keeps a trace from being scored twice, the check
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -24,6 +25,7 @@ from app.rollups.job import rebuild_dirty
 from app.settings import Settings
 from bench.fake_judge import JudgeServer
 from tests.conftest import auth, sqlite_only
+from tests.web.test_pages import login
 
 
 @pytest.fixture
@@ -453,3 +455,30 @@ def test_an_evaluator_with_an_objective_brings_the_judge_agreement_monitor(
     assert [m["name"] for m in judges] == ["Judge agreement with the labels"]  # one a project
     r = client.post(f"/api/v1/monitors/{judges[0]['id']}/run", headers=auth(key))
     assert r.status_code == 200 and r.json()["status"] == "insufficient_data", r.text
+
+
+def test_the_judge_agreement_with_the_labels_per_version(
+    client: TestClient, make_key: Any, engine: Engine, judge: JudgeServer, judge_settings: Settings
+) -> None:
+    key = make_key("admin")
+    eid = client.post("/api/v1/evaluators", json=judge_body(judge), headers=auth(key)).json()["id"]
+    traffic(client, key, 8)  # the judge says 1 on even traces, 0 on odd ones
+    run_due(engine, judge_settings, now=settle(engine))
+    labels = [1, 0, 1, 0, 0, 0, 1, 1]  # wrong on tr004 and tr007
+    body = {"scores": [{"trace_id": f"tr{i:03d}", "name": "task_success", "value": v,
+                        "kind": "true", "source": "human"} for i, v in enumerate(labels)]}  # fmt: skip
+    assert client.post("/api/v1/scores", json=body, headers=auth(key)).status_code == 200
+    r = client.get(f"/api/v1/evaluators/{eid}/agreement", headers=auth(key))
+    assert r.status_code == 200, r.text
+    [v1] = r.json()["versions"]
+    assert (v1["version"], v1["judged"], v1["labeled"]) == (1, 8, 8)
+    a = v1["agreement"]
+    assert a["accuracy"] == 0.75 and a["confusion"] == [[3, 1], [1, 3]] and a["bias"] == 0.0
+    assert a["kappa"] == pytest.approx(0.5)
+    bad = client.get(f"/api/v1/evaluators/{eid}/agreement?days=0", headers=auth(key))
+    assert bad.status_code == 422 and "days" in bad.text
+    login(client, make_key("read"))  # the evaluator's page says it in words
+    page = client.get(f"/evaluators/{eid}")
+    said = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", page.text))
+    assert ("Version 1: 8 of 8 judged traces carry a label. Agrees on 75% (95% interval "
+            "41–93%), Cohen's κ 0.50; it says pass +0.00 more often than the labels.") in said
