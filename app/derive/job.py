@@ -30,6 +30,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from app.db import write_transaction
+from app.derive.evaluations import enqueue_derived
 from app.derive.failures import OUTAGES, mark_failed
 from app.derive.groups import load_groups, save_new_groups
 from app.derive.load import DEFAULT_BATCH_SPANS, Batch, Keyset, pending_batch
@@ -45,7 +46,6 @@ from app.derive.text_vectors import (
 )
 from app.derive.trace_fields import DerivedFields, derive_trace, is_explicit, owned
 from app.derive.trace_rows import TRACE_UPDATE, update_row
-from app.evaluators.queue import enqueue_derived
 from app.models.base import utcnow
 from app.models.rollups import mark_started
 from app.monitors.windows.trace_window import step_profiles_of

@@ -1,7 +1,7 @@
 """What an evaluator reads of a trace: its input, final output, conversation, tool calls
 and metadata, loaded for a whole batch of traces in a few queries.
 
-The conversation is the trace page's (:func:`app.web.trace_view.conversation`), so a judge
+The conversation is the trace page's (:func:`app.derive.conversation.conversation`), so a judge
 reads what a person reads, from whichever convention carried it. Each text is cut to the
 evaluator's bound (its head and its tail, with the cut said) before it reaches a prompt.
 """
@@ -15,8 +15,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.derive.conversation import ChatMessage, conversation
 from app.models import Span, SpanEvent, Trace
-from app.web.trace_view import ChatMessage, conversation
 from detectors.stored_times import step_order_key
 
 _SPAN_FIELDS = ("span_id", "parent_span_id", "kind", "name", "tool_name", "status", "error_type",

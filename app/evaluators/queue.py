@@ -1,6 +1,6 @@
 """The evaluations queue in the database: what is due, who holds it, what it wrote.
 
-* **Enqueue.** The derive job queues each trace it derives (:func:`enqueue_derived`, in
+* **Enqueue.** The derive job queues each trace it derives (:func:`app.derive.evaluations.enqueue_derived`, in
   its transaction), for every enabled evaluator whose selection takes it and whose sample
   holds it (a hash of the trace id: the same traces for every version, so versions
   compare on the same traffic), however late the trace arrived. ``(evaluator, version,
@@ -18,14 +18,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Connection, CursorResult, and_, or_, select, update
+from sqlalchemy import CursorResult, and_, or_, select, update
 from sqlalchemy.orm import Session
 
 from app.db import claim_rows, dialect_insert
@@ -41,75 +40,6 @@ STALE_AFTER = timedelta(days=1)
 def _rowcount(result: Any) -> int:
     """Rows an UPDATE matched (a CursorResult's ``rowcount``; typed as a plain Result)."""
     return max(int(cast(CursorResult[Any], result).rowcount), 0)
-
-
-def sampled(trace_id: str, rate: float) -> bool:
-    """Whether ``trace_id`` falls in the sample: a hash, so every run and replica agrees.
-
-    >>> sampled("abc", 1.0), sampled("abc", 1e-9)
-    (True, False)
-    """
-    if rate >= 1.0:
-        return True
-    h = int.from_bytes(hashlib.sha256(trace_id.encode()).digest()[:8], "big")
-    return h / 2**64 < rate
-
-
-def _environment(attrs: dict[str, object] | None) -> str | None:
-    attrs = attrs or {}
-    env = attrs.get("resource.deployment.environment.name") or attrs.get(
-        "resource.deployment.environment"
-    )
-    return None if env is None else str(env)
-
-
-def enqueue_derived(conn: Connection, traces: Sequence[Mapping[str, Any]], *, now: datetime) -> int:
-    """Queue traces the derive job just derived, for every enabled evaluator of their
-    projects that selects and samples them; how many evaluations were queued.
-
-    Runs in the derive job's transaction, so a trace is queued when it is derived, however
-    late it arrived (a long run, a delayed export: its start time may lie hours back). Due
-    ``delay_seconds`` later; a claim takes it only if nothing arrived since (it is still
-    derived, and was derived that long ago), else it waits.
-    """
-    projects = sorted({int(t["project_id"]) for t in traces})
-    if not projects:
-        return 0
-    evaluators = conn.execute(
-        select(Evaluator.id, Evaluator.project_id, Evaluator.version, Evaluator.selection,
-               Evaluator.sample_rate, Evaluator.delay_seconds, Evaluator.watch_from)
-        .where(Evaluator.project_id.in_(projects), Evaluator.enabled.is_(True))
-    ).all()  # fmt: skip
-    rows = []
-    for ev in evaluators:
-        sel = ev.selection or {}
-        for t in traces:
-            started = t.get("started_at")
-            if t["project_id"] != ev.project_id or started is None or started < ev.watch_from:
-                continue
-            if not _selected(sel, t) or not sampled(str(t["trace_id"]), ev.sample_rate):
-                continue
-            rows.append({"project_id": ev.project_id, "evaluator_id": ev.id,
-                         "version": ev.version, "trace_id": t["trace_id"], "status": "pending",
-                         "due_at": now + timedelta(seconds=ev.delay_seconds), "attempts": 0,
-                         "backfill": False, "tokens": 0, "created_at": now})  # fmt: skip
-    if rows:
-        insert = dialect_insert(conn.dialect.name, Evaluation)
-        conn.execute(
-            insert.on_conflict_do_nothing(index_elements=["evaluator_id", "version", "trace_id"]),
-            rows,
-        )
-    return len(rows)
-
-
-def _selected(sel: Mapping[str, Any], t: Mapping[str, Any]) -> bool:
-    if sel.get("agents") and t.get("agent") not in sel["agents"]:
-        return False
-    if sel.get("versions") and t.get("agent_version") not in sel["versions"]:
-        return False
-    if sel.get("sources") and t.get("source") not in sel["sources"]:
-        return False
-    return not sel.get("environments") or _environment(t.get("attributes")) in sel["environments"]
 
 
 def reap(session: Session, *, now: datetime) -> int:

@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.db import dialect_insert
-from app.evaluators import queue
+from app.derive.evaluations import environment, sampled
 from app.evaluators.spec import EvaluatorCreate, EvaluatorPatch
 from app.models import Trace
 from app.models.base import utcnow
@@ -179,7 +179,7 @@ def _range_traces(session: Session, ev: Evaluator, start: datetime, end: datetim
     return [
         tid
         for tid, attrs in session.execute(q.order_by(Trace.started_at).limit(BACKFILL_MAX + 1))
-        if (not envs or queue._environment(attrs) in envs) and queue.sampled(tid, ev.sample_rate)
+        if (not envs or environment(attrs) in envs) and sampled(tid, ev.sample_rate)
     ]
 
 

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from app.derive import conversation as chat_reading
 from app.web import trace_view
 from bench.ui import big_trace
 
@@ -25,12 +26,12 @@ def spans_of(events: list[dict]) -> list[dict]:
 
 def full_reads(spans: list[dict]) -> list[trace_view.ChatMessage]:
     """The conversation with the shortcut off: every call read in full."""
-    original = trace_view._repeats
-    trace_view._repeats = lambda *_: None  # type: ignore[assignment]
+    original = chat_reading._repeats
+    chat_reading._repeats = lambda *_: None  # type: ignore[assignment]
     try:
         return trace_view.conversation(spans, {})
     finally:
-        trace_view._repeats = original  # type: ignore[assignment]
+        chat_reading._repeats = original  # type: ignore[assignment]
 
 
 def key(chat: list[trace_view.ChatMessage]) -> list[tuple]:
