@@ -27,6 +27,7 @@ from app.ingest.fields import (
 )
 from app.ingest.limits import IngestLimits
 from app.ingest.score_values import OUT_OF_RANGE, score_value
+from app.sessions.attributes import MAX_ID_CHARS, SESSION_KEYS, USER_KEYS, first_id
 
 EVENT_TYPES = ("trace", "span", "score", "embedding")
 TRACE_STATUS = ("ok", "error")
@@ -124,6 +125,12 @@ def _trace(i: int, eid: str, body: dict[str, Any], p: str, limits: IngestLimits)
         "counterfactual_of": opt_str(body, "counterfactual_of", p, 64),
         "attributes": opt_attributes(body, "attributes", p, limits),
     }
+    # The fields, else the conventions' attributes (app/sessions/attributes.py).
+    attributes = row["attributes"]
+    row["session_id"] = opt_str(body, "session_id", p, MAX_ID_CHARS) or first_id(
+        attributes, SESSION_KEYS
+    )
+    row["user_id"] = opt_str(body, "user_id", p, MAX_ID_CHARS) or first_id(attributes, USER_KEYS)
     return ValidEvent(i, eid, "trace", row)
 
 

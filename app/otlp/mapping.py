@@ -7,6 +7,8 @@ Conventions read, first match wins:
   then any ``gen_ai.system`` / ``gen_ai.provider.name`` means an LLM call; else ``step``;
 - agent: the outermost agent span's own name (:func:`app.otlp.trace_rows.agent_identity`), else a workflow's,
   else the resource's ``service.name`` / ``service.version``;
+- session and user: :mod:`app.sessions.attributes` (the root span's, else any span's,
+  a span's own before its resource's);
 - tool: only a tool span names one (an LLM span's ``gen_ai.tool.name`` lists tools offered);
   the calls an LLM span requested are read from its messages
   (:mod:`app.otlp.message_tool_calls`);
@@ -35,7 +37,8 @@ from app.otlp.decode import STATUS_ERROR, DecodedSpan
 from app.otlp.evals import EVALUATION_PREFIXES, evaluation_scores
 from app.otlp.message_tool_calls import FLAT_PREFIXES, add_tool_calls
 from app.otlp.normalise import NO_COLUMNS, columns, error_type, latency_ms, normalise
-from app.otlp.trace_rows import TraceAcc, given
+from app.otlp.trace_rows import NO_IDS, TraceAcc, given
+from app.sessions.attributes import SESSION_KEYS, USER_KEYS, first_id
 
 _GENAI_KIND = {
     "invoke_agent": "agent",
@@ -149,6 +152,8 @@ def map_spans(
     # Whether a resource (one dict per ResourceSpans) sets telltale.* values: most don't,
     # and a span without telltale.* keys of its own then skips those lookups.
     resource_says: dict[int, bool] = {}
+    # The session and user each resource names, read once (most name neither).
+    resource_ids: dict[int, tuple[str | None, str | None]] = {}
     for index, sp in enumerate(spans):
         if sp.error is not None:
             out.rejected += 1
@@ -220,10 +225,18 @@ def map_spans(
             out.events.extend(
                 evaluation_scores(sp, index, ended or started, keys=marked, note=out.note)
             )
+        ids = resource_ids.get(id(sp.resource))
+        if ids is None:
+            res = sp.resource
+            ids = resource_ids[id(res)] = (
+                (first_id(res, SESSION_KEYS), first_id(res, USER_KEYS)) if res else NO_IDS
+            )
         acc = traces.get(sp.trace_id)
         if acc is None:
             acc = traces[sp.trace_id] = TraceAcc(sp.trace_id)
-        ignored = acc.add(sp, kind, failed, started, ended, telltale=says or bool(telltale_keys))
+        ignored = acc.add(
+            sp, kind, failed, started, ended, telltale=says or bool(telltale_keys), resource_ids=ids
+        )
         if ignored is not None:
             out.note(ignored)
     out.traces = [acc.row() for acc in traces.values()]
