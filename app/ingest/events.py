@@ -112,7 +112,7 @@ def validate_items(
 
 
 def _trace(i: int, eid: str, body: dict[str, Any], p: str, limits: IngestLimits) -> ValidEvent:
-    row = {
+    row: dict[str, Any] = {
         "trace_id": req_str(body, "trace_id", p, 64),
         "agent": opt_str(body, "agent", p) or "",
         "agent_version": opt_str(body, "agent_version", p, 64) or "",
@@ -123,10 +123,9 @@ def _trace(i: int, eid: str, body: dict[str, Any], p: str, limits: IngestLimits)
         "entry_point": opt_str(body, "entry_point", p),
         "source": choice(body, "source", p, SOURCES, "production"),
         "counterfactual_of": opt_str(body, "counterfactual_of", p, 64),
-        "attributes": opt_attributes(body, "attributes", p, limits),
     }
+    attributes = row["attributes"] = opt_attributes(body, "attributes", p, limits)
     # The fields, else the conventions' attributes (app/sessions/attributes.py).
-    attributes = row["attributes"]
     row["session_id"] = opt_str(body, "session_id", p, MAX_ID_CHARS) or first_id(
         attributes, SESSION_KEYS
     )

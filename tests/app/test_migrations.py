@@ -224,7 +224,7 @@ def test_0026_reads_sessions_and_users_from_stored_attributes(backend, tmp_path,
                  "source": "production", "created_at": utcnow()}  # fmt: skip
         own = {
             "native": {"session.id": "s-native", "user.id": 42},
-            "resource": {"resource.gen_ai.conversation.id": "s-res", "resource.enduser.id": "u-res"},
+            "resource": {"resource.gen_ai.conversation.id": "s-res", "resource.user.id": "u-res"},
             "long": {"langfuse.session.id": "x" * 300, "user.id": True},  # a bool is no id
             "from-spans": {},
             "nothing": {"other": "value"},

@@ -92,8 +92,8 @@ def _backfill(dialect: str) -> list[str]:
             SELECT project_id, trace_id, {picked}
             FROM (
                 SELECT project_id, trace_id, parent_span_id,
-                       {from_spans['session_id']} AS session_id,
-                       {from_spans['user_id']} AS user_id
+                       {from_spans["session_id"]} AS session_id,
+                       {from_spans["user_id"]} AS user_id
                 FROM spans
             ) AS ids
             WHERE session_id IS NOT NULL OR user_id IS NOT NULL
