@@ -213,3 +213,37 @@ def turn_scores(
     ):
         out.setdefault(sc.trace_id, []).append(ScoreOut.model_validate(sc))
     return out
+
+
+def turns_before(
+    session: Session, *, project_id: int, session_id: str, at: datetime, trace_row_id: int
+) -> int:
+    """How many of the session's turns come before the one at (``at``, ``trace_row_id``):
+    a page of turns numbers its first one after them."""
+    before = or_(TURN_TIME < at, and_(TURN_TIME == at, Trace.id < trace_row_id))
+    count = session.scalar(
+        select(func.count()).where(
+            Trace.project_id == project_id, Trace.session_id == session_id, before
+        )
+    )
+    return int(count or 0)
+
+
+def turn_of(session: Session, *, project_id: int, trace_id: str) -> tuple[str, int, int] | None:
+    """(session id, its turn number, its session's turns) of a trace; None out of a session."""
+    row = session.execute(
+        select(Trace.session_id, TURN_TIME, Trace.id).where(
+            Trace.project_id == project_id, Trace.trace_id == trace_id
+        )
+    ).one_or_none()
+    if row is None or row[0] is None:
+        return None
+    sid: str = row[0]
+    at, row_id = row[1], row[2]
+    before = turns_before(
+        session, project_id=project_id, session_id=sid, at=at, trace_row_id=row_id
+    )
+    total = session.scalar(
+        select(func.count()).where(Trace.project_id == project_id, Trace.session_id == sid)
+    )
+    return sid, before + 1, int(total or 0)
