@@ -151,9 +151,8 @@ def map_spans(
     traces: dict[str, TraceAcc] = {}
     # Whether a resource (one dict per ResourceSpans) sets telltale.* values: most don't,
     # and a span without telltale.* keys of its own then skips those lookups.
-    resource_says: dict[int, bool] = {}
-    # The session and user each resource names, read once (most name neither).
-    resource_ids: dict[int, tuple[str | None, str | None]] = {}
+    # ... and the session and user it names (app.sessions.attributes), read once with it.
+    resource_says: dict[int, tuple[bool, tuple[str | None, str | None]]] = {}
     for index, sp in enumerate(spans):
         if sp.error is not None:
             out.rejected += 1
@@ -216,26 +215,25 @@ def map_spans(
         )
         if telltale_keys:
             _scores(sp, telltale_keys, index, ended or started, out)
-        says = resource_says.get(id(sp.resource))
-        if says is None:
-            says = resource_says[id(sp.resource)] = any(
-                k.startswith(_TELLTALE) for k in sp.resource
+        known = resource_says.get(id(sp.resource))
+        if known is None:
+            res = sp.resource
+            named = (first_id(res, SESSION_KEYS), first_id(res, USER_KEYS))
+            known = resource_says[id(res)] = (
+                any(k.startswith(_TELLTALE) for k in res),
+                NO_IDS if named == NO_IDS else named,  # NO_IDS itself: TraceAcc tests identity
             )
+        says, resource_ids = known
         if sp.events or (marked and "openinference.span.kind" in attrs):
             out.events.extend(
                 evaluation_scores(sp, index, ended or started, keys=marked, note=out.note)
-            )
-        ids = resource_ids.get(id(sp.resource))
-        if ids is None:
-            res = sp.resource
-            ids = resource_ids[id(res)] = (
-                (first_id(res, SESSION_KEYS), first_id(res, USER_KEYS)) if res else NO_IDS
             )
         acc = traces.get(sp.trace_id)
         if acc is None:
             acc = traces[sp.trace_id] = TraceAcc(sp.trace_id)
         ignored = acc.add(
-            sp, kind, failed, started, ended, telltale=says or bool(telltale_keys), resource_ids=ids
+            sp, kind, failed, started, ended, telltale=says or bool(telltale_keys),
+            resource_ids=resource_ids,
         )
         if ignored is not None:
             out.note(ignored)
