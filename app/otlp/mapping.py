@@ -231,9 +231,9 @@ def map_spans(
         acc = traces.get(sp.trace_id)
         if acc is None:
             acc = traces[sp.trace_id] = TraceAcc(sp.trace_id)
+        telltale = says or bool(telltale_keys)
         ignored = acc.add(
-            sp, kind, failed, started, ended, telltale=says or bool(telltale_keys),
-            resource_ids=resource_ids,
+            sp, kind, failed, started, ended, telltale=telltale, resource_ids=resource_ids
         )
         if ignored is not None:
             out.note(ignored)
