@@ -138,6 +138,7 @@ def _install_web(app: FastAPI) -> None:
         monitor_settings,
         pages,
         rule_pages,
+        session_pages,
         settings_pages,
     )
     from app.web.deps import STATIC_DIR, LoginRequired
@@ -145,6 +146,7 @@ def _install_web(app: FastAPI) -> None:
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     app.include_router(auth_routes.router)
     app.include_router(pages.router)
+    app.include_router(session_pages.router)
     app.include_router(channel_pages.router)
     app.include_router(monitor_settings.router)
     app.include_router(rule_pages.router)

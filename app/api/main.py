@@ -19,6 +19,7 @@ from app.api.routes import (
     retention,
     rules,
     scores,
+    sessions,
     silences,
     streams,
     traces,
@@ -30,6 +31,7 @@ api_router.include_router(health.router)
 api_router.include_router(ingest.router)
 api_router.include_router(scores.router)
 api_router.include_router(traces.router)
+api_router.include_router(sessions.router)
 api_router.include_router(streams.router)
 api_router.include_router(keys.router)
 api_router.include_router(metrics.router)

@@ -27,6 +27,7 @@ from app.ingest.fields import (
 )
 from app.ingest.limits import IngestLimits
 from app.ingest.score_values import OUT_OF_RANGE, score_value
+from app.sessions.attributes import MAX_ID_CHARS, SESSION_KEYS, USER_KEYS, first_id
 
 EVENT_TYPES = ("trace", "span", "score", "embedding")
 TRACE_STATUS = ("ok", "error")
@@ -111,7 +112,7 @@ def validate_items(
 
 
 def _trace(i: int, eid: str, body: dict[str, Any], p: str, limits: IngestLimits) -> ValidEvent:
-    row = {
+    row: dict[str, Any] = {
         "trace_id": req_str(body, "trace_id", p, 64),
         "agent": opt_str(body, "agent", p) or "",
         "agent_version": opt_str(body, "agent_version", p, 64) or "",
@@ -122,8 +123,13 @@ def _trace(i: int, eid: str, body: dict[str, Any], p: str, limits: IngestLimits)
         "entry_point": opt_str(body, "entry_point", p),
         "source": choice(body, "source", p, SOURCES, "production"),
         "counterfactual_of": opt_str(body, "counterfactual_of", p, 64),
-        "attributes": opt_attributes(body, "attributes", p, limits),
     }
+    attributes = row["attributes"] = opt_attributes(body, "attributes", p, limits)
+    # The fields, else the conventions' attributes (app/sessions/attributes.py).
+    row["session_id"] = opt_str(body, "session_id", p, MAX_ID_CHARS) or first_id(
+        attributes, SESSION_KEYS
+    )
+    row["user_id"] = opt_str(body, "user_id", p, MAX_ID_CHARS) or first_id(attributes, USER_KEYS)
     return ValidEvent(i, eid, "trace", row)
 
 

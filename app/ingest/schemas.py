@@ -41,6 +41,14 @@ class TraceBody(_Body):
     entry_point: Name | None = None
     source: Literal["production", "eval", "shadow"] = "production"
     counterfactual_of: Id64 | None = None
+    session_id: Name | None = Field(
+        None,
+        description="the conversation it is a turn of; else read from attributes "
+        "(session.id, gen_ai.conversation.id, ...: docs, Sessions and users)",
+    )
+    user_id: Name | None = Field(
+        None, description="the end user it served; else read from attributes (user.id, ...)"
+    )
     attributes: Attributes = {}
 
 

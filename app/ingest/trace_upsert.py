@@ -99,6 +99,8 @@ def upsert_traces(
             "input_hash",
             "entry_point",
             "counterfactual_of",
+            "session_id",
+            "user_id",
         )
     }
     stmt = stmt.on_conflict_do_update(

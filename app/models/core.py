@@ -50,6 +50,9 @@ class Trace(BigId, ProjectOwned, Created, Base):
         UniqueConstraint("project_id", "trace_id"),
         Index("ix_traces_project_started", "project_id", "started_at"),
         Index("ix_traces_project_agent", "project_id", "agent", "started_at"),
+        # A session's turns and a user's traces, in time (app/sessions/store.py).
+        Index("ix_traces_project_session", "project_id", "session_id", "started_at"),
+        Index("ix_traces_project_user", "project_id", "user_id", "started_at"),
         # The derive job's queue (app/derive/load.py): only traces not derived yet are in
         # it, each project's in arrival order (a batch takes a share per project).
         Index(
@@ -71,6 +74,10 @@ class Trace(BigId, ProjectOwned, Created, Base):
     entry_point: Mapped[str | None] = mapped_column(String(128), nullable=True)
     source: Mapped[str] = mapped_column(String(16), default="production")
     counterfactual_of: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # The conversation it is a turn of and the end user it served, read at ingest from the
+    # conventions' attributes or the native fields (app/sessions/attributes.py).
+    session_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    user_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
     attributes: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
     # When a piece of it last arrived (trace, span or GenAI event), and when its fields
     # were derived from what had arrived by then; None: not yet, or something came since.

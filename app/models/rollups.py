@@ -120,7 +120,8 @@ class ScoreRollup(_Dimensions, Base):
 
 
 class UserRollup(Base):
-    """Traces of the bucket per user (``user.id``): a dimension too wide to key the others by."""
+    """Traces of the bucket per user (``traces.user_id``): a dimension too wide to key the
+    others by."""
 
     __tablename__ = "user_rollups"
     __table_args__ = (

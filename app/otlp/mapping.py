@@ -7,6 +7,8 @@ Conventions read, first match wins:
   then any ``gen_ai.system`` / ``gen_ai.provider.name`` means an LLM call; else ``step``;
 - agent: the outermost agent span's own name (:func:`app.otlp.trace_rows.agent_identity`), else a workflow's,
   else the resource's ``service.name`` / ``service.version``;
+- session and user: :mod:`app.sessions.attributes` (the root span's, else any span's,
+  a span's own before its resource's);
 - tool: only a tool span names one (an LLM span's ``gen_ai.tool.name`` lists tools offered);
   the calls an LLM span requested are read from its messages
   (:mod:`app.otlp.message_tool_calls`);
@@ -35,7 +37,8 @@ from app.otlp.decode import STATUS_ERROR, DecodedSpan
 from app.otlp.evals import EVALUATION_PREFIXES, evaluation_scores
 from app.otlp.message_tool_calls import FLAT_PREFIXES, add_tool_calls
 from app.otlp.normalise import NO_COLUMNS, columns, error_type, latency_ms, normalise
-from app.otlp.trace_rows import TraceAcc, given
+from app.otlp.trace_rows import NO_IDS, TraceAcc, given
+from app.sessions.attributes import SESSION_KEYS, USER_KEYS, first_id
 
 _GENAI_KIND = {
     "invoke_agent": "agent",
@@ -148,7 +151,8 @@ def map_spans(
     traces: dict[str, TraceAcc] = {}
     # Whether a resource (one dict per ResourceSpans) sets telltale.* values: most don't,
     # and a span without telltale.* keys of its own then skips those lookups.
-    resource_says: dict[int, bool] = {}
+    # ... and the session and user it names (app.sessions.attributes), read once with it.
+    resource_says: dict[int, tuple[bool, tuple[str | None, str | None]]] = {}
     for index, sp in enumerate(spans):
         if sp.error is not None:
             out.rejected += 1
@@ -211,11 +215,15 @@ def map_spans(
         )
         if telltale_keys:
             _scores(sp, telltale_keys, index, ended or started, out)
-        says = resource_says.get(id(sp.resource))
-        if says is None:
-            says = resource_says[id(sp.resource)] = any(
-                k.startswith(_TELLTALE) for k in sp.resource
+        known = resource_says.get(id(sp.resource))
+        if known is None:
+            res = sp.resource
+            named = (first_id(res, SESSION_KEYS), first_id(res, USER_KEYS))
+            known = resource_says[id(res)] = (
+                any(k.startswith(_TELLTALE) for k in res),
+                NO_IDS if named == NO_IDS else named,  # NO_IDS itself: TraceAcc tests identity
             )
+        says, resource_ids = known
         if sp.events or (marked and "openinference.span.kind" in attrs):
             out.events.extend(
                 evaluation_scores(sp, index, ended or started, keys=marked, note=out.note)
@@ -223,7 +231,10 @@ def map_spans(
         acc = traces.get(sp.trace_id)
         if acc is None:
             acc = traces[sp.trace_id] = TraceAcc(sp.trace_id)
-        ignored = acc.add(sp, kind, failed, started, ended, telltale=says or bool(telltale_keys))
+        telltale = says or bool(telltale_keys)
+        ignored = acc.add(
+            sp, kind, failed, started, ended, telltale=telltale, resource_ids=resource_ids
+        )
         if ignored is not None:
             out.note(ignored)
     out.traces = [acc.row() for acc in traces.values()]

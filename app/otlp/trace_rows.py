@@ -1,4 +1,5 @@
-"""What one request's spans say about their traces: the agent, telltale.* fields, status.
+"""What one request's spans say about their traces: the agent, session and user, telltale.*
+fields, status.
 
 Split from :mod:`app.otlp.mapping` (which maps each span); the rows built here are merged
 into the stored trace rows by :mod:`app.otlp.traces`, in any arrival order.
@@ -11,6 +12,7 @@ from typing import Any
 
 from app.ingest.events import SOURCES
 from app.otlp.decode import DecodedSpan
+from app.sessions.attributes import SESSION_KEYS, USER_KEYS, first_id
 
 
 def _text(value: Any, limit: int) -> str | None:
@@ -24,6 +26,12 @@ _TRACE_FIELDS = (
     ("entry_point", "telltale.entry_point", 128),
     ("counterfactual_of", "telltale.counterfactual_of", 64),
 )
+# The session and user (app/sessions/attributes.py): the root span's win, other spans' fill
+# a gap, as the telltale.* fields; a span's own attribute beats its resource's.
+_ID_FIELDS = (("session_id", SESSION_KEYS, 0), ("user_id", USER_KEYS, 1))
+# One set test tells most spans (no such key) apart: a third of the cost of the lookups.
+_ID_KEYS = frozenset(SESSION_KEYS + USER_KEYS)
+NO_IDS: tuple[str | None, str | None] = (None, None)
 # Trace attributes the detectors read (detectors/records.py).
 _TRACE_ATTRIBUTES = (("decision", "telltale.decision"), ("task_type", "telltale.task_type"))
 # Where the trace's agent comes from, best first; within one, the earliest start wins
@@ -90,9 +98,11 @@ class TraceAcc:
         ended: datetime | None,
         *,
         telltale: bool = True,
+        resource_ids: tuple[str | None, str | None] = NO_IDS,
     ) -> str | None:
         """Fold one span in; ``telltale=False`` says neither the span nor its resource has a
-        ``telltale.*`` attribute, so the trace fields they could set are not looked up.
+        ``telltale.*`` attribute, so the trace fields they could set are not looked up;
+        ``resource_ids`` is the session and user its resource names (read once a resource).
         Returns what the request's answer should say about a value it ignored, else None."""
         if started is not None and (self.started is None or started < self.started):
             self.started = started
@@ -117,6 +127,8 @@ class TraceAcc:
         if not self.has_resource:
             self.has_resource = True
             self.attributes.update({f"resource.{k}": v for k, v in res.items()})
+        if resource_ids is not NO_IDS or not _ID_KEYS.isdisjoint(attrs):
+            self._take_ids(attrs, resource_ids, is_root)
         if not telltale:
             return None
         # given(), inlined: this runs for every span that carries a telltale.* key.
@@ -140,6 +152,15 @@ class TraceAcc:
         self.source = source
         return None
 
+    def _take_ids(
+        self, attrs: dict[str, Any], resource_ids: tuple[str | None, str | None], is_root: bool
+    ) -> None:
+        for column, keys, i in _ID_FIELDS:
+            if is_root or column not in self.fields:
+                value = first_id(attrs, keys) or resource_ids[i]
+                if value is not None:
+                    self.fields[column] = value
+
     @property
     def agent_key(self) -> str:
         """The stored form of the best agent source seen: ``preference:start:span_id``,
@@ -160,6 +181,8 @@ class TraceAcc:
             "input_hash": self.fields.get("input_hash"),
             "entry_point": self.fields.get("entry_point"),
             "counterfactual_of": self.fields.get("counterfactual_of"),
+            "session_id": self.fields.get("session_id"),
+            "user_id": self.fields.get("user_id"),
             "source": self.source,
             "attributes": {**self.attributes, "otel.agent_key": self.agent_key},
             "rank": self.rank,

@@ -8,7 +8,8 @@ merge here is commutative and idempotent, so the order does not matter:
 - the agent is the best claim seen (``otel.agent_key``: an agent span's own name before a
   workflow's before the root's ``service.name`` before any span's; the earliest start
   within one), whichever request brought it;
-- ``telltale.*`` trace fields from the root override, from other spans only fill gaps;
+- ``telltale.*`` trace fields, the session and the user from the root override, from other
+  spans only fill gaps;
 - ``source`` takes a value other than the default ``production`` when one is given;
 - ``updated_at`` is the last arrival and ``derived_at`` is cleared (:mod:`app.derive.job`);
 - ``span_count`` adds the spans the request inserted (:mod:`app.ingest.trace_size`).
@@ -30,7 +31,7 @@ from sqlalchemy.engine import Connection
 from app.models import Trace
 from app.models.base import utcnow
 
-_FILL_FIELDS = ("input_hash", "entry_point", "counterfactual_of")
+_FILL_FIELDS = ("input_hash", "entry_point", "counterfactual_of", "session_id", "user_id")
 AGENT_KEY = "otel.agent_key"
 
 

@@ -30,13 +30,13 @@ from app.models import (
 )
 from app.rollups import dirty
 from app.rollups.buckets import BUCKET_SECONDS, start_of
-from app.rollups.facts import ENVIRONMENT_KEYS, USER_KEYS, BucketRows, bucket_rows
+from app.rollups.facts import ENVIRONMENT_KEYS, BucketRows, bucket_rows
 from app.scores import roles as score_roles
 
 TABLES: tuple[Any, ...] = (TraceRollup, ToolRollup, ModelRollup, ScoreRollup, UserRollup)
 _TRACE_COLUMNS = (Trace.trace_id, Trace.agent, Trace.agent_version, Trace.status,
-                  Trace.started_at, Trace.ended_at)  # fmt: skip
-_ATTRIBUTE_KEYS = ENVIRONMENT_KEYS + USER_KEYS
+                  Trace.started_at, Trace.ended_at, Trace.user_id)  # fmt: skip
+_ATTRIBUTE_KEYS = ENVIRONMENT_KEYS
 _SPAN_COLUMNS = (
     Span.trace_id, Span.span_id, Span.step_index, Span.started_at, Span.kind, Span.name,
     Span.tool_name, Span.status, Span.error_type, Span.latency_ms, Span.request_model,
@@ -78,15 +78,14 @@ def read_bucket(conn: Connection, *, project_id: int, bucket: int) -> BucketRows
     dialect = conn.dialect.name
     for chunk in chunks(ids):
         for r in conn.execute(
-            select(*_SPAN_COLUMNS, Span.attributes["user.id"].as_string(),
-                   Span.attributes["error_type"].as_string(), Span.attributes["correct"])
+            select(*_SPAN_COLUMNS, Span.attributes["error_type"].as_string(),
+                   Span.attributes["correct"])
             .where(Span.project_id == project_id, one_of(Span.trace_id, chunk, dialect),
                    (Span.started_at >= start - _SPAN_SLACK) & (Span.started_at < end + _SPAN_SLACK)
                    | Span.started_at.is_(None))
         ):  # fmt: skip
             s = dict(zip(_SPAN_KEYS, r[: len(_SPAN_KEYS)], strict=True))
-            user, error_type, correct = r[len(_SPAN_KEYS) :]
-            s["user"] = user
+            error_type, correct = r[len(_SPAN_KEYS) :]
             s["step_attributes"] = {k: v for k, v in (("error_type", error_type),
                                                       ("correct", correct)) if v is not None}  # fmt: skip
             spans.setdefault(str(s["trace_id"]), []).append(s)

@@ -6,8 +6,9 @@ What counts, deterministic and documented (docs/guides/alert-rules.md):
   monitors read by default); it *failed* when its status is ``error``; its latency is
   ``ended_at - started_at``;
 * its **environment** is the resource's ``deployment.environment.name`` (or the older
-  ``deployment.environment``); its **user** the ``user.id`` attribute of the trace, its
-  resource, or else of its first span that has one; ``""`` when none says;
+  ``deployment.environment``); its **user** the trace's ``user_id``, read at ingest from
+  the conventions' user attributes (:mod:`app.sessions.attributes`); a trace without one
+  counts in no user's row;
 * **tool calls** are its tool and retrieval steps (:func:`detectors.records.is_tool_step`),
   failed as :func:`detectors.records.step_error` says; **model calls** its ``llm`` steps,
   under ``response_model`` else ``request_model``; its **tokens** and **cost** are its model
@@ -32,7 +33,6 @@ from detectors.stored_times import epoch_seconds, step_order_key
 LOOP_REPEATS = 3
 PASS_AT = 0.5
 ENVIRONMENT_KEYS = ("resource.deployment.environment.name", "resource.deployment.environment")
-USER_KEYS = ("user.id", "resource.user.id")
 MAX_TEXT = {"agent": 128, "agent_version": 64, "environment": 64, "tool": 128, "model": 128,
             "name": 128, "user_id": 128}  # fmt: skip
 
@@ -136,9 +136,7 @@ def bucket_rows(
         dims = (_text(t["agent"], 128), _text(t["agent_version"], 64),
                 _text(_first(attrs, ENVIRONMENT_KEYS), 64))  # fmt: skip
         steps = sorted(spans.get(t["trace_id"], []), key=step_order_key)
-        user = _first(attrs, USER_KEYS)
-        if user is None:
-            user = next((s["user"] for s in steps if s.get("user") not in (None, "")), None)
+        user = t.get("user_id") or None
         tokens, cost, tools = 0, 0.0, []
         for s in steps:
             step = _step(s)

@@ -20,6 +20,9 @@ class TraceOut(ResponseModel):
     entry_point: str | None
     source: str
     counterfactual_of: str | None
+    # The conversation it is a turn of and its end user (docs: Sessions and users).
+    session_id: str | None = None
+    user_id: str | None = None
     attributes: dict[str, Any]
     # Why its fields could not be derived (app/derive/failures.py); None when they were.
     derive_error: str | None = None

@@ -25,6 +25,8 @@ def filtered(
     until: datetime | None = None,
     agent_version: str | None = None,
     trace_id: str | None = None,
+    session_id: str | None = None,
+    user_id: str | None = None,
 ) -> Select[Any]:
     """The project's traces narrowed by each filter given; ``since <= started_at < until``."""
     return where_given(
@@ -32,6 +34,8 @@ def filtered(
         (Trace.agent, eq, agent),
         (Trace.agent_version, eq, agent_version),
         (Trace.trace_id, eq, trace_id),
+        (Trace.session_id, eq, session_id),
+        (Trace.user_id, eq, user_id),
         (Trace.status, eq, status),
         (Trace.source, eq, source),
         (Trace.started_at, ge, since),

@@ -28,6 +28,8 @@ from app.models.base import utcnow
 from app.monitors import defaults
 from app.monitors import store as monitors
 from app.onboarding import OtelEnv
+from app.sessions import store as sessions
+from app.sessions.attributes import MAX_ID_CHARS
 from app.traces import search as trace_search
 from app.traces import store as traces
 from app.traces.schemas import TraceOut, TracePage
@@ -194,12 +196,14 @@ def traces_page(
     until: str | None = Query(None, max_length=40),
     q: str | None = Query(None, max_length=200),
     trace_id: str | None = Query(None, max_length=64),
+    session_id: str | None = Query(None, alias="session", max_length=MAX_ID_CHARS),
+    user: str | None = Query(None, max_length=MAX_ID_CHARS),
     cursor: Int8Id | None = None,
 ) -> Any:
     """Newest first, keyset pages; a text search (trace attributes, span content) is
     bounded to a time range (default: the last 24 hours) and reads at most
     :data:`app.traces.search.SCAN_TRACES` traces a page, since it scans what they hold."""
-    start, end = _when(since, "since"), _when(until, "until")
+    start, end = parse_when(since, "since"), parse_when(until, "until")
     text = (q or "").strip() or None
     if text and start is None:
         start = utcnow() - TEXT_SEARCH_DEFAULT
@@ -207,6 +211,7 @@ def traces_page(
         project_id=web.principal.project_id, agent=agent or None, agent_version=version or None,
         trace_id=(trace_id or "").strip() or None, status=status or None,
         source=source or None, since=start, until=end,
+        session_id=(session_id or "").strip() or None, user_id=(user or "").strip() or None,
     )  # fmt: skip
     scanned_to, scanned = None, 0
     if text:
@@ -222,7 +227,8 @@ def traces_page(
     page = TracePage(traces=[TraceOut.model_validate(t) for t in rows], next_cursor=next_cursor)
     filters = {"agent": agent or "", "version": version or "", "status": status or "",
                "source": source or "", "since": since or "", "until": until or "",
-               "q": q or "", "trace_id": trace_id or ""}  # fmt: skip
+               "q": q or "", "trace_id": trace_id or "", "session": session_id or "",
+               "user": user or ""}  # fmt: skip
     searched_from = start if text and not since else None
     totals = queries.trace_totals(
         session, project_id=web.principal.project_id, trace_ids=[t.trace_id for t in page.traces]
@@ -233,7 +239,7 @@ def traces_page(
     )  # fmt: skip
 
 
-def _when(value: str | None, field: str) -> datetime | None:
+def parse_when(value: str | None, field: str) -> datetime | None:
     """A filter's time: ISO 8601 or the browser's ``datetime-local`` (read as UTC)."""
     if not value or not value.strip():
         return None
@@ -255,10 +261,12 @@ def _trace(session: Session, web: WebContext, trace_id: str) -> dict[str, Any]:
 @router.get("/traces/{trace_id}")
 def trace_page(trace_id: str, web: WebDep, session: SessionDep) -> Any:
     trace = _trace(session, web, trace_id)
+    pid = web.principal.project_id
     view = trace_view.trace_view(
-        session, project_id=web.principal.project_id, trace=trace, depth=span_depths(trace["spans"])
+        session, project_id=pid, trace=trace, depth=span_depths(trace["spans"])
     )
-    return web.render("trace.html", trace=trace, **view)
+    turn = sessions.turn_of(session, project_id=pid, trace_id=trace_id)
+    return web.render("trace.html", trace=trace, turn=turn, **view)
 
 
 @router.get("/traces/{trace_id}/conversation")

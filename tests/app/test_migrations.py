@@ -205,3 +205,63 @@ def test_0023_counts_each_traces_spans(backend, tmp_path, request) -> None:
         assert span_counts() == {"a": 3, "b": 1, "none": 0}
     finally:
         engine.dispose()
+
+
+def test_0026_reads_sessions_and_users_from_stored_attributes(backend, tmp_path, request) -> None:
+    """The trace's own attributes (native, then its resource's) first, else its spans' (the
+    root's before the others'); strings and integers only, cut to 128 characters."""
+    url = empty_database(backend, tmp_path, request)
+    migrate.upgrade(url, "0025_evaluators")
+    engine = make_engine(url)
+    try:
+        with write_session(engine) as s:
+            pid = s.scalar(
+                insert(Project).values(name="p", created_at=utcnow()).returning(Project.id)
+            )
+        meta = MetaData()
+        traces, spans = (Table(name, meta, autoload_with=engine) for name in ("traces", "spans"))
+        trace = {"project_id": pid, "agent": "", "agent_version": "", "status": "ok",
+                 "source": "production", "created_at": utcnow()}  # fmt: skip
+        own = {
+            "native": {"session.id": "s-native", "user.id": 42},
+            "resource": {"resource.gen_ai.conversation.id": "s-res", "resource.user.id": "u-res"},
+            "long": {"langfuse.session.id": "x" * 300, "user.id": True},  # a bool is no id
+            "from-spans": {},
+            "nothing": {"other": "value"},
+        }
+        with engine.begin() as conn:
+            conn.execute(insert(traces), [{**trace, "trace_id": t, "attributes": a}
+                                          for t, a in own.items()])  # fmt: skip
+            span = {"project_id": pid, "trace_id": "from-spans", "kind": "llm", "name": "",
+                    "status": "ok"}  # fmt: skip
+            conn.execute(insert(spans), [
+                {**span, "span_id": "a", "parent_span_id": "root",
+                 "attributes": {"session.id": "s-child", "gen_ai.user": "u-child"}},
+                {**span, "span_id": "root", "parent_span_id": None,
+                 "attributes": {"traceloop.association.properties.session_id": "s-root"}},
+                {**span, "trace_id": "nothing", "span_id": "b", "parent_span_id": None,
+                 "attributes": {"session.id": ""}},
+            ])  # fmt: skip
+
+        def ids() -> dict[str, tuple[Any, Any]]:
+            with engine.connect() as conn:
+                rows = conn.execute(
+                    select(traces.c.trace_id, column("session_id"), column("user_id"))
+                )
+                return {t: (s, u) for t, s, u in rows}
+
+        want = {
+            "native": ("s-native", "42"),
+            "resource": ("s-res", "u-res"),
+            "long": ("x" * 128, None),
+            "from-spans": ("s-root", "u-child"),
+            "nothing": (None, None),
+        }
+        migrate.upgrade(url)
+        assert ids() == want
+        migrate.downgrade(url, "0025_evaluators")
+        assert "session_id" not in {c["name"] for c in inspect(engine).get_columns("traces")}
+        migrate.upgrade(url)
+        assert ids() == want
+    finally:
+        engine.dispose()

@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.sessions.attributes import SESSION_KEYS, USER_KEYS
 from detectors.records import TraceRecord, from_rows, step_error
 from detectors.requested_tools import RESULT_ERROR
 from tests.conftest import LiveServer, auth
@@ -74,6 +75,22 @@ def llm_columns(trace: dict[str, Any]) -> list[tuple[Any, ...]]:
     return [tuple(s[c] for c in cols) for s in spans]
 
 
+def assert_session(
+    traces: list[dict[str, Any]],
+    carried: set[tuple[str, frozenset[str]]],
+    users: tuple[str | None, str | None] = ("user-7", "user-7"),
+) -> None:
+    """Both traces of the plain_loop agent are turns of its conversation, of its user
+    (agents/plain_loop.py) where ``users`` says the library sent one; ``carried`` says
+    which spans (by kind) sent which of the session and user attributes."""
+    assert [t["session_id"] for t in traces] == ["conv-support-1"] * 2
+    assert tuple(t["user_id"] for t in traces) == users
+    ids = (*SESSION_KEYS, *USER_KEYS)
+    got = {(s["kind"], frozenset(k for k in ids if k in s["attributes"]))
+           for t in traces for s in t["spans"]}  # fmt: skip
+    assert got == carried, got
+
+
 def assert_plain_client_traces(traces: list[dict[str, Any]], agent: str) -> None:
     """The plain_loop agent: a tool loop with requested calls, then one failed call."""
     assert llm_columns(traces[0]) == [
@@ -109,7 +126,12 @@ def assert_plain_client_traces(traces: list[dict[str, Any]], agent: str) -> None
 def test_otel_openai_v2_span_only(run_agent: RunAgent, stored: Stored) -> None:
     done = run_agent("otel", "otel_openai")
     no_export_errors(done)
-    assert_plain_client_traces(stored(), "support-agent")
+    traces = stored()
+    assert_plain_client_traces(traces, "support-agent")
+    # The application's invoke_agent span names the conversation and the user; openai-v2's
+    # chat spans carry neither.
+    agent_ids = frozenset({"gen_ai.conversation.id", "user.id"})
+    assert_session(traces, {("agent", agent_ids), ("llm", frozenset())})
 
 
 def test_otel_openai_v2_event_only_content_arrives_on_v1_logs(
@@ -161,7 +183,12 @@ def test_otel_openai_v2_event_only_content_arrives_on_v1_logs(
 def test_openinference_openai(run_agent: RunAgent, stored: Stored) -> None:
     done = run_agent("openinference", "openinference_openai")
     no_export_errors(done)
-    assert_plain_client_traces(stored(), "support-agent")
+    traces = stored()
+    assert_plain_client_traces(traces, "support-agent")
+    # using_session / using_user reach the instrumentor's LLM spans, not the application's
+    # own agent span: the trace takes them from a child (the root names none).
+    llm_ids = frozenset({"session.id", "user.id"})
+    assert_session(traces, {("agent", frozenset()), ("llm", llm_ids)})
 
 
 def test_openinference_langchain_tool_loop(
@@ -229,6 +256,12 @@ def test_openlit_openai(run_agent: RunAgent, stored: Stored) -> None:
     assert sorted(round(s["cost"], 6) for s in llm_spans) == [0.0105, 0.012]
     assert shape(failing) == [("llm", None, "error")]
     assert failing.steps[0].error_type == "openai.InternalServerError"
+    # OpenLIT sends no session id for a plain OpenAI client: the application's root span
+    # names it. The user is the OpenAI request's `user`, which OpenLIT writes only with
+    # a response: the failed call's span, and so its trace, has none.
+    assert_session(traces, {("step", frozenset({"session.id"})), ("step", frozenset()),
+                            ("llm", frozenset({"gen_ai.request.user"})), ("llm", frozenset())},
+                   users=("user-7", None))  # fmt: skip
 
 
 def test_openllmetry_traceloop_openai(run_agent: RunAgent, stored: Stored) -> None:
@@ -241,7 +274,11 @@ def test_openllmetry_traceloop_openai(run_agent: RunAgent, stored: Stored) -> No
     no_export_errors(done)
     # The @agent spans name the agent; the LLM spans' gen_ai.completion.N.tool_calls.M.*
     # are the requested calls and gen_ai.prompt.N (role tool) their results.
-    assert_plain_client_traces(stored(), "support-agent")
+    traces = stored()
+    assert_plain_client_traces(traces, "support-agent")
+    # @conversation and the user association reach every span, the agent span included.
+    ids = frozenset({"gen_ai.conversation.id", "traceloop.association.properties.user_id"})
+    assert_session(traces, {("agent", ids), ("llm", ids)})
 
 
 def test_openinference_evaluations_become_scores(run_agent: RunAgent, stored: Stored) -> None:

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from app.api.deps import Int8Id, ReadKey, SessionDep
 from app.models.base import UTCTime
+from app.sessions.attributes import MAX_ID_CHARS
 from app.traces import store
 from app.traces.schemas import SpanEventsOut, TraceDetail, TraceOut, TracePage, TraceSteps
 from app.traces.span_events import span_events_of_trace
@@ -25,6 +26,8 @@ class TraceFilters(BaseModel):
     source: Literal["production", "eval", "shadow"] | None = None
     since: UTCTime | None = Field(None, description="started_at >= since (ISO-8601)")
     until: UTCTime | None = Field(None, description="started_at < until (ISO-8601)")
+    session_id: str | None = Field(None, max_length=MAX_ID_CHARS, description="turns of a session")
+    user_id: str | None = Field(None, max_length=MAX_ID_CHARS, description="traces of a user")
     limit: int = Field(50, ge=1, le=500)
     cursor: Int8Id | None = Field(None, description="next_cursor of the previous page")
 

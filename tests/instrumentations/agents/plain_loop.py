@@ -7,6 +7,9 @@ Trace 1: the model asks for ``get_weather`` and ``lookup_order``; the agent runs
 itself (plain client instrumentations make no tool spans), ``lookup_order`` raises and its
 tool message says ``Error: ...``; a second call gets the answer.
 Trace 2: the call fails with HTTP 500 (no retries), and the error leaves the agent span.
+Both traces are turns of one conversation, :data:`SESSION_ID`, of the end user
+:data:`USER_ID`: each script names them as its library lets an application do
+(tests/instrumentations/test_real_instrumentations.py says which attributes arrive).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 MODEL = "gpt-4o-mini"
+SESSION_ID, USER_ID = "conv-support-1", "user-7"
 TOOLS = [
     {
         "type": "function",
@@ -50,34 +54,37 @@ def run_tool(name: str, arguments: str) -> str:
         return f"Error: {type(exc).__name__}: {exc}"
 
 
-def tool_loop(client: Any) -> str:
+def tool_loop(client: Any, **request: Any) -> str:
+    """``request``: more parameters of each model request (``user``, the end user's id)."""
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": "You are a support agent."},
         {"role": "user", "content": "Weather in Paris, and where is order 42?"},
     ]
-    first = client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS)
+    first = client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS, **request)
     reply = first.choices[0].message
     messages.append(reply.model_dump(exclude_none=True))
     for call in reply.tool_calls or []:
         result = run_tool(call.function.name, call.function.arguments)
         messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
-    second = client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS)
+    second = client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS, **request)
     return str(second.choices[0].message.content)
 
 
-def failing_call(client: Any) -> None:
+def failing_call(client: Any, **request: Any) -> None:
     client.chat.completions.create(
-        model=MODEL, messages=[{"role": "user", "content": "Please fail [500]"}]
+        model=MODEL, messages=[{"role": "user", "content": "Please fail [500]"}], **request
     )
 
 
-def run(agent_span: Callable[[str], AbstractContextManager[Any]], client: Any) -> None:
+def run(
+    agent_span: Callable[[str], AbstractContextManager[Any]], client: Any, **request: Any
+) -> None:
     """``agent_span(name)`` opens the library's agent span around each trace."""
     with agent_span("tool-loop"):
-        tool_loop(client)
+        tool_loop(client, **request)
     try:
         with agent_span("failing"):
-            failing_call(client)
+            failing_call(client, **request)
     except Exception as exc:
         if type(exc).__name__ != "InternalServerError":
             raise
