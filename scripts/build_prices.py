@@ -78,13 +78,16 @@ def entries(path: Path, release: str) -> dict[str, dict[str, Any]]:
             price_out = per_million(e.get("output_cost_per_token"))
             if not price_in or not price_out:  # free tiers and unknowns are no price
                 continue
+            source = e.get("source") or PROVIDER_PAGES[provider]
+            if not source.startswith("https://") or any(c.isspace() for c in source):
+                continue  # a note, not a price page ("no available doc...; using X's pricing")
             out[name] = {
                 "provider": PROVIDER_NAMES.get(provider, provider),
                 "input": price_in,
                 "output": price_out,
                 "cached_input": per_million(e.get("cache_read_input_token_cost")),
                 "cache_write": per_million(e.get("cache_creation_input_token_cost")),
-                "source": e.get("source") or PROVIDER_PAGES[provider],
+                "source": source,
                 "from": f"litellm {release}",
             }
     return out

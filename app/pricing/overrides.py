@@ -3,9 +3,9 @@
 A project price names a model as the lookup reads it (lower case; a provider prefix and
 snapshot suffixes are tried off as for the table: :func:`app.pricing.table.candidates`), or
 a pattern with ``*`` (``ft:gpt-4o-mini:*``, ``*-7b``) matched in linear time (no user
-pattern reaches a backtracking matcher, as RE2 matches the others). For each of the model's
-candidate names, most specific first, a project price for that exact name wins, then the
-pattern with the most literal characters, then the shipped table's entry.
+pattern reaches a backtracking matcher, as RE2 matches the others). A project price named
+for one of the model's candidate names wins (the most specific name first), then the
+matching pattern with the most literal characters, then the shipped table's entry.
 
 Saving the set keeps ``updated_at`` of a price that did not change: the time is the price's
 version, recorded with each cost computed from it (``spans.cost_source``).
@@ -80,13 +80,14 @@ class ProjectPrices:
     def find(self, model: str | None) -> Found | None:
         if not model:
             return None
-        for name in candidates(model):
+        names = candidates(model)
+        for name in names:
             hit = self.exact.get(name)
             if hit is not None:
                 return hit
-            for pattern, found in self.patterns:
-                if glob_match(pattern, name):
-                    return found
+        for pattern, found in self.patterns:
+            if any(glob_match(pattern, name) for name in names):
+                return found
         entry = self.table.find(model)
         if entry is None:
             return None
