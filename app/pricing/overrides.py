@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from sqlalchemy import Connection, select
 from sqlalchemy.orm import Session
@@ -94,7 +94,7 @@ class ProjectPrices:
         return Found(entry.model, "table", entry.price, self.table.label, entry.source)
 
 
-def prices_of(rows: Iterable[ModelPrice], table: PriceTable | None = None) -> ProjectPrices:
+def prices_of(rows: Iterable[Any], table: PriceTable | None = None) -> ProjectPrices:
     exact: dict[str, Found] = {}
     patterns: list[tuple[str, Found]] = []
     for r in rows:
@@ -111,12 +111,11 @@ def prices_of(rows: Iterable[ModelPrice], table: PriceTable | None = None) -> Pr
 
 def load_prices(conn: Connection, project_ids: Sequence[int]) -> dict[int, ProjectPrices]:
     """Each project's prices (one read for all of them)."""
-    by_project: dict[int, list[ModelPrice]] = {p: [] for p in project_ids}
+    by_project: dict[int, list[Any]] = {p: [] for p in project_ids}
     if project_ids:
-        for row in conn.execute(
-            select(ModelPrice).where(ModelPrice.project_id.in_(list(project_ids)))
-        ).scalars():
-            by_project[row.project_id].append(row)
+        table = ModelPrice.__table__
+        for row in conn.execute(select(table).where(table.c.project_id.in_(list(project_ids)))):
+            by_project[row.project_id].append(row)  # a Row: the columns as attributes
     return {p: prices_of(rows) for p, rows in by_project.items()}
 
 

@@ -1,4 +1,4 @@
-"""The routes added for derived fields, scores and readiness, tried with a key of each
+"""The routes added for derived fields, scores, readiness and model prices, tried with a key of each
 role: only the roles the route names get past the key check (admin does everything,
 annotate implies read)."""
 
@@ -25,6 +25,8 @@ ROUTES: list[tuple[str, str, Any, set[str]]] = [
     ("PUT", "/api/v1/project/signals", {}, {"admin"}),
     ("DELETE", "/api/v1/project/signals", None, {"admin"}),
     ("GET", "/api/v1/monitors/{fm1}/readiness", None, {"read", "annotate", "admin"}),
+    ("GET", "/api/v1/project/model-prices", None, {"read", "annotate", "admin"}),
+    ("PUT", "/api/v1/project/model-prices", {"prices": []}, {"admin"}),
 ]  # fmt: skip
 
 
