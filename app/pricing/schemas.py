@@ -8,7 +8,7 @@ from pydantic import Field, field_validator
 
 from app.pricing.coverage import Coverage
 from app.pricing.overrides import Found
-from app.pricing.table import MAX_MODEL_CHARS, PriceTable
+from app.pricing.table import MAX_MODEL_CHARS, PriceTable, bare
 from app.request_model import RequestModel
 from app.response_model import ResponseModel, Time
 
@@ -43,7 +43,9 @@ class ModelPriceIn(RequestModel):
             raise ValueError("a model name has no spaces (use * to match several)")
         if name.replace("*", "") == "" and name != "*":
             raise ValueError("one * matches every model; more say nothing more")
-        return name
+        # A name is stored as the lookup reads it (``openai/gpt-4o`` is ``gpt-4o``); a
+        # pattern as written, matched against each of the names a call is looked up by.
+        return name if "*" in name else bare(name)
 
 
 class ModelPricesIn(RequestModel):

@@ -14,6 +14,7 @@ PATH = "/api/v1/project/model-prices"
 GPT = {"model": "GPT-4o", "input_per_million": 2.0, "output_per_million": 8.0,
        "cached_input_per_million": 1.0}  # fmt: skip
 FOO = {"model": "foo-*", "input_per_million": 0.2, "output_per_million": 0.2}
+BAR = {"model": "Acme/bar-13b", "input_per_million": 0.5, "output_per_million": 0.5}
 
 sqlite_only = pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 
@@ -22,10 +23,10 @@ def test_an_admin_sets_the_prices_and_an_unchanged_one_keeps_its_version(
     client: TestClient, make_key: Any
 ) -> None:
     admin, reader = make_key("admin"), make_key("read")
-    first = client.put(PATH, headers=auth(admin), json={"prices": [GPT, FOO]})
+    first = client.put(PATH, headers=auth(admin), json={"prices": [GPT, FOO, BAR]})
     assert first.status_code == 200, first.text
     stored = {p["model"]: p for p in first.json()["prices"]}
-    assert set(stored) == {"gpt-4o", "foo-*"}  # names as the lookup reads them
+    assert set(stored) == {"gpt-4o", "foo-*", "bar-13b"}  # names as the lookup reads them
     assert stored["gpt-4o"]["cached_input_per_million"] == 1.0
     assert stored["foo-*"]["cached_input_per_million"] is None
 
