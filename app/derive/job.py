@@ -49,8 +49,8 @@ from app.derive.trace_rows import TRACE_UPDATE, update_row
 from app.evaluators.queue import enqueue_derived
 from app.models.base import utcnow
 from app.models.rollups import mark_started
-from app.pricing.span_costs import batch_costs, write_costs
 from app.monitors.windows.trace_window import step_profiles_of
+from app.pricing.span_costs import batch_costs, write_costs
 from app.settings import Settings
 
 log = logging.getLogger("telltale.derive")

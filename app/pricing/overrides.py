@@ -135,9 +135,9 @@ def put_prices(
     its time. The caller commits."""
     stored = {r.model: r for r in list_prices(session, project_id=project_id)}
     keep = {str(w["model"]) for w in wanted}
-    for model, row in stored.items():
+    for model, old in stored.items():
         if model not in keep:
-            session.delete(row)
+            session.delete(old)
     for w in wanted:
         row = stored.get(str(w["model"]))
         if row is None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 
@@ -16,7 +16,7 @@ MAX_PROJECT_PRICES = 500
 # USD per million tokens: the dearest listed model is about $600 (o1-pro output); this
 # bound only refuses a price typed per token or per thousand by mistake of scale 1,000,000.
 MAX_PER_MILLION = 100_000.0
-_PRICE = {"ge": 0.0, "le": MAX_PER_MILLION, "allow_inf_nan": False}
+PerMillion = Annotated[float, Field(ge=0.0, le=MAX_PER_MILLION, allow_inf_nan=False)]
 
 
 class ModelPriceIn(RequestModel):
@@ -25,15 +25,14 @@ class ModelPriceIn(RequestModel):
         description="a model name as the calls report it (case, a provider prefix and a "
         "snapshot date do not matter), or a pattern with `*`",
     )  # fmt: skip
-    input_per_million: float = Field(description="USD per million input tokens", **_PRICE)
-    output_per_million: float = Field(description="USD per million output tokens", **_PRICE)
-    cached_input_per_million: float | None = Field(
-        None, description="USD per million cached input tokens (null: the input price)", **_PRICE
+    input_per_million: PerMillion = Field(description="USD per million input tokens")
+    output_per_million: PerMillion = Field(description="USD per million output tokens")
+    cached_input_per_million: PerMillion | None = Field(
+        None, description="USD per million cached input tokens (null: the input price)"
     )
-    cache_write_per_million: float | None = Field(
-        None, description="USD per million tokens written to the cache (null: the input price)",
-        **_PRICE,
-    )  # fmt: skip
+    cache_write_per_million: PerMillion | None = Field(
+        None, description="USD per million tokens written to the cache (null: the input price)"
+    )
 
     @field_validator("model")
     @classmethod
@@ -59,7 +58,9 @@ class ModelPricesIn(RequestModel):
         seen: dict[str, int] = {}
         for i, p in enumerate(prices):
             if p.model in seen:
-                raise ValueError(f"[{i}].model: {p.model!r} is priced twice (also [{seen[p.model]}])")
+                raise ValueError(
+                    f"[{i}].model: {p.model!r} is priced twice (also [{seen[p.model]}])"
+                )
             seen[p.model] = i
         return prices
 

@@ -26,12 +26,14 @@ from app.pricing.overrides import ProjectPrices
 
 Key = tuple[int, str]
 
-_SET = {"cost": bindparam("b_cost"), "cost_source": bindparam("b_cost_source")}
+_SET: dict[str, Any] = {"cost": bindparam("b_cost"), "cost_source": bindparam("b_cost_source")}
 _BY_KEY = (Span.project_id == bindparam("b_project"), Span.trace_id == bindparam("b_trace"),
            Span.span_id == bindparam("b_span"))  # fmt: skip
-_STARTED = update(Span).where(
-    *_BY_KEY, Span.started_at == bindparam("b_started", type_=Span.started_at.type)
-).values(**_SET)
+_STARTED = (
+    update(Span)
+    .where(*_BY_KEY, Span.started_at == bindparam("b_started", type_=Span.started_at.type))
+    .values(**_SET)
+)
 _NO_START = update(Span).where(*_BY_KEY, Span.started_at.is_(None)).values(**_SET)
 
 

@@ -134,8 +134,9 @@ def parse_table(data: dict[str, Any]) -> PriceTable:
         name: TableEntry(
             model=name,
             provider=str(e["provider"]),
-            price=Price(float(e["input"]), float(e["output"]), e.get("cached_input"),
-                        e.get("cache_write")),  # fmt: skip
+            price=Price(
+                float(e["input"]), float(e["output"]), e.get("cached_input"), e.get("cache_write")
+            ),  # fmt: skip
             source=str(e["source"]),
         )
         for name, e in data["models"].items()

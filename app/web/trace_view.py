@@ -24,9 +24,9 @@ from sqlalchemy.orm import Session
 from app.derive.messages import call_content
 from app.models import SpanEvent
 from app.monitors.windows.rows import chunk_records
+from app.otlp.message_tool_calls import REQUESTED, RESULTS, event_tool_calls
 from app.pricing.calls import NO_MODEL, NO_PRICE, NO_TOKENS
 from app.pricing.coverage import SETTINGS_PAGE
-from app.otlp.message_tool_calls import REQUESTED, RESULTS, event_tool_calls
 from app.scores.roles import get_roles
 from app.web.trace_evaluations import TraceEvaluation, trace_evaluations, written_by
 

@@ -107,7 +107,7 @@ def test_the_rollups_add_up_the_computed_costs_and_count_the_unpriced(
         total_users = conn.scalar(select(func.sum(UserRollup.cost)))
     assert per_trace["t1"] > 0.001  # priced by the table and sent: both counted
     assert rolled_agent == pytest.approx({a: float(c) for a, c in per_agent.items()})
-    for model, (cost, calls, unpriced) in rolled_model.items():
+    for model, (cost, _calls, unpriced) in rolled_model.items():
         assert cost == pytest.approx(float(per_model[model] or 0.0)), model
         assert unpriced == (4 if model == "foo-7b" else 0), model
     assert rolled_model["foo-7b"][1] == 4
@@ -119,9 +119,7 @@ def test_the_rollups_add_up_the_computed_costs_and_count_the_unpriced(
     with Session(engine) as session:
         series = read_series(session, project_id=1, spec=spec, start=start,
                              end=start + 10 * BUCKET_SECONDS)  # fmt: skip
-    assert float(series.groups[0].numerator.sum()) == pytest.approx(
-        float(sum(per_agent.values()))
-    )
+    assert float(series.groups[0].numerator.sum()) == pytest.approx(float(sum(per_agent.values())))
 
 
 def test_the_api_reports_the_calls_left_without_a_cost(
@@ -142,7 +140,8 @@ def test_the_api_reports_the_calls_left_without_a_cost(
         ("foo-7b", 2, False), ("bar-13b", 1, False)]  # fmt: skip
     assert coverage["sentence"] == (
         "Cost unknown for 75% of model calls in the last 7 days (3 of 4): models foo-7b "
-        "(2 calls) and bar-13b (1 call) have no price; set one in Settings · Model prices.")
+        "(2 calls) and bar-13b (1 call) have no price; set one in Settings · Model prices."
+    )
     assert body["table"]["version"] == shipped_table().version
     assert body["found"]["matched"] == "gpt-4o" and body["found"]["by"] == "table"
     assert body["found"]["cost_source"] == TABLE

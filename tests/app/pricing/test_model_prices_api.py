@@ -44,7 +44,9 @@ def test_an_admin_sets_the_prices_and_an_unchanged_one_keeps_its_version(
     assert found["cost_source"].startswith("project ")
     assert client.get(PATH, headers=auth(reader), params={"model": "foo-7b"}).json()["found"][
         "matched"] == "foo-*"  # fmt: skip
-    assert client.get(PATH, headers=auth(reader), params={"model": "nope-1"}).json()["found"] is None
+    assert (
+        client.get(PATH, headers=auth(reader), params={"model": "nope-1"}).json()["found"] is None
+    )
 
     assert client.put(PATH, headers=auth(admin), json={"prices": []}).json()["prices"] == []
     assert client.put(PATH, headers=auth(reader), json={"prices": [GPT]}).status_code == 403
