@@ -137,6 +137,7 @@ def _install_web(app: FastAPI) -> None:
         evaluator_pages,
         monitor_settings,
         pages,
+        price_pages,
         rule_pages,
         session_pages,
         settings_pages,
@@ -151,6 +152,7 @@ def _install_web(app: FastAPI) -> None:
     app.include_router(monitor_settings.router)
     app.include_router(rule_pages.router)
     app.include_router(evaluator_pages.router)
+    app.include_router(price_pages.router)
     app.include_router(settings_pages.router)
     app.include_router(derived_form.router)
 

@@ -13,6 +13,7 @@ from app.api.routes import (
     keys,
     media,
     metrics,
+    model_prices,
     monitors,
     otlp,
     otlp_logs,
@@ -48,3 +49,4 @@ api_router.include_router(channels.router)
 api_router.include_router(media.router)
 api_router.include_router(retention.router)
 api_router.include_router(derived_fields.router)
+api_router.include_router(model_prices.router)

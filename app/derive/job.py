@@ -4,8 +4,9 @@ A periodic job of the scheduler (:mod:`app.scheduler.jobs`, one process per inte
 through the DB lease, like data retention). Each batch: read the settled traces with their
 spans and GenAI events (:mod:`app.derive.load`), derive each one's fields
 (:mod:`app.derive.trace_fields`), embed the input and output texts in one encoder call
-and store them (:mod:`app.derive.text_vectors`), then in one short write transaction
-assign input groups, pair counterfactuals and write the traces.
+and store them (:mod:`app.derive.text_vectors`), price the LLM calls sent without a cost
+(:mod:`app.pricing.span_costs`), then in one short write transaction assign input groups,
+pair counterfactuals, write the traces and the calls' costs.
 
 The embedding runs before the write transaction (on SQLite the lock would hold ingest up
 for the whole forward pass). A trace that grew meanwhile is not overwritten: its update
@@ -49,6 +50,7 @@ from app.derive.trace_rows import TRACE_UPDATE, update_row
 from app.models.base import utcnow
 from app.models.rollups import mark_started
 from app.monitors.windows.trace_window import step_profiles_of
+from app.pricing.span_costs import batch_costs, write_costs
 from app.settings import Settings
 
 log = logging.getLogger("telltale.derive")
@@ -161,6 +163,7 @@ def _only(batch: Batch, t: dict[str, Any]) -> Batch:
         spans={key: batch.spans[key]},
         events={key: batch.events[key]},
         configs={t["project_id"]: batch.configs[t["project_id"]]},
+        prices={t["project_id"]: batch.prices[t["project_id"]]},
     )
 
 
@@ -184,6 +187,7 @@ def _derive_together(
     }
     embedded, written = _embed(engine, batch, derived, encoder)
     profiles = _step_profiles(engine, batch)
+    costs = batch_costs(batch.traces, batch.spans, batch.prices)
     with write_transaction(engine) as conn:
         groups = _assign_groups(conn, batch, hashes, embedded)
         pairs = pair_batch(conn, traces=batch.traces, configs=batch.configs, hashes=hashes)
@@ -195,6 +199,8 @@ def _derive_together(
             row["b_profile"] = profiles.get(key)
             rows.append(row)
         conn.execute(TRACE_UPDATE, rows)
+        # LLM calls sent without a cost, priced before their buckets are marked (app/pricing).
+        write_costs(conn, costs)
         # The rollups count settled traces: their buckets are rebuilt (app/rollups).
         mark_started(conn, ((t["project_id"], t["started_at"]) for t in batch.traces))
         # Online evaluators judge derived traces (app/evaluators/queue.py).

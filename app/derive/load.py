@@ -1,4 +1,4 @@
-"""Read one batch of settled traces with their spans, GenAI events and project rules.
+"""Read one batch of settled traces with their spans, GenAI events, project rules and prices.
 
 *Settled*: ``derived_at IS NULL`` (never derived, or something arrived since) and
 ``updated_at`` at least the settle time ago. The queue is those two columns of ``traces``
@@ -22,6 +22,7 @@ from sqlalchemy.engine import Connection
 
 from app.derive.config import DerivedFieldRules, effective_config
 from app.models import Project, Span, SpanEvent, Trace
+from app.pricing.overrides import ProjectPrices, load_prices
 
 _TRACE_COLUMNS = (
     Trace.id, Trace.project_id, Trace.trace_id, Trace.agent, Trace.agent_version,
@@ -31,7 +32,8 @@ _TRACE_COLUMNS = (
 _SPAN_COLUMNS = (
     Span.trace_id, Span.span_id, Span.parent_span_id, Span.kind, Span.name, Span.tool_name,
     Span.status, Span.error_type, Span.started_at, Span.step_index, Span.confidence,
-    Span.attributes,
+    Span.attributes, Span.request_model, Span.response_model, Span.input_tokens,
+    Span.output_tokens, Span.cost, Span.cost_source,
 )  # fmt: skip
 _CHUNK = 500
 # Spans a derive batch reads at most (about a second of derivation here): a
@@ -46,6 +48,8 @@ class Batch:
     # (project_id, trace_id) -> {span_id: [event, ...]} in time order
     events: dict[tuple[int, str], dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
     configs: dict[int, DerivedFieldRules] = field(default_factory=dict)
+    # each project's model prices over the shipped table (app/pricing)
+    prices: dict[int, ProjectPrices] = field(default_factory=dict)
 
 
 Keyset = tuple[datetime, int]
@@ -109,6 +113,7 @@ def pending_batch(
             select(Project.id, Project.derived_field_rules).where(Project.id.in_(list(by_project)))
         ).all()
         batch.configs = {pid: effective_config(cfg) for pid, cfg in stored}
+        batch.prices = load_prices(conn, list(by_project))
     return batch
 
 

@@ -25,6 +25,7 @@ from app.models.evaluators import Evaluation, Evaluator, EvaluatorUsage  # noqa:
 from app.models.labeling import Label, LabelQueue, QueueItem, RejectedLabel  # noqa: F401
 from app.models.media import MediaJob  # noqa: F401
 from app.models.monitors import DetectorRun, Finding, Monitor, MonitorBaseline  # noqa: F401
+from app.models.pricing import ModelPrice  # noqa: F401
 from app.models.retention import OrphanTrace  # noqa: F401
 from app.models.rollups import (  # noqa: F401
     ModelRollup,

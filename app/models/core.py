@@ -121,6 +121,10 @@ class Span(BigId, Base):
     output_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
     total_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
     cost: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # Where ``cost`` came from when Telltale priced the call (app/pricing/calls.py):
+    # ``table <version>`` or ``project <time>``; or why an LLM call has none: ``no price``,
+    # ``no tokens``, ``no model``. None: as sent (or not priced yet: the derive job prices).
+    cost_source: Mapped[str | None] = mapped_column(String(32), nullable=True)
     latency_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
     attributes: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
 

@@ -27,6 +27,7 @@ from sqlalchemy import (
     LargeBinary,
     String,
     select,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -100,6 +101,8 @@ class ModelRollup(_Dimensions, Base):
     model: Mapped[str] = mapped_column(String(128), primary_key=True)
     calls: Mapped[int] = mapped_column(Integer, default=0)
     errors: Mapped[int] = mapped_column(Integer, default=0)
+    # Calls without a cost (none sent, none computed: app/pricing/coverage.py).
+    unpriced_calls: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     tokens_sq: Mapped[float] = mapped_column(Float, default=0.0)
     cost: Mapped[float] = mapped_column(Float, default=0.0)

@@ -11,6 +11,10 @@ sent under the GenAI name is never overwritten):
   ``completion_tokens`` (older GenAI and OpenLLMetry), else ``llm.token_count.prompt`` /
   ``completion`` (OpenInference); ``gen_ai.usage.total_tokens`` from ``llm.usage.total_tokens``
   (OpenLLMetry), ``llm.token_count.total``, else input + output;
+- ``gen_ai.usage.cache_read.input_tokens`` / ``cache_creation.input_tokens`` (the cached
+  part of the input) from OpenLLMetry's and OpenLIT's ``gen_ai.usage.cache_read_input_tokens``
+  / ``cache_creation_input_tokens``, else OpenInference's
+  ``llm.token_count.prompt_details.cache_read`` / ``cache_write``;
 - ``gen_ai.usage.cost`` from ``llm.cost.total`` (OpenInference) when sent;
 - ``gen_ai.provider.name`` from ``gen_ai.system`` / ``llm.provider`` / ``llm.system``.
 
@@ -31,6 +35,15 @@ from app.otlp.decode import DecodedSpan
 
 _CLASS_REPR = re.compile(r"^<class '([^']+)'>$")
 _OTEL_SPAN_KIND = {1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
+# Cached input tokens, parts of the input count (the GenAI conventions; app/pricing/calls.py).
+CACHE_READ_TOKENS = (
+    "gen_ai.usage.cache_read.input_tokens",
+    ("gen_ai.usage.cache_read_input_tokens", "llm.token_count.prompt_details.cache_read"),
+)
+CACHE_WRITE_TOKENS = (
+    "gen_ai.usage.cache_creation.input_tokens",
+    ("gen_ai.usage.cache_creation_input_tokens", "llm.token_count.prompt_details.cache_write"),
+)
 _TOKEN_TWINS = (
     ("gen_ai.usage.input_tokens", ("gen_ai.usage.prompt_tokens", "llm.token_count.prompt")),
     (
@@ -39,6 +52,8 @@ _TOKEN_TWINS = (
     ),
     ("gen_ai.usage.total_tokens", ("llm.usage.total_tokens", "llm.token_count.total")),
     ("gen_ai.usage.cost", ("llm.cost.total",)),
+    CACHE_READ_TOKENS,
+    CACHE_WRITE_TOKENS,
 )
 
 

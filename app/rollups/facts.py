@@ -12,7 +12,8 @@ What counts, deterministic and documented (docs/guides/alert-rules.md):
 * **tool calls** are its tool and retrieval steps (:func:`detectors.records.is_tool_step`),
   failed as :func:`detectors.records.step_error` says; **model calls** its ``llm`` steps,
   under ``response_model`` else ``request_model``; its **tokens** and **cost** are its model
-  calls' (``total_tokens``, else input + output);
+  calls' (``total_tokens``, else input + output; the cost sent, else the one the derive job
+  computed: :mod:`app.pricing`), and a call with neither counts as **unpriced**;
 * it **loops** when one tool is called :data:`LOOP_REPEATS` or more times in a row (other
   steps between the calls do not break the run): the retry storm and the stuck plan;
 * it is **labeled** when one of its scores is a label by the project's roles; a score
@@ -56,6 +57,7 @@ class _Sums:
 class _Calls:
     calls: int = 0
     errors: int = 0
+    unpriced: int = 0
     latencies: list[float] = field(default_factory=list)
     tokens: int = 0
     tokens_sq: float = 0.0
@@ -153,6 +155,7 @@ def bucket_rows(
                 c = per_model[(dims, model)]
                 c.calls += 1
                 c.errors += step_error(step)
+                c.unpriced += s.get("cost") is None
                 c.tokens, c.tokens_sq = c.tokens + n, c.tokens_sq + n * n
                 c.cost, c.cost_sq = c.cost + usd, c.cost_sq + usd * usd
                 tokens, cost = tokens + n, cost + usd
@@ -196,7 +199,8 @@ def bucket_rows(
                 "latency_sketch": sketch.encode(c.latencies)}
                for (d, tool), c in per_tool.items()],
         models=[{**dim(d), "model": model, "calls": c.calls, "errors": c.errors,
-                 **{k: getattr(c, k) for k in sums}} for (d, model), c in per_model.items()],
+                 "unpriced_calls": c.unpriced, **{k: getattr(c, k) for k in sums}}
+                for (d, model), c in per_model.items()],
         scores=[{**dim(d), "name": name, "scores": s.scores, "total": s.total,
                  "total_sq": s.total_sq, "passed": s.passed}
                 for (d, name), s in per_score.items()],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import RootModel
+from pydantic import Field, RootModel
 
 from app.response_model import ResponseModel, Time
 
@@ -51,6 +51,12 @@ class SpanOut(ResponseModel):
     output_tokens: int | None
     total_tokens: int | None
     cost: float | None
+    cost_source: str | None = Field(
+        None,
+        description="`table <version>` or `project <time>`: the cost Telltale computed and the "
+        "price it used; `no price`, `no tokens`, `no model`: why an LLM call has none; null: "
+        "the cost as sent (or not priced yet)",
+    )
     latency_ms: float | None
     attributes: dict[str, Any]
 

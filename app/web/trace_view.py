@@ -31,6 +31,8 @@ from app.derive.conversation import (  # noqa: F401 (the page's names)
 )
 from app.models import SpanEvent
 from app.monitors.windows.rows import chunk_records
+from app.pricing.calls import NO_MODEL, NO_PRICE, NO_TOKENS
+from app.pricing.coverage import SETTINGS_PAGE
 from app.scores.roles import get_roles
 from app.web.trace_evaluations import TraceEvaluation, trace_evaluations, written_by
 
@@ -91,13 +93,41 @@ def waterfall(spans: list[dict[str, Any]], depth: dict[str, int]) -> dict[str, A
         for s in spans
     ]
     costs = [s["cost"] for s in spans if s.get("cost") is not None]
+    llm = [s for s in spans if s.get("kind") == "llm"]
     return {
         "rows": rows,
         "total_ms": total * 1000 if total else None,
         "tokens": sum(t for t in tokens if t) or None,
         "cost": sum(costs) if costs else None,
-        "llm_calls": sum(1 for s in spans if s.get("kind") == "llm"),
+        "llm_calls": len(llm),
+        "unpriced_calls": sum(1 for s in llm if s.get("cost") is None),
     }
+
+
+def cost_note(span: dict[str, Any]) -> str | None:
+    """Beside a call's cost, what it was priced with; instead of it, why it has none.
+
+    >>> cost_note({"kind": "llm", "cost": 0.01, "cost_source": "table 2026-12-05"})
+    'computed with the price table of 2026-12-05'
+    >>> cost_note({"kind": "llm", "cost": None, "cost_source": "no price", "response_model": "foo-7b"})
+    'cost unknown: model foo-7b has no price; set one in Settings · Model prices'
+    """
+    source = span.get("cost_source")
+    if span.get("kind") != "llm":
+        return None
+    if span.get("cost") is not None:
+        if source and source.startswith("table "):
+            return f"computed with the price table of {source.removeprefix('table ')}"
+        if source and source.startswith("project "):
+            return f"computed with this project's price of {source.removeprefix('project ')}"
+        return None  # as the instrumentation sent it
+    model = span.get("response_model") or span.get("request_model")
+    return {
+        NO_PRICE: f"cost unknown: model {model} has no price; set one in {SETTINGS_PAGE}",
+        NO_TOKENS: "cost unknown: the call sent no token counts",
+        NO_MODEL: "cost unknown: the call named no model",
+        None: "not priced yet: calls are priced when their trace settles",
+    }.get(source, f"cost unknown ({source})")
 
 
 def detector_steps(session: Session, *, project_id: int, trace_id: str) -> list[Any]:
@@ -151,6 +181,7 @@ def trace_view(
     has_row = "agent" in trace
     evaluations = trace_evaluations(session, project_id=project_id, trace_id=trace["trace_id"])
     return {
+        "cost_notes": {s["span_id"]: note for s in spans if (note := cost_note(s))},
         "attribute_dumps": {
             s["span_id"]: attribute_dump(s["attributes"]) for s in spans if s.get("attributes")
         },

@@ -1,4 +1,5 @@
-"""The routes added for derived fields, scores, readiness and sessions, tried with a key of each
+"""The routes added for derived fields, scores, readiness, sessions and model prices, tried with a
+key of each
 role: only the roles the route names get past the key check (admin does everything,
 annotate implies read)."""
 
@@ -26,6 +27,8 @@ ROUTES: list[tuple[str, str, Any, set[str]]] = [
     ("DELETE", "/api/v1/project/signals", None, {"admin"}),
     ("GET", "/api/v1/monitors/{fm1}/readiness", None, {"read", "annotate", "admin"}),
     ("GET", "/api/v1/sessions", None, {"read", "annotate", "admin"}),
+    ("GET", "/api/v1/project/model-prices", None, {"read", "annotate", "admin"}),
+    ("PUT", "/api/v1/project/model-prices", {"prices": []}, {"admin"}),
 ]  # fmt: skip
 
 

@@ -79,6 +79,10 @@ def test_the_installed_package_is_the_wheel_not_this_tree(venv: Path, tmp_path: 
     assert (installed / "migrations" / "env.py").is_file()
     assert any((installed / "migrations" / "versions").glob("0001_*.py"))
     assert (installed / "web" / "static" / "app.css").is_file()
+    # the model price table, read from beside its module (app/pricing/table.py)
+    found = _check([str(venv / "bin" / "python"), "-c", "from app.pricing.table import "
+                    "shipped_table; print(shipped_table().find('gpt-4o').model)"], cwd=tmp_path)  # fmt: skip
+    assert found.strip() == "gpt-4o"
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])

@@ -28,7 +28,8 @@ so each test knows what the model "did":
 Random draws come from ``random.Random(serial)`` (``serial``: the request's number on the
 server), so a sequential agent gets the same answers on every run.
 
-Usage is ``prompt_tokens = 10 * len(messages)``, ``completion_tokens = 5 * (calls + 1)``; the
+Usage is ``prompt_tokens = 10 * len(messages)``, ``completion_tokens = 5 * (calls + 1)``, and
+``[cached=N]`` in the system prompt reports N of the prompt tokens as cached; the
 response ``model`` is the request's with :data:`RESPONSE_SUFFIX` (request and response model
 differ, as with OpenAI's dated snapshots).
 """
@@ -54,13 +55,16 @@ EVAL_QUESTION = re.compile(r"^Where is order \d+\?$")
 PRAISE = "What a wonderful question, you clearly know your stuff! "
 
 
-def usage(messages: int, calls: int) -> dict[str, int]:
+def usage(messages: int, calls: int, cached: int | None = None) -> dict[str, Any]:
     prompt, completion = 10 * messages, 5 * (calls + 1)
-    return {
+    out: dict[str, Any] = {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
     }
+    if cached is not None:  # OpenAI's prompt caching: a part of the prompt tokens
+        out["prompt_tokens_details"] = {"cached_tokens": min(cached, prompt)}
+    return out
 
 
 SERVER_ERROR = {"error": {"message": "upstream exploded", "type": "server_error", "code": None}}
@@ -103,6 +107,14 @@ def answer(
         arguments = {name: {"n": done} for name in calls}
     text = ANSWER if not said else final_answer(request, texts, said, rng)
     return 200, completion(request, serial, text, calls, arguments)
+
+
+def cached_tokens(messages: list[dict[str, Any]]) -> int | None:
+    """``N`` of a ``[cached=N]`` in the system prompt: that many prompt tokens came from the
+    provider's cache (OpenAI reports them as ``prompt_tokens_details.cached_tokens``)."""
+    system = " ".join(str(m.get("content") or "") for m in messages if m.get("role") == "system")
+    found = re.search(r"\[cached=(\d+)\]", system)
+    return int(found.group(1)) if found else None
 
 
 def directives(messages: list[dict[str, Any]]) -> set[str]:
@@ -164,7 +176,7 @@ def completion(
                 "logprobs": None,
             }
         ],
-        "usage": usage(len(messages), len(calls)),
+        "usage": usage(len(messages), len(calls), cached_tokens(messages)),
         "system_fingerprint": "fp_fake",
     }
 

@@ -16,11 +16,16 @@ import re
 import subprocess
 from collections import Counter
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import Engine
 
+from app.derive.job import derive_pending
+from app.models.base import utcnow
+from app.pricing.table import shipped_table
 from app.sessions.attributes import SESSION_KEYS, USER_KEYS
 from detectors.records import TraceRecord, from_rows, step_error
 from detectors.requested_tools import RESULT_ERROR
@@ -123,7 +128,7 @@ def assert_plain_client_traces(traces: list[dict[str, Any]], agent: str) -> None
     assert failing.status == "error"
 
 
-def test_otel_openai_v2_span_only(run_agent: RunAgent, stored: Stored) -> None:
+def test_otel_openai_v2_span_only(run_agent: RunAgent, stored: Stored, engine: Engine) -> None:
     done = run_agent("otel", "otel_openai")
     no_export_errors(done)
     traces = stored()
@@ -132,6 +137,14 @@ def test_otel_openai_v2_span_only(run_agent: RunAgent, stored: Stored) -> None:
     # chat spans carry neither.
     agent_ids = frozenset({"gen_ai.conversation.id", "user.id"})
     assert_session(traces, {("agent", agent_ids), ("llm", frozenset())})
+    # The GenAI conventions send tokens, not money: the derive job prices the calls from
+    # the shipped table (gpt-4o-mini: $0.15 in, $0.60 out per million tokens).
+    derive_pending(engine, now=utcnow() + timedelta(minutes=5), text_embeddings=False)
+    loop, failing = stored()
+    priced = [(s["cost"], s["cost_source"]) for s in loop["spans"] if s["kind"] == "llm"]
+    assert priced == [(pytest.approx(12e-6), shipped_table().label),
+                      (pytest.approx(10.5e-6), shipped_table().label)]  # fmt: skip
+    assert [s["cost_source"] for s in failing["spans"] if s["kind"] == "llm"] == ["no tokens"]
 
 
 def test_otel_openai_v2_event_only_content_arrives_on_v1_logs(
