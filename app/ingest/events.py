@@ -27,7 +27,7 @@ from app.ingest.fields import (
 )
 from app.ingest.limits import IngestLimits
 from app.ingest.score_values import OUT_OF_RANGE, score_value
-from app.sessions.attributes import MAX_ID_CHARS, SESSION_KEYS, USER_KEYS, first_id
+from app.ingest.session_ids import MAX_ID_CHARS, SESSION_KEYS, USER_KEYS, first_id
 
 EVENT_TYPES = ("trace", "span", "score", "embedding")
 TRACE_STATUS = ("ok", "error")

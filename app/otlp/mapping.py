@@ -7,7 +7,7 @@ Conventions read, first match wins:
   then any ``gen_ai.system`` / ``gen_ai.provider.name`` means an LLM call; else ``step``;
 - agent: the outermost agent span's own name (:func:`app.otlp.trace_rows.agent_identity`), else a workflow's,
   else the resource's ``service.name`` / ``service.version``;
-- session and user: :mod:`app.sessions.attributes` (the root span's, else any span's,
+- session and user: :mod:`app.ingest.session_ids` (the root span's, else any span's,
   a span's own before its resource's);
 - tool: only a tool span names one (an LLM span's ``gen_ai.tool.name`` lists tools offered);
   the calls an LLM span requested are read from its messages
@@ -33,12 +33,12 @@ import orjson
 from app.ingest.events import SCORE_KINDS, SCORE_SOURCES, ValidEvent
 from app.ingest.limits import IngestLimits
 from app.ingest.score_values import OUT_OF_RANGE, score_value
+from app.ingest.session_ids import SESSION_KEYS, USER_KEYS, first_id
 from app.otlp.decode import STATUS_ERROR, DecodedSpan
 from app.otlp.evals import EVALUATION_PREFIXES, evaluation_scores
 from app.otlp.message_tool_calls import FLAT_PREFIXES, add_tool_calls
 from app.otlp.normalise import NO_COLUMNS, columns, error_type, latency_ms, normalise
 from app.otlp.trace_rows import NO_IDS, TraceAcc, given
-from app.sessions.attributes import SESSION_KEYS, USER_KEYS, first_id
 
 _GENAI_KIND = {
     "invoke_agent": "agent",
@@ -151,7 +151,7 @@ def map_spans(
     traces: dict[str, TraceAcc] = {}
     # Whether a resource (one dict per ResourceSpans) sets telltale.* values: most don't,
     # and a span without telltale.* keys of its own then skips those lookups.
-    # ... and the session and user it names (app.sessions.attributes), read once with it.
+    # ... and the session and user it names (app.ingest.session_ids), read once with it.
     resource_says: dict[int, tuple[bool, tuple[str | None, str | None]]] = {}
     for index, sp in enumerate(spans):
         if sp.error is not None:

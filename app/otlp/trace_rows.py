@@ -11,8 +11,8 @@ from datetime import datetime
 from typing import Any
 
 from app.ingest.events import SOURCES
+from app.ingest.session_ids import SESSION_KEYS, USER_KEYS, first_id
 from app.otlp.decode import DecodedSpan
-from app.sessions.attributes import SESSION_KEYS, USER_KEYS, first_id
 
 
 def _text(value: Any, limit: int) -> str | None:

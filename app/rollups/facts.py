@@ -7,7 +7,7 @@ What counts, deterministic and documented (docs/guides/alert-rules.md):
   ``ended_at - started_at``;
 * its **environment** is the resource's ``deployment.environment.name`` (or the older
   ``deployment.environment``); its **user** the trace's ``user_id``, read at ingest from
-  the conventions' user attributes (:mod:`app.sessions.attributes`); a trace without one
+  the conventions' user attributes (:mod:`app.ingest.session_ids`); a trace without one
   counts in no user's row;
 * **tool calls** are its tool and retrieval steps (:func:`detectors.records.is_tool_step`),
   failed as :func:`detectors.records.step_error` says; **model calls** its ``llm`` steps,

@@ -22,6 +22,7 @@ from app.alerts import store as alerts
 from app.alerts.schemas import SilenceCreate
 from app.db import write_session
 from app.deps import EngineDep, Int4Id, Int8Id, SessionDep, found
+from app.ingest.session_ids import MAX_ID_CHARS
 from app.labeling import queues
 from app.labeling.errors import NotFound
 from app.models.base import utcnow
@@ -29,7 +30,6 @@ from app.monitors import defaults
 from app.monitors import store as monitors
 from app.onboarding import OtelEnv
 from app.sessions import store as sessions
-from app.sessions.attributes import MAX_ID_CHARS
 from app.traces import search as trace_search
 from app.traces import store as traces
 from app.traces.schemas import TraceOut, TracePage

@@ -9,8 +9,8 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Query
 
 from app.deps import SessionDep, found
+from app.ingest.session_ids import MAX_ID_CHARS
 from app.sessions import store
-from app.sessions.attributes import MAX_ID_CHARS
 from app.sessions.schemas import Position
 from app.web.deps import WebDep
 from app.web.pages import parse_when

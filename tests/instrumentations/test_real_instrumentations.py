@@ -24,9 +24,9 @@ import pytest
 from sqlalchemy import Engine
 
 from app.derive.job import derive_pending
+from app.ingest.session_ids import SESSION_KEYS, USER_KEYS
 from app.models.base import utcnow
 from app.pricing.table import shipped_table
-from app.sessions.attributes import SESSION_KEYS, USER_KEYS
 from detectors.records import TraceRecord, from_rows, step_error
 from detectors.requested_tools import RESULT_ERROR
 from tests.conftest import LiveServer, auth

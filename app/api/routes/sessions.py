@@ -9,9 +9,9 @@ from pydantic import BaseModel, Field
 
 from app.api.deps import ReadKey, SessionDep
 from app.api.errors import found, unprocessable
+from app.ingest.session_ids import MAX_ID_CHARS
 from app.models.base import UTCTime
 from app.sessions import store
-from app.sessions.attributes import MAX_ID_CHARS
 from app.sessions.schemas import Cursor, Position, SessionDetail, SessionPage
 
 router = APIRouter(prefix="/api/v1/sessions", tags=["sessions"])

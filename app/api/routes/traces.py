@@ -9,8 +9,8 @@ from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel, Field
 
 from app.api.deps import Int8Id, ReadKey, SessionDep
+from app.ingest.session_ids import MAX_ID_CHARS
 from app.models.base import UTCTime
-from app.sessions.attributes import MAX_ID_CHARS
 from app.traces import store
 from app.traces.schemas import SpanEventsOut, TraceDetail, TraceOut, TracePage, TraceSteps
 from app.traces.span_events import span_events_of_trace
