@@ -284,6 +284,21 @@ def _fm7(ev: Mapping[str, Any]) -> str | None:
 def _outcome_row(row: Mapping[str, Any]) -> str:
     before, after, signal = row.get("before"), row.get("after"), row.get("signal")
     name = row.get("name")
+    if signal == "objective" and row.get("method") == "ppi":
+        # The judge corrected by the labels (detectors.outcome_judged): say both, and how
+        # far the judge agrees with the labels.
+        agreement = row.get("agreement")
+        if agreement is None:
+            trust = "judge agreement unknown"
+        elif row.get("agreement_measure") == "accuracy":
+            trust = f"judge agreement {agreement:.2f}"
+        else:
+            trust = f"judge mean absolute error {_n(agreement)}"
+        return (
+            f"{name} estimated {_n(before)} {ARROW} {_n(after)} (judge {row.get('judge')} on "
+            f"{row.get('n_judged_current'):,} traces, corrected by {row.get('n_current'):,} "
+            f"labels; {trust})"
+        )
     if signal == "objective":
         return (
             f"{name} fell {_n(before)} {ARROW} {_n(after)} on {row.get('n_current')} labels "

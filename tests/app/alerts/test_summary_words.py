@@ -40,3 +40,22 @@ def test_without_words_the_numbers_remain_named() -> None:
 def test_the_monitor_scope_says_where() -> None:
     text = _summary(run("FM-2"), scope={"agent": "support-agent", "agent_version": "1.5.0"})
     assert text.startswith("Agent support-agent, agent version 1.5.0: cascade lift 7.5")
+
+
+def test_a_judge_corrected_fall_says_the_judge_the_labels_and_the_agreement() -> None:
+    row = {"signal": "objective", "method": "ppi", "name": "task_success", "judge": "resolved",
+           "before": 0.41, "after": 0.22, "n_current": 64, "n_judged_current": 1180,
+           "agreement_measure": "accuracy", "agreement": 0.86, "p_adjusted": 1e-6,
+           "fired": True}  # fmt: skip
+    text = _summary(run(objectives=[row], operations=[]))
+    assert text.startswith(
+        "task_success estimated 0.41 → 0.22 (judge resolved on 1,180 traces, corrected by 64 "
+        "labels; judge agreement 0.86)."
+    )
+
+
+def test_a_judge_whose_agreement_fell_is_named() -> None:
+    row = {"summary": "judge resolved agreed with 62.0% of 48 task_success labels (reference "
+                      "86.0% of 150), p=2e-05", "fired": True}  # fmt: skip
+    text = _summary(run("JUDGE", judges=[row]))
+    assert text.startswith("Judge resolved agreed with 62.0% of 48 task_success labels")
