@@ -61,6 +61,8 @@ def enqueue_derived(conn: Connection, traces: Sequence[Mapping[str, Any]], *, no
     rows = []
     for ev in evaluators:
         sel = ev.selection or {}
+        if sel.get("scope", "trace") != "trace":  # sessions are queued when idle (app.evaluators.sessions)
+            continue
         for t in traces:
             started = t.get("started_at")
             if t["project_id"] != ev.project_id or started is None or started < ev.watch_from:

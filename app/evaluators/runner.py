@@ -33,6 +33,7 @@ from app.evaluators import queue
 from app.evaluators.checks import Verdict, run_check
 from app.evaluators.content import TraceContent, load_contents
 from app.evaluators.judge import AnswerError, CallError, JudgeClient, render, reservation
+from app.evaluators.sessions import enqueue_idle_sessions, load_session_contents
 from app.evaluators.spec import CheckConfig, JudgeConfig, config_of
 from app.models.base import utcnow
 from app.models.evaluators import Evaluator
@@ -126,6 +127,14 @@ def _check_batch(session: Session, ev: Evaluator, leases: list[queue.Lease],
     return RunStats(done=done, errors=len(outcomes) - done)
 
 
+def contents_of(session: Session, ev: Evaluator, trace_ids: list[str]) -> dict[str, TraceContent]:
+    """What ``ev`` reads of each trace: the trace, or for a session evaluator the whole
+    session ending with it (:mod:`app.evaluators.sessions`)."""
+    if (ev.selection or {}).get("scope") == "session":
+        return load_session_contents(session, project_id=ev.project_id, last_turns=trace_ids)
+    return load_contents(session, project_id=ev.project_id, trace_ids=trace_ids)
+
+
 def run_batch(engine: Engine, evaluator_id: int, *, policy: OutboundPolicy,
               now: datetime | None = None) -> RunStats:  # fmt: skip
     """Lease, judge and write one batch of ``evaluator_id``; empty stats when none is due."""
@@ -142,8 +151,7 @@ def run_batch(engine: Engine, evaluator_id: int, *, policy: OutboundPolicy,
             leases = queue.claim(session, ev, now=now, limit=size)
             if not leases:
                 return RunStats()
-            contents = load_contents(session, project_id=ev.project_id,
-                                     trace_ids=[x.trace_id for x in leases])  # fmt: skip
+            contents = contents_of(session, ev, [x.trace_id for x in leases])
             return _check_batch(session, ev, leases, contents, now)
         calls_left, tokens_left = queue.budget_left(session, ev, day=day, lock=True)
         leases = queue.claim(session, ev, now=now, limit=min(size, calls_left))
@@ -151,8 +159,7 @@ def run_batch(engine: Engine, evaluator_id: int, *, policy: OutboundPolicy,
             return RunStats()
         config = config_of(ev.kind, ev.config)
         assert isinstance(config, JudgeConfig)
-        contents = load_contents(session, project_id=ev.project_id,
-                                 trace_ids=[x.trace_id for x in leases])  # fmt: skip
+        contents = contents_of(session, ev, [x.trace_id for x in leases])
         jobs: list[_Job] = []
         gone: list[queue.Outcome] = []
         spare: list[queue.Lease] = []
@@ -257,7 +264,11 @@ def run_due(engine: Engine, settings: Settings, *, now: datetime | None = None,
     stats = RunStats()
     with write_session(engine) as session:
         queue.reap(session, now=at)
-        ids = list(session.scalars(select(Evaluator.id).where(Evaluator.enabled.is_(True))))
+        ids = []
+        for ev in session.scalars(select(Evaluator).where(Evaluator.enabled.is_(True))):
+            ids.append(ev.id)
+            if (ev.selection or {}).get("scope") == "session":
+                enqueue_idle_sessions(session, ev, now=at)
     deadline = time.monotonic() + max_seconds
     while ids and time.monotonic() < deadline:
         busy = []

@@ -132,6 +132,10 @@ class Selection(RequestModel):
     versions: list[str] = Field(default_factory=list, max_length=50)
     sources: list[Literal["production", "eval", "shadow"]] = Field(default_factory=list)
     environments: list[str] = Field(default_factory=list, max_length=20)
+    # "session": judge a whole multi-turn session (its traces' conversation, in order) once
+    # it has been idle ``session_idle_seconds``; the score lands on its last turn.
+    scope: Literal["trace", "session"] = "trace"
+    session_idle_seconds: int = Field(default=1800, ge=60, le=7 * 86400)
 
 
 class EvaluatorSettings(RequestModel):
@@ -139,7 +143,7 @@ class EvaluatorSettings(RequestModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    selection: Selection = Field(default_factory=Selection)
+    selection: Selection = Field(default_factory=lambda: Selection())
     sample_rate: float = Field(1.0, gt=0.0, le=1.0, description="share of traces, by trace id")
     delay_seconds: int = Field(60, ge=0, le=86_400, description="after the trace settles")
     daily_calls: int = Field(10_000, ge=1, le=10_000_000)

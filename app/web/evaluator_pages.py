@@ -24,8 +24,7 @@ from app.db import write_session
 from app.deps import EngineDep, Int4Id, SessionDep, found
 from app.evaluators import store
 from app.evaluators.agreement import agreement
-from app.evaluators.content import load_contents
-from app.evaluators.runner import judge_policy, try_on_trace
+from app.evaluators.runner import contents_of, judge_policy, try_on_trace
 from app.evaluators.spec import CHECKS, EvaluatorCreate, EvaluatorPatch, config_of
 from app.models.base import utcnow
 from app.models.evaluators import Evaluator
@@ -206,7 +205,7 @@ def try_page(
         tid = trace_id.strip()
         if not tid:
             raise FormError("trace_id: type the id of a trace of this project")
-        content = load_contents(session, project_id=ev.project_id, trace_ids=[tid]).get(tid)
+        content = contents_of(session, ev, [tid]).get(tid)
         if content is None:
             raise FormError(f"trace_id: no trace {tid!r} in this project")
         settings = web.request.app.state.settings

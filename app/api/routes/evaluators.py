@@ -15,8 +15,7 @@ from app.api.errors import found, unprocessable
 from app.db import write_session
 from app.evaluators import store
 from app.evaluators.agreement import agreement
-from app.evaluators.content import load_contents
-from app.evaluators.runner import judge_policy, try_on_trace
+from app.evaluators.runner import contents_of, judge_policy, try_on_trace
 from app.evaluators.spec import CheckConfig, EvaluatorCreate, EvaluatorPatch, JudgeConfig, config_of
 from app.models.base import UTCTime, utcnow
 from app.models.evaluators import Evaluation, Evaluator
@@ -100,7 +99,7 @@ def try_evaluator(
     """Evaluate one trace now and show the prompt and the answer; nothing is stored."""
     ev = _get(session, principal.project_id, evaluator_id)
     config: JudgeConfig | CheckConfig = body.judge or body.check or config_of(ev.kind, ev.config)
-    contents = load_contents(session, project_id=principal.project_id, trace_ids=[body.trace_id])
+    contents = contents_of(session, ev, [body.trace_id])
     content = found(contents.get(body.trace_id), "trace", body.trace_id)
     kind = "check" if isinstance(config, CheckConfig) else "llm_judge"
     got = try_on_trace(content, kind, config, api_key=body.api_key or ev.api_key,

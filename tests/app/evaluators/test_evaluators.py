@@ -41,7 +41,8 @@ def judge_settings(settings: Settings) -> Settings:
 
 
 def chat_trace(tid: str, *, at: datetime, question: str, answer: str,
-               tools: tuple[tuple[str, str, str], ...] = ()) -> list[dict[str, Any]]:  # fmt: skip
+               tools: tuple[tuple[str, str, str], ...] = (),
+               session: str | None = None) -> list[dict[str, Any]]:  # fmt: skip
     """A trace whose model call carries its messages (OTel GenAI attributes), then tools
     ``(name, arguments, status)``."""
     end = at + timedelta(seconds=2)
@@ -50,7 +51,8 @@ def chat_trace(tid: str, *, at: datetime, question: str, answer: str,
     events: list[dict[str, Any]] = [
         {"id": f"t-{tid}", "type": "trace",
          "body": {"trace_id": tid, "agent": "shop", "agent_version": "1",
-                  "started_at": at.isoformat(), "ended_at": end.isoformat()}},
+                  "started_at": at.isoformat(), "ended_at": end.isoformat(),
+                  **({"session_id": session} if session else {})}},
     ]  # fmt: skip
     for i, (name, args, status) in enumerate(tools):
         events.append(
@@ -482,3 +484,34 @@ def test_the_judge_agreement_with_the_labels_per_version(
     said = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", page.text))
     assert ("Version 1: 8 of 8 judged traces carry a label. Agrees on 75% (95% interval "
             "41–93%), Cohen's κ 0.50; it says pass +0.00 more often than the labels.") in said
+
+
+def test_a_session_evaluator_judges_the_whole_conversation_once_it_is_idle(
+    client: TestClient, make_key: Any, engine: Engine, judge: JudgeServer, judge_settings: Settings
+) -> None:
+    key = make_key("admin")
+    body = judge_body(judge, selection={"scope": "session", "session_idle_seconds": 600})
+    eid = client.post("/api/v1/evaluators", json=body, headers=auth(key)).json()["id"]
+    with write_session(engine) as s:
+        s.get(Evaluator, eid).watch_from -= timedelta(hours=3)  # type: ignore[union-attr]
+    at = datetime.now(UTC) - timedelta(hours=1)
+    turns = [("a1", "s1", "I want a refund", "Which order?"),
+             ("a2", "s1", "Order 7", "Refunded. RESOLVED"),
+             ("b1", "s2", "Where is my bag?", "I could not find it.")]  # fmt: skip
+    for k, (tid, sid, q, a) in enumerate(turns):
+        ingest(client, key, chat_trace(tid, at=at + timedelta(minutes=k), question=q, answer=a,
+                                       session=sid))  # fmt: skip
+    now = settle(engine)
+    assert run_due(engine, judge_settings, now=now).calls == 2  # idle for an hour: both
+    got = {s.trace_id: s.value for s in scores(engine, "resolved_judge")}
+    assert got == {"a2": 1.0, "b1": 0.0}  # on each session's last turn
+    prompt = next(r["messages"][1]["content"] for r in judge.requests
+                  if "Order 7" in r["messages"][1]["content"])  # fmt: skip
+    assert prompt.index("I want a refund") < prompt.index("Which order?") < prompt.index("Order 7")
+    # A session that goes on is judged again, whole, on its new last turn.
+    ingest(client, key, chat_trace("a3", at=at + timedelta(minutes=30), question="Thanks",
+                                   answer="Bye", session="s1"))  # fmt: skip
+    now = settle(engine)
+    assert run_due(engine, judge_settings, now=now).calls == 1
+    assert run_due(engine, judge_settings, now=now + timedelta(minutes=5)).calls == 0
+    assert sorted(s.trace_id for s in scores(engine, "resolved_judge")) == ["a2", "a3", "b1"]
