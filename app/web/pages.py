@@ -33,7 +33,7 @@ from app.sessions import store as sessions
 from app.traces import search as trace_search
 from app.traces import store as traces
 from app.traces.schemas import TraceOut, TracePage
-from app.web import alert_view, health, open_span, queries, run_chart, trace_view
+from app.web import alert_state, alert_view, health, open_span, queries, run_chart, trace_view
 from app.web.deps import WebContext, WebDep
 from app.web.span_tree import span_depths
 
@@ -111,10 +111,20 @@ def alerts_page(
         session, project_id=pid, state=state or None, severity=severity or None, limit=200
     )
     names = monitors.monitor_names(session, project_id=pid)
-    spans = open_span.list_spans(session, rows, now=utcnow())
+    now = utcnow()
+    spans = open_span.list_spans(session, rows, now=now)
+    me = web.principal.actor
+    keys = alert_state.actor_names(
+        session, project_id=pid, actors=[me, *(a.acknowledged_by or "" for a in rows)]
+    )
+    lines = {
+        a.id: alert_state.state_line(a, span=spans[a.id], names=keys, now=now)
+        for a in rows
+        if a.id in spans
+    }
     return web.render(
         "alerts.html", alerts=rows, state=state or "", severity=severity or "",
-        monitor_names=names, open_for=spans,
+        monitor_names=names, open_for=spans, state_lines=lines, me=keys.get(me, me),
     )  # fmt: skip
 
 
@@ -131,8 +141,14 @@ def alert_page(alert_id: Int8Id, web: WebDep, session: SessionDep) -> Any:
     )
     now = utcnow()
     view = alert_view.alert_view(session, alert=alert, monitor=monitor, events=events, now=now)
-    view["open_for"] = open_span.alert_open_span(session, alert, monitor, now=now)
-    return web.render("alert.html", alert=alert, monitor=monitor, **view)
+    span = str(open_span.alert_open_span(session, alert, monitor, now=now))
+    me = web.principal.actor
+    keys = alert_state.actor_names(
+        session, project_id=pid, actors=[me, alert.acknowledged_by or ""]
+    )
+    view["open_for"] = span
+    view["state_line"] = alert_state.state_line(alert, span=span, names=keys, now=now)
+    return web.render("alert.html", alert=alert, monitor=monitor, me=keys.get(me, me), **view)
 
 
 @router.post("/alerts/{alert_id}/{action}")

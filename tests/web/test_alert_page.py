@@ -143,7 +143,7 @@ def test_ack_and_resolve_work_as_forms_for_annotators(client, make_key, engine):
     r = client.post(f"/alerts/{alert_id}/ack", data={"csrf": token}, follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"] == f"/alerts/{alert_id}"
     page = client.get(f"/alerts/{alert_id}").text
-    assert 'data-state="acknowledged"' in page and "acknowledged for" in page
+    assert 'data-state="acknowledged"' in page and "acknowledged just now by key tt_" in page
     r = client.post(
         f"/alerts/{alert_id}/ack", data={"csrf": token}, headers={"accept": "text/html"}
     )

@@ -45,8 +45,8 @@ def test_the_alert_page_and_list_say_until_the_last_evaluation(client, make_key,
     alert_id = _alert(engine)  # first fired 2026-12-03 22:00, last run 23:00
     login(client, key)
     html = client.get(f"/alerts/{alert_id}").text
-    cell = re.search(r'<td id="open-for">([^<]*)</td>', html).group(1)
+    cell = re.search(r'<td id="open-for" class="open-for">([^<]*)</td>', html).group(1)
     assert cell.startswith("firing for 1h 00m, until its last evaluation at 2026-12-03 23:00 UTC (")
     listed = client.get("/alerts").text
-    row = re.search(r'<span class="small open-for">([^<]*)</span>', listed).group(1)
+    row = re.search(r'<span class="open-for">([^<]*)</span>', listed).group(1)
     assert row.startswith("for 1h 00m, until its last evaluation at 2026-12-03 23:00 UTC (")

@@ -32,6 +32,20 @@
         badge.className = `badge ${state}`;
         badge.textContent = state;
         row.querySelector(".state").appendChild(badge);
+        // The same words the server writes (app/web/alert_state.py): the span the page was
+        // drawn with, the acknowledgement now, by the key that is logged in.
+        const span = row.dataset.openFor, me = row.closest("table").dataset.me;
+        const words = state === "acknowledged" ? `open ${span} · acknowledged just now by ${me}`
+          : state === "resolved" ? `was open for ${span}` : "";
+        const cell = row.querySelector("td.open-for");  // the alert page's own cell
+        if (cell) {
+          cell.textContent = words;
+        } else if (state === "acknowledged") {
+          const line = document.createElement("span");
+          line.className = "small open-for acked";
+          line.textContent = words;
+          row.querySelector(".state").appendChild(line);
+        }
         row.querySelectorAll(`button[data-action="ack"]`).forEach((b) => b.remove());
         if (state === "resolved") row.querySelectorAll("button.act").forEach((b) => b.remove());
         flash.textContent = `Alert ${id} is now ${state}.`;
