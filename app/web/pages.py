@@ -144,11 +144,15 @@ def alert_page(alert_id: Int8Id, web: WebDep, session: SessionDep) -> Any:
     span = str(open_span.alert_open_span(session, alert, monitor, now=now))
     me = web.principal.actor
     keys = alert_state.actor_names(
-        session, project_id=pid, actors=[me, alert.acknowledged_by or ""]
+        session,
+        project_id=pid,
+        actors=[me, alert.acknowledged_by or "", *(e.actor for e in events)],
     )
     view["open_for"] = span
     view["state_line"] = alert_state.state_line(alert, span=span, names=keys, now=now)
-    return web.render("alert.html", alert=alert, monitor=monitor, me=keys.get(me, me), **view)
+    return web.render(
+        "alert.html", alert=alert, monitor=monitor, me=keys.get(me, me), actor_names=keys, **view
+    )
 
 
 @router.post("/alerts/{alert_id}/{action}")

@@ -12,6 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.db import write_session
+from app.keys import create_key
 from app.models import Alert, AlertEvent, DetectorRun, Project, Silence
 from tests.app.alerts.test_sentences import EVIDENCE
 from tests.app.engine_helpers import add_monitor, ingest
@@ -159,3 +160,23 @@ def test_ack_and_resolve_work_as_forms_for_annotators(client, make_key, engine):
     assert 'data-state="resolved"' in client.get(f"/alerts/{alert_id}").text
     assert client.post(f"/alerts/{alert_id}/delete", data={"csrf": token}).status_code == 404
     assert client.post("/alerts/999999/resolve", data={"csrf": token}).status_code == 404
+
+
+def test_an_acknowledged_alert_says_when_and_by_which_key(client, engine):
+    with Session(engine) as s:
+        key = create_key(s, project_name="p1", role="annotate", name="pager")
+        s.commit()
+    alert_id = _alert(engine)
+    login(client, key)
+    page = client.get(f"/alerts/{alert_id}").text
+    token = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+    assert client.post(f"/alerts/{alert_id}/ack", data={"csrf": token}).status_code == 200
+    page = client.get(f"/alerts/{alert_id}").text
+    cell = re.search(r'<td id="open-for" class="open-for">([^<]*)</td>', page).group(1)
+    # Open since its first firing; acknowledged a moment ago, by the key's name.
+    assert cell.startswith("open 1h 00m") and cell.endswith(" · acknowledged just now by pager")
+    assert "acknowledged for" not in page
+    assert '<td class="meta" data-label="Who">pager</td>' in page  # the history names it too
+    listed = client.get("/alerts").text
+    line = re.search(r'<span class="small open-for acked">([^<]*)</span>', listed).group(1)
+    assert line == cell

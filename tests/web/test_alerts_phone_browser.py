@@ -42,8 +42,6 @@ def firing(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[dict]:
 
 def _fits(page, width: int) -> None:
     scroll = page.evaluate("document.documentElement.scrollWidth")
-    if scroll > width:  # DEBUG
-        print(page.evaluate("""w => [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > w).map(e => e.tagName + '.' + e.className + '#' + e.id + ' ' + Math.round(e.getBoundingClientRect().right)).slice(0, 30)""", width))
     assert scroll <= width, f"{page.url}: {scroll} px wide in a {width} px viewport"
 
 

@@ -161,7 +161,8 @@ def test_on_call_acknowledges_alert_and_sees_chart(world, browser):
     sentence = page.locator("#sentence").inner_text()
     assert "First seen 2026-11-01 10:00 UTC" in sentence and "traces." in sentence, sentence
     assert "statistic" not in sentence.lower().split(".")[0], sentence
-    assert page.locator("#open-for").inner_text().startswith("acknowledged for")
+    assert page.locator("#open-for").inner_text().startswith("open ")
+    assert " · acknowledged " in page.locator("#open-for").inner_text()
     chart = page.locator("#chart-card svg.run-chart")
     assert chart.locator("circle.point").count() == 4
     assert chart.locator("circle.point.fired").count() >= 1
@@ -197,7 +198,7 @@ def test_the_alert_page_reads_with_javascript_off(world, browser):
     page.goto(monitor)
     page.locator("button[data-action=ack]").click()  # a plain form without JavaScript
     page.locator("tr[data-state=acknowledged]").wait_for()
-    assert "acknowledged for" in page.locator("#open-for").inner_text()
+    assert " · acknowledged just now by key tt_" in page.locator("#open-for").inner_text()
     context.close()
 
 
