@@ -29,7 +29,9 @@ def banner(
     lines = [
         "Telltale demo",
         f"  UI       {base_url}/            (log in at {base_url}/login with the admin key)",
-        f"  API      {base_url}/api/v1      (docs at {base_url}/docs)",
+        # What the app serves: /docs is off (its pages load scripts from a CDN, app.main),
+        # and /api/v1 alone is no route; the schema is, and the reference is in the docs site.
+        f"  API      {base_url}/openapi.json  (reference: docs/reference/http-api.md)",
         f"  metrics  {base_url}/metrics",
         f"  database {db_url}" + ("  (project 'demo' reused)" if reused else ""),
         *(f"  {role + ' key':<12} {key}" for role, key in keys.items()),
