@@ -155,10 +155,9 @@ def run(args: argparse.Namespace) -> int:
         for line in summary_lines(schedule, result, outcome):
             say(line)
         if not args.exit_when_done and not stop.is_set():
-            say(
-                f"Serving on {base_url} until Ctrl-C (the cards show the replay's last runs: "
-                "the scheduler's real-clock runs are held until the demo stops)."
-            )
+            say(f"Serving on {base_url} until Ctrl-C.")
+            say("  The cards show the replay's last runs: the scheduler's real-clock runs")
+            say("  are held until the demo stops.")
             stop.wait()
         return 0
     finally:
