@@ -153,3 +153,19 @@ def test_version_and_serve_help_name_what_they_should(tmp_path):
     assert "s3cret" not in text
     top = _telltale("--help", db=url).stdout
     assert "``" not in top and "init" in top
+
+
+def test_init_names_the_project_and_the_server_it_was_told(tmp_path):
+    db = f"sqlite:///{tmp_path / 'init.db'}"
+    told = _telltale("init", "--project", "shop", db=db, TELLTALE_PUBLIC_URL="http://tt.local:9000")
+    assert told.returncode == 0, told.stderr
+    env = _exports(told.stdout)
+    assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://tt.local:9000"
+    assert env["OTEL_SERVICE_NAME"] == "shop"
+    assert "is the default" not in told.stdout
+    # Nothing said where the server is: the default is printed as such, with the option.
+    untold = _telltale("init", "--project", "shop", db=db, TELLTALE_PUBLIC_URL="")
+    assert untold.returncode == 0, untold.stderr
+    assert "--endpoint" in untold.stdout
+    named = _telltale("init", "--project", "shop", "--service-name", "checkout", db=db)
+    assert _exports(named.stdout)["OTEL_SERVICE_NAME"] == "checkout"
