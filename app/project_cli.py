@@ -86,7 +86,11 @@ def _init(args: argparse.Namespace) -> int:
             f"# endpoint {endpoint} is the default: pass --endpoint URL (or set "
             "TELLTALE_PUBLIC_URL) where agents reach this server elsewhere"
         )
-    print(f"# ingest key (only sends data; it is in the block below): {ingest}")
+    # The key once, in the block: a file written from this output holds it in clear.
+    print(
+        "# This block holds the project's ingest key (it only sends data): keep a file made "
+        "from it (telltale.env) out of version control"
+    )
     print(f"# {len(monitors)} default monitors: {first_verdicts_line()}")
     print("# Paste into the environment of the process that runs your agent:")
     print(env.shell())

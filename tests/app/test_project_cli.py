@@ -169,3 +169,16 @@ def test_init_names_the_project_and_the_server_it_was_told(tmp_path):
     assert "--endpoint" in untold.stdout
     named = _telltale("init", "--project", "shop", "--service-name", "checkout", db=db)
     assert _exports(named.stdout)["OTEL_SERVICE_NAME"] == "checkout"
+
+
+def test_the_env_file_holds_the_key_once_says_so_and_is_ignored(tmp_path):
+    from pathlib import Path
+
+    out = _telltale("init", "--project", "shop", db=f"sqlite:///{tmp_path / 'init.db'}")
+    assert out.returncode == 0, out.stderr
+    key = _exports(out.stdout)["OTEL_EXPORTER_OTLP_HEADERS"].removeprefix("x-api-key=")
+    assert out.stdout.count(key) == 1
+    assert "holds the project's ingest key" in out.stdout
+    root = Path(__file__).resolve().parents[2]
+    ignored = subprocess.run(["git", "check-ignore", "-q", "telltale.env"], cwd=root)
+    assert ignored.returncode == 0, "telltale.env is not in .gitignore"
