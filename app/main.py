@@ -212,11 +212,12 @@ def _install_error_handlers(app: FastAPI) -> None:
         ]
         message = "; ".join(f"{e['field']}: {e['error']}" for e in errors) or "invalid request"
         if _wants_html(_req):
-            from app.web.deps import templates
+            from app.web.deps import error_page_user, templates
 
             # A page's bad query or form value: the same message, as a page.
             return templates.TemplateResponse(
-                _req, "error.html", {"status_code": 422, "message": message, "user": None, "csrf": ""},
+                _req, "error.html",
+                {"status_code": 422, "message": message, **error_page_user(_req)},
                 status_code=422,
             )  # fmt: skip
         return JSONResponse({"detail": message, "errors": errors}, status_code=422)
@@ -233,12 +234,12 @@ def _install_error_handlers(app: FastAPI) -> None:
                 headers=exc.headers,
             )
         if _wants_html(req):
-            from app.web.deps import templates
+            from app.web.deps import error_page_user, templates
 
             return templates.TemplateResponse(
                 req,
                 "error.html",
-                {"status_code": exc.status_code, "message": exc.detail, "user": None, "csrf": ""},
+                {"status_code": exc.status_code, "message": exc.detail, **error_page_user(req)},
                 status_code=exc.status_code,
             )
         return JSONResponse(
