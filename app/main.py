@@ -27,6 +27,7 @@ from app.db import make_sessionmaker
 from app.engines import Engines
 from app.media.retention import RetentionService
 from app.metrics import WRITE_QUEUE_DEPTH
+from app.otlp.paths import OTLP_PATHS, otlp_path_hint
 from app.otlp.responses import status_response, wire_format
 from app.scheduler.jobs import periodic_jobs
 from app.scheduler.service import SchedulerService
@@ -233,6 +234,10 @@ def _install_error_handlers(app: FastAPI) -> None:
                 message=str(exc.detail),
                 headers=exc.headers,
             )
+        # A missed OTLP export (404, or 405 on a page's path such as /traces) names the path.
+        hint = otlp_path_hint(req.method, req.url.path) if exc.status_code in (404, 405) else None
+        if hint is not None:
+            return JSONResponse({"detail": hint}, status_code=exc.status_code)
         if _wants_html(req):
             from app.web.deps import error_page_user, templates
 
@@ -245,9 +250,6 @@ def _install_error_handlers(app: FastAPI) -> None:
         return JSONResponse(
             {"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers
         )
-
-
-OTLP_PATHS = frozenset({"/v1/traces", "/v1/logs", "/v1/metrics"})
 
 
 def _wants_html(req: Request) -> bool:
