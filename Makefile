@@ -1,4 +1,4 @@
-# Telltale: `make run` runs the demo (serves on SQLite at 127.0.0.1:8000); `make test` runs the whole suite;
+# Telltale: `make run` runs the demo (serves on SQLite at 127.0.0.1:8000, or `make run PORT=8001`); `make test` runs the whole suite;
 # `make test-fast` runs pytest without the tests marked slow or browser (the inner loop);
 # `make docs` builds the docs site into site/.
 # All create .venv on first use: `make run` installs the service alone, the others add the dev
@@ -8,6 +8,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
+PORT ?= 8000
 DEV_STAMP := $(VENV)/.installed-dev
 
 .PHONY: run test test-fast instr-venvs lint docs bench clean
@@ -26,7 +27,7 @@ $(DEV_STAMP): pyproject.toml | $(BIN)/python
 	touch $(DEV_STAMP) $(RUN_STAMP)
 
 run: $(RUN_STAMP)
-	$(BIN)/telltale demo --port 8000
+	$(BIN)/telltale demo --port $(PORT)
 
 # One venv per real instrumentation library (tests/instrumentations/envs.py), built before
 # pytest and reused while its requirements are unchanged; a failed install stops here.

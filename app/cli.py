@@ -141,12 +141,21 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     args = build_parser().parse_args(argv)
+    quiet_library_logs(args.command)
+    return int(args.func(args) or 0)
+
+
+def quiet_library_logs(command: str) -> None:
+    """Libraries' INFO lines that are noise to the command being run."""
     # Alembic's INFO lines are news only to `db` (and to `serve`'s start-up log); `keys`,
     # `init` and `monitors` print what a person reads, and its plugin lines are noise always.
     logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
-    if args.command not in ("db", "serve"):
+    if command not in ("db", "serve"):
         logging.getLogger("alembic").setLevel(logging.WARNING)
-    return int(args.func(args) or 0)
+    # APScheduler says "Running job ..." and "... executed successfully" at INFO for every
+    # tick (about 36 lines a minute, naming our wrapper, not the monitor): its warnings
+    # (a missed run, a job still running) stay, and our own lines name the job.
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from app.db import make_sessionmaker
 from app.engines import Engines
 from app.media.retention import RetentionService
 from app.metrics import WRITE_QUEUE_DEPTH
+from app.otlp.paths import OTLP_PATHS, otlp_path_hint
 from app.otlp.responses import status_response, wire_format
 from app.scheduler.jobs import periodic_jobs
 from app.scheduler.service import SchedulerService
@@ -212,11 +213,12 @@ def _install_error_handlers(app: FastAPI) -> None:
         ]
         message = "; ".join(f"{e['field']}: {e['error']}" for e in errors) or "invalid request"
         if _wants_html(_req):
-            from app.web.deps import templates
+            from app.web.deps import error_page_user, templates
 
             # A page's bad query or form value: the same message, as a page.
             return templates.TemplateResponse(
-                _req, "error.html", {"status_code": 422, "message": message, "user": None, "csrf": ""},
+                _req, "error.html",
+                {"status_code": 422, "message": message, **error_page_user(_req)},
                 status_code=422,
             )  # fmt: skip
         return JSONResponse({"detail": message, "errors": errors}, status_code=422)
@@ -232,21 +234,22 @@ def _install_error_handlers(app: FastAPI) -> None:
                 message=str(exc.detail),
                 headers=exc.headers,
             )
+        # A missed OTLP export (404, or 405 on a page's path such as /traces) names the path.
+        hint = otlp_path_hint(req.method, req.url.path) if exc.status_code in (404, 405) else None
+        if hint is not None:
+            return JSONResponse({"detail": hint}, status_code=exc.status_code)
         if _wants_html(req):
-            from app.web.deps import templates
+            from app.web.deps import error_page_user, templates
 
             return templates.TemplateResponse(
                 req,
                 "error.html",
-                {"status_code": exc.status_code, "message": exc.detail, "user": None, "csrf": ""},
+                {"status_code": exc.status_code, "message": exc.detail, **error_page_user(req)},
                 status_code=exc.status_code,
             )
         return JSONResponse(
             {"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers
         )
-
-
-OTLP_PATHS = frozenset({"/v1/traces", "/v1/logs", "/v1/metrics"})
 
 
 def _wants_html(req: Request) -> bool:

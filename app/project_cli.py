@@ -65,10 +65,11 @@ def _init(args: argparse.Namespace) -> int:
         ingest = create_key(session, project_name=args.project, role="ingest", name="agent")
         admin = create_key(session, project_name=args.project, role="admin", name="operator")
         monitors = create_defaults(session, project_id=_project_id(session, args.project))
+    endpoint = args.endpoint or settings.public_url
     env = OtelEnv(
-        endpoint=args.endpoint or settings.public_url,
+        endpoint=endpoint,
         key=ingest,
-        service_name=args.service_name,
+        service_name=args.service_name or args.project,
         service_version=args.service_version,
     )
     # The block goes where agents `source` it (`> telltale.env`): it holds the ingest key
@@ -79,7 +80,17 @@ def _init(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     print(f"# Project {args.project!r} on {database_label(settings.database_url)}")
-    print(f"# ingest key (only sends data; it is in the block below): {ingest}")
+    if not args.endpoint and "public_url" not in settings.model_fields_set:
+        # Nothing said where agents reach this server: say the guess is a default.
+        print(
+            f"# endpoint {endpoint} is the default: pass --endpoint URL (or set "
+            "TELLTALE_PUBLIC_URL) where agents reach this server elsewhere"
+        )
+    # The key once, in the block: a file written from this output holds it in clear.
+    print(
+        "# This block holds the project's ingest key (it only sends data): keep a file made "
+        "from it (telltale.env) out of version control"
+    )
     print(f"# {len(monitors)} default monitors: {first_verdicts_line()}")
     print("# Paste into the environment of the process that runs your agent:")
     print(env.shell())
@@ -189,7 +200,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     init.add_argument("--project", required=True)
     init.add_argument("--endpoint", help="this server's URL as agents reach it "
                       "(default: TELLTALE_PUBLIC_URL)")  # fmt: skip
-    init.add_argument("--service-name", default="my-agent", help="OTEL_SERVICE_NAME")
+    init.add_argument("--service-name", help="OTEL_SERVICE_NAME (default: the project's name)")
     init.add_argument("--service-version", default="v1", help="service.version")
     init.set_defaults(func=_guarded(_init))
 

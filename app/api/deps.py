@@ -53,17 +53,25 @@ def key_from_request(request: Request) -> str | None:
     return None
 
 
+def _missing_key(request: Request) -> str:
+    """Why no key was read; an Authorization header without its scheme (a bare key, as
+    exporters' header settings tempt) is told how to write it."""
+    if request.headers.get("authorization", "").strip():
+        return (
+            "the Authorization header is not 'Bearer <key>': write "
+            "'Authorization: Bearer <key>' (the word Bearer, a space, then the key), "
+            "or send 'x-api-key: <key>'"
+        )
+    return "missing API key: send 'Authorization: Bearer <key>' or 'x-api-key: <key>'"
+
+
 def get_principal(request: Request) -> Principal:
     key = key_from_request(request)
     if not key:
         from_cookie = cookie_principal(request)
         if from_cookie is not None:
             return from_cookie
-        raise HTTPException(
-            401,
-            "missing API key: send 'Authorization: Bearer <key>' or 'x-api-key: <key>'",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
+        raise HTTPException(401, _missing_key(request), headers={"WWW-Authenticate": "Bearer"})
     with request.app.state.engine.connect() as conn:
         principal = authenticate(conn, key=key)
     if principal is None:

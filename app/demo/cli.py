@@ -20,6 +20,7 @@ import logging
 import os
 import secrets
 import signal
+import socket
 import sys
 import threading
 import time
@@ -99,6 +100,9 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if _port_taken(args.port):  # before --fresh deletes anything
+        print(_port_hint(args.port), file=sys.stderr)
+        return 2
     url = _database_url(args.fresh)
     migrate.upgrade(url)
     _quiet_logs()  # again: the migration's logging config turns them back on
@@ -128,6 +132,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if not _wait_healthy(base_url, server, thread, stop):
             print(f"error: the server did not start on {base_url}", file=sys.stderr)
+            if not stop.is_set():
+                print(_port_hint(args.port), file=sys.stderr)
             return 0 if stop.is_set() else 2
         say = _printer()
         for line in banner(
@@ -149,10 +155,9 @@ def run(args: argparse.Namespace) -> int:
         for line in summary_lines(schedule, result, outcome):
             say(line)
         if not args.exit_when_done and not stop.is_set():
-            say(
-                f"Serving on {base_url} until Ctrl-C (the cards show the replay's last runs: "
-                "the scheduler's real-clock runs are held until the demo stops)."
-            )
+            say(f"Serving on {base_url} until Ctrl-C.")
+            say("  The cards show the replay's last runs: the scheduler's real-clock runs")
+            say("  are held until the demo stops.")
             stop.wait()
         return 0
     finally:
@@ -161,6 +166,25 @@ def run(args: argparse.Namespace) -> int:
         receiver.stop()
         _release(url, project.project_id)
         print("telltale demo stopped", flush=True)
+
+
+def _port_taken(port: int) -> bool:
+    """Another process listens on 127.0.0.1:``port`` (SO_REUSEADDR as uvicorn binds, so a
+    port left in TIME_WAIT by a previous run does not count)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+def _port_hint(port: int) -> str:
+    return (
+        f"error: 127.0.0.1:{port} is taken by another process; serve on another port with "
+        f"`telltale demo --port {port + 1}` (or `make run PORT={port + 1}`)"
+    )
 
 
 def _release(url: str, project_id: int) -> None:

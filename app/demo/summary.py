@@ -28,8 +28,10 @@ def banner(
 ) -> list[str]:
     lines = [
         "Telltale demo",
-        f"  UI       {base_url}/            (log in at {base_url}/login with the admin key)",
-        f"  API      {base_url}/api/v1      (docs at {base_url}/docs)",
+        f"  UI       {base_url}/  (log in at /login with the admin key)",
+        # What the app serves: /docs is off (its pages load scripts from a CDN, app.main),
+        # and /api/v1 alone is no route; the schema is, and the reference is in the docs site.
+        f"  API      {base_url}/openapi.json  (reference: docs/reference/http-api.md)",
         f"  metrics  {base_url}/metrics",
         f"  database {db_url}" + ("  (project 'demo' reused)" if reused else ""),
         *(f"  {role + ' key':<12} {key}" for role, key in keys.items()),
@@ -42,14 +44,15 @@ def banner(
 def schedule_lines(schedule: Schedule, *, speed: float, tick_min: float) -> list[str]:
     per_hour = 3600.0 / speed
     return [
-        f"Replaying {schedule.hours:g} simulated hours from {_t(schedule.start)} "
-        f"(1 simulated hour per {per_hour:.3g} s real, or slower if the monitors need longer;"
-        f" monitors run every {tick_min:g} simulated minutes).",
-        f"Clean baseline for {schedule.baseline_h:g} h (the monitors' first verdicts come "
-        f"after 8 h of data), then one mode every {format_delay(schedule.slot)} "
-        f"({schedule.strength}); each stays on.",
-        "FM-4 and OUTCOME read 2 h against 4 h here, like the others; their defaults read "
-        "8 h against a day (labels arrive late) and speak 24 h after a project's first trace.",
+        f"Replaying {schedule.hours:g} simulated hours from {_t(schedule.start)}:",
+        f"  1 simulated hour per {per_hour:.3g} s real (slower if the monitors need longer),",
+        f"  monitors run every {tick_min:g} simulated minutes;",
+        f"  a clean baseline for {schedule.baseline_h:g} h (the monitors' first verdicts come "
+        "after 8 h of data),",
+        f"  then one mode every {format_delay(schedule.slot)} ({schedule.strength}); "
+        "each stays on.",
+        "  FM-4 and OUTCOME read 2 h against 4 h here, like the others; their defaults read",
+        "  8 h against a day (labels arrive late) and speak 24 h after a project's first trace.",
     ]
 
 
@@ -69,21 +72,29 @@ def summary_lines(schedule: Schedule, result: ReplayResult, outcome: Outcome) ->
     n_found = sum(d.detected_at is not None for d in result.detections.values())
     fa = ", ".join(f"{m} x{n}" for m, n in sorted(false_alarms.items())) or "none"
     cross = Counter((m, c) for m, c, _ in result.cross_mode)
-    seen = "".join(f"; {m} saw {c}'s change x{n}" for (m, c), n in sorted(cross.items()))
+    seen: dict[str, list[str]] = {}
+    for (monitor, cause), n in sorted(cross.items()):
+        seen.setdefault(monitor, []).append(f"{cause} x{n}")
     states = ", ".join(f"{n} {s}" for s, n in sorted(outcome.alerts_by_state.items())) or "none"
     events = ", ".join(f"{n} {e}" for e, n in sorted(outcome.delivered_by_event.items()))
+    # One fact a line, each short enough for a terminal.
     lines += [
-        f"  detected {n_found} of {len(result.detections)}; false alarms: {fa}{seen}",
-        f"  monitor runs {result.runs} ({result.failed_runs} failed); events sent "
-        f"{result.events_accepted} new, {result.events_duplicate} duplicates; "
+        f"  detected {n_found} of {len(result.detections)}",
+        f"  false alarms: {fa}",
+        f"  monitor runs {result.runs} ({result.failed_runs} failed); "
         f"replay took {result.wall_s:.0f} s",
+        f"  events sent {result.events_accepted} new, {result.events_duplicate} duplicates",
         f"  alerts: {states}",
         f"  labeling queue {outcome.queue}: {outcome.queue_depth} items waiting "
         f"({outcome.queue_added} added by this run's fill)",
         f"  notifications delivered to the receiver: {outcome.delivered} signed and verified"
-        + (f" ({events})" if events else "")
         + (f"; {outcome.rejected_deliveries} rejected" if outcome.rejected_deliveries else ""),
     ]
+    if seen:  # OUTCOME sees every mode's change: a line per monitor, not one per sighting
+        lines.append("  other modes' changes seen (real drifts, not false alarms):")
+        lines += [f"    {monitor} saw {', '.join(causes)}" for monitor, causes in seen.items()]
+    if events:
+        lines.append(f"    by event: {events}")
     return lines
 
 

@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.templating import Jinja2Templates
+from sqlalchemy.exc import SQLAlchemyError
 
 from app.auth.cookies import csrf_ok, csrf_token
 from app.auth.logins import current_login, session_secret
@@ -78,3 +79,16 @@ def web_context(request: Request) -> WebContext:
 
 
 WebDep = Annotated[WebContext, Depends(web_context)]
+
+
+def error_page_user(request: Request) -> dict[str, Any]:
+    """``user`` and ``csrf`` for an error page: a logged-in reader keeps the navigation (a
+    404 is where a person most needs a way back); anyone else gets the bare page."""
+    try:
+        login = current_login(request)
+    except SQLAlchemyError:  # the error being shown may be the database's own
+        login = None
+    if login is None or not login[1].can(PAGE_ROLE):
+        return {"user": None, "csrf": ""}
+    web, principal = login
+    return {"user": principal, "csrf": csrf_token(session_secret(request), web.nonce)}

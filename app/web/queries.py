@@ -129,8 +129,11 @@ def overview(session: Session, *, project_id: int) -> dict[str, Any]:
     )
     # OTLP traces arrive as spans (their trace rows are merged, not counted as events):
     # count the traces that started in the last hour, whatever carried them.
+    # ``now`` is floored to the minute: the hour runs to the end of the current minute, so
+    # a trace sent seconds ago (a newcomer's first) is counted.
+    until = now + timedelta(minutes=1)
     rate["trace"] = max(
-        int(rate.get("trace") or 0), traces_started(session, project_id, since, now)
+        int(rate.get("trace") or 0), traces_started(session, project_id, since, until)
     )
     return {
         "modes": modes,

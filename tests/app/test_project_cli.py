@@ -153,3 +153,32 @@ def test_version_and_serve_help_name_what_they_should(tmp_path):
     assert "s3cret" not in text
     top = _telltale("--help", db=url).stdout
     assert "``" not in top and "init" in top
+
+
+def test_init_names_the_project_and_the_server_it_was_told(tmp_path):
+    db = f"sqlite:///{tmp_path / 'init.db'}"
+    told = _telltale("init", "--project", "shop", db=db, TELLTALE_PUBLIC_URL="http://tt.local:9000")
+    assert told.returncode == 0, told.stderr
+    env = _exports(told.stdout)
+    assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://tt.local:9000"
+    assert env["OTEL_SERVICE_NAME"] == "shop"
+    assert "is the default" not in told.stdout
+    # Nothing said where the server is: the default is printed as such, with the option.
+    untold = _telltale("init", "--project", "shop", db=db, TELLTALE_PUBLIC_URL="")
+    assert untold.returncode == 0, untold.stderr
+    assert "--endpoint" in untold.stdout
+    named = _telltale("init", "--project", "shop", "--service-name", "checkout", db=db)
+    assert _exports(named.stdout)["OTEL_SERVICE_NAME"] == "checkout"
+
+
+def test_the_env_file_holds_the_key_once_says_so_and_is_ignored(tmp_path):
+    from pathlib import Path
+
+    out = _telltale("init", "--project", "shop", db=f"sqlite:///{tmp_path / 'init.db'}")
+    assert out.returncode == 0, out.stderr
+    key = _exports(out.stdout)["OTEL_EXPORTER_OTLP_HEADERS"].removeprefix("x-api-key=")
+    assert out.stdout.count(key) == 1
+    assert "holds the project's ingest key" in out.stdout
+    root = Path(__file__).resolve().parents[2]
+    ignored = subprocess.run(["git", "check-ignore", "-q", "telltale.env"], cwd=root)
+    assert ignored.returncode == 0, "telltale.env is not in .gitignore"

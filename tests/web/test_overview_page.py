@@ -13,6 +13,7 @@ from app.db import write_session
 from app.models import Monitor
 from app.web.health import defaults_first_verdicts
 from tests.app.derive.otlp_agent import agent_run, send
+from tests.conftest import sqlite_only
 from tests.web.test_pages import login
 
 
@@ -122,3 +123,17 @@ def test_a_run_from_before_the_first_trace_does_not_speak_over_the_counts(client
     text = " ".join(re.sub(r"<[^>]+>", " ", card).split())
     assert "That run came before the first trace; the next, due" in text, text
     assert run["evidence"]["reason"] not in text
+
+
+@sqlite_only
+def test_a_trace_sent_this_minute_counts_in_the_last_hour(client, make_key):
+    admin = make_key("admin")
+    send(client, admin, [agent_run("hello", start=time.time_ns())])
+    login(client, admin)
+    page = client.get("/").text
+    rate = " ".join(
+        re.sub(
+            r"<[^>]+>", "", re.search(r'id="ingest-rate">(.*?)</p>', page, re.S).group(1)
+        ).split()
+    )
+    assert "last hour: 1 trace" in rate, rate

@@ -9,7 +9,7 @@ from sqlalchemy import update
 
 from app.auth.cookies import COOKIE
 from app.models import ApiKey
-from tests.conftest import auth
+from tests.conftest import auth, sqlite_only
 
 XSS = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 
@@ -226,3 +226,17 @@ def test_an_ingest_key_cannot_open_the_pages(client, make_key, engine):
         r = client.get(path, headers={"accept": "text/html"}, follow_redirects=False)
         assert r.status_code == 403, path
         assert "role &#39;ingest&#39;" in r.text and "<html" in r.text.lower()
+
+
+@sqlite_only
+def test_an_error_page_keeps_the_navigation_for_a_logged_in_reader(client, make_key):
+    html = {"accept": "text/html"}
+    anonymous = client.get("/no-such-page", headers=html)
+    assert anonymous.status_code == 404 and "<nav>" not in anonymous.text
+    login(client, make_key("read"))
+    for path in ("/no-such-page", "/traces/no-such-trace"):
+        r = client.get(path, headers=html)
+        assert r.status_code == 404, path
+        assert '<a href="/traces">Traces</a>' in r.text and "Log out" in r.text, path
+    bad = client.get("/traces?status=nope", headers=html)
+    assert bad.status_code == 422 and '<a href="/traces">Traces</a>' in bad.text

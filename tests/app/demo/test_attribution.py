@@ -65,4 +65,4 @@ def test_summary_counts_cross_mode_firings_apart_from_false_alarms() -> None:
         queue="vlm-images", queue_depth=0, queue_added=0,
     )  # fmt: skip
     text = "\n".join(summary_lines(SCHEDULE, result, outcome))
-    assert "false alarms: FM-1 x1; FM-6 saw FM-5's change x2" in text
+    assert "false alarms: FM-1 x1\n" in text and "    FM-6 saw FM-5 x2" in text

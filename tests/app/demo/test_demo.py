@@ -98,7 +98,7 @@ def test_demo_detects_every_mode_and_runs_twice(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGINT)
     out += _finish(proc, timeout=60)
     assert re.search(r"UI\s+http://127\.0\.0\.1:\d+/", out), out
-    assert "/api/v1" in out and "/metrics" in out
+    assert "/openapi.json" in out and "/metrics" in out
     for role in ("admin", "ingest", "annotate"):
         assert re.search(rf"{role} key\s+tt_\S{{20,}}", out), out
     for k in range(1, 8):
