@@ -64,6 +64,9 @@ def overview_counts(session: Session) -> ExpiringCounts:
     return _OVERVIEW_COUNTS.setdefault(str(session.get_bind().engine.url), ExpiringCounts())
 
 
+# Modes no project is expected to watch until it has what they read: their card shows only
+# once a monitor exists (JUDGE: made with an evaluator that predicts an objective).
+OPT_IN = frozenset({"JUDGE"})
 FAILURE_MODES = {
     "FM-1": "Compounding decision errors",
     "FM-2": "Tool failure cascades",
@@ -104,6 +107,8 @@ def overview(session: Session, *, project_id: int) -> dict[str, Any]:
     now = utcnow().replace(second=0, microsecond=0)
     first_data = first_trace_at(session, project_id=project_id)
     for fm, title in FAILURE_MODES.items():
+        if fm in OPT_IN and not any(m.failure_mode == fm for m in found):
+            continue  # made with what it watches (an evaluator with an objective), not a gap
         rows = [
             monitor_row(
                 session,

@@ -112,6 +112,7 @@ def test_a_short_live_replay_pages_on_the_success_fall() -> None:
         scenario="regression", traffic="tau-bench", clean_hours=25.0, hours=6.0, rate=80.0,
         seed=0, monitors="OUTCOME", first_tick_hours=24.0, text_embeddings=False,
         data=None, verbose=False, recover_after_hours=None, night=1.0, tick_minutes=15.0,
+        judge_agreement=None, label_share=None,
     )  # fmt: skip
     from bench.real_traffic import DATA
 
