@@ -170,12 +170,18 @@ def _only(batch: Batch, t: dict[str, Any]) -> Batch:
 def _derive_together(
     engine: Engine, batch: Batch, *, now: datetime, encoder: TextEncoder | None
 ) -> int:
+    costs = batch_costs(batch.traces, batch.spans, batch.prices)
+    priced: dict[Key, dict[str, float]] = {}
+    for c in costs:
+        if c["b_cost"] is not None:
+            priced.setdefault((c["b_project"], c["b_trace"]), {})[c["b_span"]] = c["b_cost"]
     derived: dict[Key, DerivedFields] = {}
     for t in batch.traces:
         key = (t["project_id"], t["trace_id"])
         derived[key] = derive_trace(
-            t, batch.spans[key], batch.events[key], batch.configs[t["project_id"]]
-        )
+            t, batch.spans[key], batch.events[key], batch.configs[t["project_id"]],
+            priced.get(key),
+        )  # fmt: skip
     hashes = {
         key: (
             t["input_hash"]
@@ -187,7 +193,6 @@ def _derive_together(
     }
     embedded, written = _embed(engine, batch, derived, encoder)
     profiles = _step_profiles(engine, batch)
-    costs = batch_costs(batch.traces, batch.spans, batch.prices)
     with write_transaction(engine) as conn:
         groups = _assign_groups(conn, batch, hashes, embedded)
         pairs = pair_batch(conn, traces=batch.traces, configs=batch.configs, hashes=hashes)

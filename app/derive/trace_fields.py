@@ -31,6 +31,7 @@ from typing import Any
 from app.derive.config import DerivedFieldRules
 from app.derive.identity import embedding_text, input_hash
 from app.derive.json_path import read_json_path
+from app.derive.loops import ToolLoop, tool_loop
 from app.derive.messages import CallContent, call_content
 from app.derive.patterns import extract
 from detectors.stored_times import step_order_key
@@ -50,6 +51,7 @@ class DerivedFields:
     decision: str | None = None
     confidence: float | None = None
     source: str | None = None
+    loop: ToolLoop | None = None  # always set by derive_trace (app/derive/loops.py)
 
 
 def owned(trace: Mapping[str, Any]) -> dict[str, Any]:
@@ -67,14 +69,16 @@ def derive_trace(
     spans: Sequence[Mapping[str, Any]],
     events: Mapping[str, list[dict[str, Any]]],
     config: DerivedFieldRules,
+    priced: Mapping[str, float] | None = None,
 ) -> DerivedFields:
+    """``priced``: the costs, by span id, of its LLM calls sent without one."""
     ordered = sorted(spans, key=step_order_key)
     llm = [s for s in ordered if s.get("kind") == "llm"]
     calls = [
         call_content(dict(s.get("attributes") or {}), events.get(s["span_id"], [])) for s in llm
     ]
     attrs = trace.get("attributes") or {}
-    out = DerivedFields()
+    out = DerivedFields(loop=tool_loop(ordered, priced))
     ident = config.input_identity
     first = next((c for c in calls if c.user or c.system), None)
     if first is not None:

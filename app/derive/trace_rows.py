@@ -17,6 +17,8 @@ from app.derive.groups import INPUT_GROUP
 from app.derive.trace_fields import DERIVED, DerivedFields, is_explicit, owned
 from app.models import Trace
 
+LOOP = "telltale.loop"
+
 TRACE_UPDATE = (
     update(Trace)
     .where(
@@ -30,6 +32,8 @@ TRACE_UPDATE = (
         attributes=bindparam("b_attributes", type_=Trace.attributes.type),
         derived_at=bindparam("b_now", type_=Trace.derived_at.type),
         step_profile=bindparam("b_profile"),
+        loop_tool=bindparam("b_loop_tool"),
+        loop_calls=bindparam("b_loop_calls"),
         derive_error=None,
     )
 )
@@ -69,6 +73,12 @@ def update_row(
         source = mine["source"] = sig.source
     if embedded is not None:
         mine["embedded"] = embedded[0]
+    loop = sig.loop
+    # What a loop wasted, beside its columns (app/derive/loops.py).
+    put(LOOP, None if loop is None or loop.tool is None else {
+        "wasted_calls": loop.wasted_calls, "wasted_tokens": loop.wasted_tokens,
+        "wasted_cost": loop.wasted_cost,
+    })  # fmt: skip
     attrs[DERIVED] = {k: v for k, v in mine.items() if v is not None}
     return {
         "b_id": t["id"],
@@ -78,4 +88,6 @@ def update_row(
         "b_pair": counterfactual,
         "b_attributes": attrs,
         "b_now": now,
+        "b_loop_tool": None if loop is None else loop.tool,
+        "b_loop_calls": None if loop is None else loop.calls,
     }

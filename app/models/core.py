@@ -90,6 +90,11 @@ class Trace(BigId, ProjectOwned, Created, Base):
     derive_error: Mapped[str | None] = mapped_column(String(300), nullable=True)
     # Its spans stored, kept by the ingest write that stores them (app/ingest/trace_size.py).
     span_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    # Its longest run of one tool called with the same arguments (app/derive/loops.py):
+    # the identical calls (0 without tool calls; None: not derived), and the tool when
+    # that run is a loop (None when it is not).
+    loop_tool: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    loop_calls: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class Span(BigId, Base):

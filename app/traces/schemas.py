@@ -26,6 +26,10 @@ class TraceOut(ResponseModel):
     attributes: dict[str, Any]
     # Why its fields could not be derived (app/derive/failures.py); None when they were.
     derive_error: str | None = None
+    # Its tool loop (app/derive/loops.py): the tool, when its longest run of identical
+    # calls is a loop, and that run's calls; None: not derived.
+    loop_tool: str | None = None
+    loop_calls: int | None = None
 
 
 class TracePage(ResponseModel):

@@ -27,10 +27,15 @@ def filtered(
     trace_id: str | None = None,
     session_id: str | None = None,
     user_id: str | None = None,
+    loop: bool | None = None,
 ) -> Select[Any]:
-    """The project's traces narrowed by each filter given; ``since <= started_at < until``."""
+    """The project's traces narrowed by each filter given; ``since <= started_at < until``;
+    ``loop``: with (True) or without (False) a tool loop (app/derive/loops.py)."""
+    query = select(Trace).where(Trace.project_id == project_id)
+    if loop is not None:
+        query = query.where(Trace.loop_tool.is_not(None) if loop else Trace.loop_tool.is_(None))
     return where_given(
-        select(Trace).where(Trace.project_id == project_id),
+        query,
         (Trace.agent, eq, agent),
         (Trace.agent_version, eq, agent_version),
         (Trace.trace_id, eq, trace_id),

@@ -28,6 +28,7 @@ class TraceFilters(BaseModel):
     until: UTCTime | None = Field(None, description="started_at < until (ISO-8601)")
     session_id: str | None = Field(None, max_length=MAX_ID_CHARS, description="turns of a session")
     user_id: str | None = Field(None, max_length=MAX_ID_CHARS, description="traces of a user")
+    loop: bool | None = Field(None, description="with (true) or without a tool loop")
     limit: int = Field(50, ge=1, le=500)
     cursor: Int8Id | None = Field(None, description="next_cursor of the previous page")
 
