@@ -41,6 +41,8 @@ def _series(cur: Sequence[TraceRecord], row: dict[str, Any]) -> tuple[np.ndarray
             value = float(v[0]) if v.size else None
         elif signal == "trace_error_rate":
             value = float(t.status == "error")
+        elif signal == "loop_rate":
+            value = None if t.loop_calls is None else float(t.has_loop)
         elif signal == "tool_error_rate":
             calls = [s for s in t.steps if is_tool_step(s) and (s.tool_name or s.name) == name]
             value = float(any(step_error(s) for s in calls)) if calls else None

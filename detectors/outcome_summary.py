@@ -30,6 +30,8 @@ def describe(row: dict[str, Any]) -> str:
         )
     if row["signal"] == "trace_error_rate":
         return f"{after:.1%} of {row['n_current']} traces failed (reference {before:.1%})"
+    if row["signal"] == "loop_rate":
+        return f"{after:.1%} of {row['n_current']} traces had a tool loop (reference {before:.1%})"
     unit = " s" if row["signal"] == "latency_s" else ""
     label = "median latency" if row["signal"] == "latency_s" else "median steps per trace"
     return f"{label} rose {before:.3g}{unit} -> {after:.3g}{unit}"
@@ -77,6 +79,8 @@ def example_trace_ids(
         ]  # fmt: skip
     elif row["signal"] == "trace_error_rate":
         picked = [t.trace_id for t in cur if t.status == "error"]
+    elif row["signal"] == "loop_rate":
+        picked = [t.trace_id for t in cur if t.has_loop]
     else:
         key = latencies if row["signal"] == "latency_s" else step_counts
         ordered = sorted(cur, key=lambda t: float(np.sum(key([t]))), reverse=True)

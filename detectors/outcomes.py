@@ -18,6 +18,10 @@ have paged. This detector compares the current window with the reference on:
   scores are not objectives of their own.
 * **trace errors**: the share of traces whose status is ``error``; one-sided Fisher exact
   test, gated on a rise of at least ``min_rate_increase``.
+* **tool loops**: the share of traces with a tool loop (one tool called with the same
+  arguments 3 times, or again after it failed; found when the trace was derived,
+  :attr:`detectors.records.TraceRecord.loop_tool`), among the traces derived for loops;
+  one-sided Fisher exact test, gated on a rise of at least ``min_rate_increase``.
 * **tool errors**: per tool, the share of the traces calling it in which a call of it
   failed (status, ``error_type`` or ``correct`` = false; by trace, since retries of a
   failing call fail together); Fisher exact per tool, tools that could not reach ``alpha`` with every failure in
@@ -145,6 +149,7 @@ class OutcomeRegressionDetector(TraceSources, Parameters):
             {**row, "scope": "recent half"}
             for row in (
                 self._trace_errors(ref, recent),
+                self._tool_loops(ref, recent),
                 self._spread("latency_s", latencies(ref), latencies(recent)),
                 self._spread("steps_per_trace", step_counts(ref), step_counts(recent)),
                 *self._tool_errors(ref, recent),
@@ -251,6 +256,19 @@ class OutcomeRegressionDetector(TraceSources, Parameters):
         k_cur = sum(t.status == "error" for t in cur)
         k_ref = sum(t.status == "error" for t in ref)
         return _rate_row("trace_error_rate", "traces", k_cur, len(cur), k_ref, len(ref),
+                         self.min_rate_increase)  # fmt: skip
+
+    def _tool_loops(
+        self, ref: Sequence[TraceRecord], cur: Sequence[TraceRecord]
+    ) -> dict[str, Any] | None:
+        # Only traces derived for loops: traces stored before loops were derived would read
+        # as loop-free and make any reference look better than it was.
+        ref = [t for t in ref if t.loop_calls is not None]
+        cur = [t for t in cur if t.loop_calls is not None]
+        if min(len(ref), len(cur)) < self.min_traces:
+            return None
+        k_cur, k_ref = sum(t.has_loop for t in cur), sum(t.has_loop for t in ref)
+        return _rate_row("loop_rate", "traces", k_cur, len(cur), k_ref, len(ref),
                          self.min_rate_increase)  # fmt: skip
 
     def _tool_errors(

@@ -135,6 +135,15 @@ class TraceRecord:
     scores: tuple[Score, ...] = ()
     input_embedding: np.ndarray | None = None
     output_embedding: np.ndarray | None = None
+    # Its longest run of one tool called with the same arguments, found when the trace was
+    # derived (app/derive/loops.py): the identical calls (None: not derived for loops) and
+    # the tool when that run is a loop.
+    loop_calls: int | None = None
+    loop_tool: str | None = None
+
+    @property
+    def has_loop(self) -> bool:
+        return self.loop_tool is not None
 
     @property
     def decision(self) -> str | None:
@@ -312,6 +321,8 @@ def _record(
         ),
         input_embedding=vectors.get((tid, "input")),
         output_embedding=vectors.get((tid, "output")),
+        loop_calls=None if t.get("loop_calls") is None else int(t["loop_calls"]),
+        loop_tool=_shared_or_none(t.get("loop_tool")),
     )
 
 

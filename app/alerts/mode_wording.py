@@ -311,6 +311,11 @@ def _outcome_row(row: Mapping[str, Any]) -> str:
         )
     if signal == "trace_error_rate":
         return f"failed traces {_pct(before)} {ARROW} {_pct(after)} ({row.get('n_current')} traces)"
+    if signal == "loop_rate":
+        return (
+            f"traces with a tool loop {_pct(before)} {ARROW} {_pct(after)} "
+            f"({row.get('n_current'):,} traces)"
+        )
     if signal == "latency_s":
         return f"median latency {_n(before)} s {ARROW} {_n(after)} s"
     if signal == "steps_per_trace":

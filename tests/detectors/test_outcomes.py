@@ -25,8 +25,10 @@ def window(
     broken_tool: str | None = None,
     latency_scale: float = 1.0,
     error_rate: float = 0.02,
+    loop_rate: float | None = None,
 ) -> list[TraceRecord]:
-    """Traces shaped like tau-bench's: a few tool calls between model steps, a delayed label."""
+    """Traces shaped like tau-bench's: a few tool calls between model steps, a delayed label;
+    with ``loop_rate``, derived for tool loops, that share of them looping."""
     out = []
     for i in range(n):
         steps = []
@@ -50,9 +52,18 @@ def window(
                 status="error" if rng.random() < error_rate else "ok",
                 steps=tuple(steps),
                 scores=scores,
+                **_loop(rng, loop_rate),
             )
         )
     return out
+
+
+def _loop(rng: np.random.Generator, rate: float | None) -> dict[str, object]:
+    if rate is None:  # not derived for loops (no draw: the other tests' streams stay)
+        return {}
+    if rng.random() < rate:
+        return {"loop_calls": int(rng.integers(3, 7)), "loop_tool": "get_reservation"}
+    return {"loop_calls": int(rng.integers(0, 3)), "loop_tool": None}
 
 
 @pytest.mark.slow
@@ -69,6 +80,51 @@ def test_stationary_windows_fire_at_most_at_alpha() -> None:
         fired += result.fired
     # Expected 2 of 200 at alpha = 0.01; 6 or more has p < 0.02 under Binomial(200, 0.01).
     assert fired <= 5, fired
+
+
+@pytest.mark.slow
+def test_stationary_windows_with_tool_loops_fire_at_most_at_alpha() -> None:
+    detector = OutcomeRegressionDetector(alpha=0.01)
+    fired = loop_fired = 0
+    for seed in range(200):
+        rng = np.random.default_rng(5000 + seed)
+        reference = window(rng, 320, start=0.0, loop_rate=0.05)
+        current = window(rng, 160, start=1e6, labeled=0.4, loop_rate=0.05)
+        result = detector.test(reference, current)
+        fired += result.fired
+        loop_fired += any(
+            r["fired"] for r in result.evidence["operations"] if r["signal"] == "loop_rate"
+        )
+    assert fired <= 5, fired
+    assert loop_fired <= 2, loop_fired
+
+
+def test_a_rise_of_tool_loops_fires_and_is_worded() -> None:
+    rng = np.random.default_rng(21)
+    reference = window(rng, 640, start=0.0, loop_rate=0.02)
+    current = window(rng, 640, start=1e6, loop_rate=0.14)
+    result = OutcomeRegressionDetector(alpha=0.001).test(reference, current)
+    assert result.fired
+    fired = [r for r in result.evidence["operations"] if r["fired"]]
+    assert [r["signal"] for r in fired] == ["loop_rate"]
+    assert fired[0]["after"] - fired[0]["before"] > 0.08
+    assert "traces had a tool loop" in result.evidence["summary"]
+    examples = {t.trace_id: t for t in current}
+    assert all(examples[tid].has_loop for tid in result.evidence["example_trace_ids"])
+    assert result.evidence["change_started_at"] >= 1e6
+
+
+def test_traces_not_derived_for_loops_are_left_out_of_the_loop_rate() -> None:
+    """Traces stored before loops were derived (no ``loop_calls``) are not loop-free."""
+    rng = np.random.default_rng(22)
+    reference = window(rng, 640, start=0.0)  # not derived for loops
+    current = window(rng, 320, start=1e6, loop_rate=0.1)
+    result = OutcomeRegressionDetector(alpha=0.001).test(reference, current)
+    assert "loop_rate" not in {r["signal"] for r in result.evidence["operations"]}
+    mixed = window(rng, 60, start=0.0, loop_rate=0.1) + reference
+    result = OutcomeRegressionDetector(alpha=0.001).test(mixed, current)
+    row = next(r for r in result.evidence["operations"] if r["signal"] == "loop_rate")
+    assert row["n_reference"] == 60 and not row["fired"]
 
 
 @pytest.mark.parametrize("labeled", [1.0, 0.25])

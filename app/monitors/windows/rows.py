@@ -35,7 +35,7 @@ def chunks(ids: list[Any], size: int = 1000) -> list[list[Any]]:
 _TRACE_COLUMNS = (
     Trace.trace_id, Trace.agent, Trace.agent_version, Trace.started_at, Trace.ended_at,
     Trace.status, Trace.input_hash, Trace.entry_point, Trace.source, Trace.counterfactual_of,
-    Trace.attributes,
+    Trace.attributes, Trace.loop_calls, Trace.loop_tool,
 )  # fmt: skip
 _SPAN_COLUMNS = (
     Span.trace_id, Span.span_id, Span.parent_span_id, Span.step_index, Span.kind, Span.name,

@@ -77,6 +77,8 @@ EVIDENCE = {
             {"signal": "trace_error_rate", "name": "trace_error_rate", "before": 0.013,
              "after": 0.173, "n_reference": 151, "n_current": 301, "p_adjusted": 1.7e-7,
              "fired": True},
+            {"signal": "loop_rate", "name": "loop_rate", "before": 0.02, "after": 0.14,
+             "n_reference": 1280, "n_current": 640, "p_adjusted": 2e-6, "fired": True},
         ],
         "example_trace_ids": ["o1", "o2"],
     },
@@ -103,7 +105,7 @@ EXPECTED = {
     "FM-7": "Proxies rose (engagement 0.44 → 0.74) while true objectives fell (factuality 0.76 → "
     "0.53); decisions are less varied (entropy 0.97 → 0.86, resolve now 27%).",
     "OUTCOME": "factuality fell 0.84 → 0.584 on 301 labels (151 reference); failed traces 1% → "
-    "17% (301 traces).",
+    "17% (301 traces); traces with a tool loop 2% → 14% (640 traces).",
 }
 
 

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from app.derive.loops import normalised_arguments, tool_loop
 from app.models import Trace
+from app.monitors.windows.rows import chunk_records
 from tests.app.derive.test_derive_job import derive
 from tests.conftest import auth
 from tests.web.test_pages import login
@@ -141,3 +142,18 @@ def test_normalised_arguments_and_wasted_counts_without_cost() -> None:
     assert (found.wasted_tokens, found.wasted_cost) == (10, 0.5)
     assert found.sentence() == "search called 3 times with the same arguments"
     assert tool_loop(spans[:3]).tool is None  # two calls that did not fail
+
+
+def test_the_monitors_read_loops_into_records(
+    client: TestClient, make_key: Any, engine: Engine
+) -> None:
+    _send(client, make_key("ingest"), {k: TRACES[k] for k in ("three", "two")})
+    with Session(engine) as session:
+        pid = session.scalars(select(Trace.project_id)).first()
+        before = chunk_records(session, ["three"], project_id=pid, as_of=None, scores=False)
+    assert (before[0].loop_calls, before[0].has_loop) == (None, False)  # not derived yet
+    derive(engine)
+    with Session(engine) as session:
+        recs = chunk_records(session, ["three", "two"], project_id=pid, as_of=None)
+    got = {r.trace_id: (r.loop_tool, r.loop_calls, r.has_loop) for r in recs}
+    assert got == {"three": ("lookup_order", 3, True), "two": (None, 2, False)}
