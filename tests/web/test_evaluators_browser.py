@@ -53,15 +53,17 @@ def judged(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[dict]:
         LiveServer(create_app(settings, start_background=False)) as server,
         httpx.Client(base_url=server.url, timeout=60, headers=auth(admin)) as c,
     ):
-        r = c.post("/api/v1/ingest", json={"events": events})
-        assert r.status_code == 200 and not r.json()["rejected"], r.text
+        # The evaluator first: it judges the traces that start after it was made.
         r = c.post("/api/v1/evaluators", json=body)
         assert r.status_code == 201, r.text
+        evaluator_id = r.json()["id"]
+        r = c.post("/api/v1/ingest", json={"events": events})
+        assert r.status_code == 200 and not r.json()["rejected"], r.text
         engine: Engine = make_engine(url)
         stats = run_due(engine, settings, now=settle(engine))
         engine.dispose()
         assert (stats.done, stats.errors) == (10, 2), stats
-        yield {"url": server.url, "admin": admin, "id": r.json()["id"], "judge": judge}
+        yield {"url": server.url, "admin": admin, "id": evaluator_id, "judge": judge}
     judge.close()
 
 
