@@ -227,6 +227,29 @@ class OutboundPolicy:
         return parsed
 
 
+def _target(policy: OutboundPolicy, request: httpx.Request) -> tuple[str, int, list[Address]]:
+    """The request's host and port, and the addresses the policy checked for them."""
+    url = request.url
+    host, port = ascii_host(url), url.port or DEFAULT_PORTS.get(url.scheme, 0)
+    try:
+        return host, port, policy.addresses(host, port)
+    except OutboundRefused:
+        raise
+    except OSError as exc:
+        raise httpx.ConnectError(f"cannot resolve {host}: {exc}", request=request) from exc
+
+
+def _pinned(request: httpx.Request, host: str, addr: Address) -> httpx.Request:
+    """``request`` sent to ``addr``; the ``Host`` header (set when the request was built)
+    and the TLS SNI stay the name's."""
+    extensions = dict(request.extensions)
+    if request.url.scheme == "https":
+        extensions["sni_hostname"] = host
+    return httpx.Request(request.method, request.url.copy_with(host=str(addr)),
+                         headers=request.headers, stream=request.stream,
+                         extensions=extensions)  # fmt: skip
+
+
 class PinnedTransport(httpx.BaseTransport):
     """Sends each request to an address the policy checked, never to a second lookup.
 
@@ -248,32 +271,15 @@ class PinnedTransport(httpx.BaseTransport):
         self._pools: dict[tuple[str, str, int], httpx.BaseTransport] = {}
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        url = request.url
-        host, port = ascii_host(url), url.port or DEFAULT_PORTS.get(url.scheme, 0)
-        try:
-            found = self.policy.addresses(host, port)
-        except OutboundRefused:
-            raise
-        except OSError as exc:
-            raise httpx.ConnectError(f"cannot resolve {host}: {exc}", request=request) from exc
-        key = (url.scheme, host, port)
+        host, port, found = _target(self.policy, request)
+        key = (request.url.scheme, host, port)
         if key not in self._pools:
             self._pools[key] = self.make_transport()
         pool = self._pools[key]
-        extensions = dict(request.extensions)
-        if url.scheme == "https":
-            extensions["sni_hostname"] = host
         error: httpx.TransportError | None = None
         for addr in found:  # every one was checked: try the next when one does not answer
-            pinned = httpx.Request(
-                request.method,
-                url.copy_with(host=str(addr)),
-                headers=request.headers,  # Host: the name, set when the request was built
-                stream=request.stream,
-                extensions=extensions,
-            )
             try:
-                return pool.handle_request(pinned)
+                return pool.handle_request(_pinned(request, host, addr))
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 error = exc
         assert error is not None
@@ -287,7 +293,8 @@ class PinnedTransport(httpx.BaseTransport):
 
 class AsyncPinnedTransport(httpx.AsyncBaseTransport):
     """:class:`PinnedTransport` for asyncio clients (the online evaluators' judge calls):
-    the same check of every address, the same pinning, one pool per name."""
+    the same check of every address, the same pinning, one pool per name. Addresses are
+    looked up once per name and port for the transport's life (one batch of calls)."""
 
     def __init__(
         self,
@@ -298,40 +305,23 @@ class AsyncPinnedTransport(httpx.AsyncBaseTransport):
         self.policy = policy
         self.make_transport = make_transport
         self._pools: dict[tuple[str, str, int], httpx.AsyncBaseTransport] = {}
-        self._checked: dict[tuple[str, int], list[Address]] = {}
+        self._checked: dict[tuple[str, int], tuple[str, list[Address]]] = {}
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
-        host, port = ascii_host(url), url.port or DEFAULT_PORTS.get(url.scheme, 0)
-        # One lookup per name and port for the transport's life (a batch of calls): the
-        # addresses it returned are the only ones connected to.
-        found = self._checked.get((host, port))
-        if found is None:
-            try:
-                found = self.policy.addresses(host, port)
-            except OutboundRefused:
-                raise
-            except OSError as exc:
-                raise httpx.ConnectError(f"cannot resolve {host}: {exc}", request=request) from exc
-            self._checked[(host, port)] = found
-        key = (url.scheme, host, port)
+        name = (ascii_host(url), url.port or DEFAULT_PORTS.get(url.scheme, 0))
+        if name not in self._checked:
+            host, _, found = _target(self.policy, request)
+            self._checked[name] = (host, found)
+        host, found = self._checked[name]
+        key = (url.scheme, *name)
         if key not in self._pools:
             self._pools[key] = self.make_transport()
         pool = self._pools[key]
-        extensions = dict(request.extensions)
-        if url.scheme == "https":
-            extensions["sni_hostname"] = host
         error: httpx.TransportError | None = None
         for addr in found:
-            pinned = httpx.Request(
-                request.method,
-                url.copy_with(host=str(addr)),
-                headers=request.headers,
-                stream=request.stream,
-                extensions=extensions,
-            )
             try:
-                return await pool.handle_async_request(pinned)
+                return await pool.handle_async_request(_pinned(request, host, addr))
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 error = exc
         assert error is not None
