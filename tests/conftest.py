@@ -35,6 +35,7 @@ from app.db import make_engine, make_sessionmaker
 from app.keys import create_key
 from app.main import create_app
 from app.settings import Settings
+from bench.fake_judge import JudgeServer
 
 PG_ADMIN_DSN = os.environ.get("TELLTALE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 _RUN = uuid.uuid4().hex[:8] + os.environ.get("PYTEST_XDIST_WORKER", "").replace("gw", "_")
@@ -384,6 +385,20 @@ def make_key(db_url: str) -> Iterator[KeyMaker]:
 
     yield make
     eng.dispose()
+
+
+@pytest.fixture
+def judge() -> Iterator[JudgeServer]:
+    """A loopback OpenAI-compatible judge (bench/fake_judge.py) for online evaluators."""
+    server = JudgeServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def judge_settings(settings: Settings) -> Settings:
+    """``settings`` whose judge endpoints may be on loopback (TELLTALE_JUDGE_ALLOW)."""
+    return settings.model_copy(update={"judge_allow": ["127.0.0.1/32"]})
 
 
 def auth(key: str) -> dict[str, str]:

@@ -7,36 +7,21 @@ and its reason beside each score it wrote."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from html import unescape
 from typing import Any
 
-import pytest
 from sqlalchemy import Engine, select
 
 from app.db import write_session
 from app.evaluators.runner import run_due
 from app.models import Score
 from app.models.evaluators import Evaluation, Evaluator
-from app.settings import Settings
 from bench.fake_judge import JudgeServer
 from tests.app.evaluators.test_evaluators import chat_trace, ingest, settle
 from tests.conftest import auth, sqlite_only
 from tests.web.test_pages import login
 from tests.web.test_settings_pages import HTML, csrf, post
-
-
-@pytest.fixture
-def judge() -> Iterator[JudgeServer]:
-    server = JudgeServer()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def judge_settings(settings: Settings) -> Settings:
-    return settings.model_copy(update={"judge_allow": ["127.0.0.1/32"]})
 
 
 def judge_form(judge: JudgeServer, **over: str) -> dict[str, str]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -26,18 +25,6 @@ from app.settings import Settings
 from bench.fake_judge import JudgeServer
 from tests.conftest import auth, sqlite_only
 from tests.web.test_pages import login
-
-
-@pytest.fixture
-def judge() -> Iterator[JudgeServer]:
-    server = JudgeServer()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def judge_settings(settings: Settings) -> Settings:
-    return settings.model_copy(update={"judge_allow": ["127.0.0.1/32"]})
 
 
 def chat_trace(tid: str, *, at: datetime, question: str, answer: str,
