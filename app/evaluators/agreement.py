@@ -19,11 +19,49 @@ from sqlalchemy.orm import Session
 
 from app.models import Score
 from app.models.evaluators import Evaluation, Evaluator
+from app.response_model import ResponseModel
 from app.scores.roles import get_roles, is_label
 from detectors.judge_agreement import judge_agreement
 
 
-def agreement(session: Session, ev: Evaluator, *, now: datetime, days: float = 7.0) -> dict[str, Any]:
+class BinaryAgreementOut(ResponseModel):
+    """``confusion[label][judge]`` counts traces (0 = fail); kappa is None when both give one
+    category only."""
+
+    n: int
+    accuracy: float
+    accuracy_interval: tuple[float, float]
+    kappa: float | None
+    kappa_standard_error: float | None
+    kappa_interval: tuple[float, float] | None
+    confusion: tuple[tuple[int, int], tuple[int, int]]
+    bias: float
+    bias_interval: tuple[float, float]
+    threshold: float
+
+
+class ContinuousAgreementOut(ResponseModel):
+    n: int
+    mean_absolute_error: float
+    bias: float
+    bias_interval: tuple[float, float]
+    spearman: float | None
+
+
+class VersionAgreement(ResponseModel):
+    version: int
+    judged: int
+    labeled: int
+    agreement: BinaryAgreementOut | ContinuousAgreementOut | None
+
+
+class AgreementOut(ResponseModel):
+    objective: str | None
+    since: str
+    versions: list[VersionAgreement]
+
+
+def agreement(session: Session, ev: Evaluator, *, now: datetime, days: float = 7.0) -> AgreementOut:
     """Per version: traces judged, traces judged and labeled, and the agreement (None when
     fewer than two carry both, or the evaluator predicts no objective)."""
     since = now - timedelta(days=days)
@@ -56,4 +94,4 @@ def agreement(session: Session, ev: Evaluator, *, now: datetime, days: float = 7
             "labeled": len(pairs),
             "agreement": None if stats is None else asdict(stats),
         })  # fmt: skip
-    return out
+    return AgreementOut.model_validate(out)

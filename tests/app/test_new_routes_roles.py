@@ -29,6 +29,13 @@ ROUTES: list[tuple[str, str, Any, set[str]]] = [
     ("GET", "/api/v1/sessions", None, {"read", "annotate", "admin"}),
     ("GET", "/api/v1/project/model-prices", None, {"read", "annotate", "admin"}),
     ("PUT", "/api/v1/project/model-prices", {"prices": []}, {"admin"}),
+    ("GET", "/api/v1/evaluators", None, {"read", "annotate", "admin"}),
+    ("GET", "/api/v1/evaluators/{ev}", None, {"read", "annotate", "admin"}),
+    ("PATCH", "/api/v1/evaluators/{ev}", {}, {"admin"}),
+    ("GET", "/api/v1/evaluators/{ev}/evaluations", None, {"read", "annotate", "admin"}),
+    ("GET", "/api/v1/evaluators/{ev}/agreement", None, {"read", "annotate", "admin"}),
+    ("POST", "/api/v1/evaluators/{ev}/backfill",
+     {"start": "2026-12-01T00:00:00Z", "end": "2026-12-02T00:00:00Z"}, {"admin"}),
 ]  # fmt: skip
 
 
@@ -37,11 +44,16 @@ def test_each_new_route_admits_exactly_its_roles(client: Any, make_key: Any, rol
     admin = make_key(role="admin")
     made = client.post("/api/v1/monitors/defaults", headers=auth(admin), json={}).json()
     fm1 = next(m["id"] for m in made["monitors"] if m["failure_mode"] == "FM-1")
+    ev = client.post("/api/v1/evaluators", headers=auth(admin), json={
+        "name": "no-refusal", "kind": "check", "check": {"check": "refusal"}}).json()["id"]  # fmt: skip
     key = make_key(role=role)
     for method, path, body, allowed in ROUTES:
-        r = client.request(method, path.format(fm1=fm1), headers=auth(key), json=body)
+        r = client.request(method, path.format(fm1=fm1, ev=ev), headers=auth(key), json=body)
         if role in allowed:
             assert r.status_code == 200, (method, path, role, r.text)
         else:
             assert r.status_code == 403, (method, path, role, r.status_code, r.text)
     assert client.post("/api/v1/scores", json=ROUTES[0][2]).status_code == 401
+    if role != "admin":  # creating and deleting an evaluator are admin's
+        assert client.post("/api/v1/evaluators", headers=auth(key), json={}).status_code == 403
+        assert client.delete(f"/api/v1/evaluators/{ev}", headers=auth(key)).status_code == 403

@@ -14,7 +14,7 @@ from app.api.deps import AdminKey, EngineDep, Int4Id, ReadKey, SessionDep, Setti
 from app.api.errors import found, unprocessable
 from app.db import write_session
 from app.evaluators import store
-from app.evaluators.agreement import agreement
+from app.evaluators.agreement import AgreementOut, agreement
 from app.evaluators.runner import contents_of, judge_policy, try_on_trace
 from app.evaluators.spec import CheckConfig, EvaluatorCreate, EvaluatorPatch, JudgeConfig, config_of
 from app.models.base import UTCTime, utcnow
@@ -171,7 +171,7 @@ def list_evaluations(
 def get_agreement(
     evaluator_id: Int4Id, principal: ReadKey, session: SessionDep,
     days: float = Query(7.0, gt=0, le=90, description="how far back, in days"),
-) -> dict[str, Any]:  # fmt: skip
+) -> AgreementOut:  # fmt: skip
     """The judge's agreement with the labels of its objective, per version, over the traces
     judged in the last ``days`` that carry a label."""
     ev = _get(session, principal.project_id, evaluator_id)
