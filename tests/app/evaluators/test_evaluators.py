@@ -502,3 +502,26 @@ def test_a_session_evaluator_judges_the_whole_conversation_once_it_is_idle(
     assert run_due(engine, judge_settings, now=now).calls == 1
     assert run_due(engine, judge_settings, now=now + timedelta(minutes=5)).calls == 0
     assert sorted(s.trace_id for s in scores(engine, "resolved_judge")) == ["a2", "a3", "b1"]
+
+
+@sqlite_only
+def test_a_judge_slower_than_the_timeout_is_retried_then_recorded_never_scored(
+    client: TestClient, make_key: Any, engine: Engine, judge_settings: Settings
+) -> None:
+    slow = JudgeServer(delay=1.5)
+    try:
+        key = make_key("admin")
+        body = judge_body(slow, timeout_seconds=1.0, max_retries=1)
+        assert client.post("/api/v1/evaluators", json=body, headers=auth(key)).status_code == 201
+        traffic(client, key, 1)
+        now = settle(engine)
+        first = run_due(engine, judge_settings, now=now)
+        assert (first.calls, first.retried, first.done) == (1, 1, 0)  # back with backoff
+        last = run_due(engine, judge_settings, now=now + timedelta(seconds=6))
+        assert (last.calls, last.errors, last.done) == (1, 1, 0)
+        with engine.connect() as conn:
+            error = conn.scalar(select(Evaluation.error)) or ""
+        assert error.startswith("call: APITimeoutError"), error
+        assert scores(engine, "resolved_judge") == []
+    finally:
+        slow.close()
