@@ -81,6 +81,13 @@ DEFAULTS: tuple[dict[str, Any], ...] = (
             **WINDOW,
             "current_window_seconds": 8 * 3600,
             "reference_window_seconds": 24 * 3600,
+            # With an online evaluator predicting an objective, a judge scores every trace
+            # within minutes: the first day runs on the other defaults' windows (2 h against
+            # 4 h), so the first verdict comes after 8 h, not 24 (baseline.policy_in_force).
+            "young_windows": {
+                "current_window_seconds": 2 * 3600,
+                "reference_window_seconds": 4 * 3600,
+            },
         },
     },
     # Silence is a failure: traffic, content capture, tool spans, scores or vectors that

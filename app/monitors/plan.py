@@ -102,9 +102,12 @@ def plan_run(
         return None
     session.expunge(monitor)
     pid, selection = monitor.project_id, monitor.selection or {}
-    policy = BaselinePolicy.from_selection(selection)
     state = monitor_state.load(session, monitor.id)
     begun = cycle.history_start(pid, lambda: history.history_start(data, project_id=pid))
+    policy = baseline.policy_in_force(
+        BaselinePolicy.from_selection(selection), begun, cycle.now,
+        judged=lambda: history.judges_an_objective(session, project_id=pid),
+    )  # fmt: skip
     w = baseline.windows_for(policy, state.baseline, cycle.now, history_start=begun)
     if baseline.young_reason(policy, replace(w, mode="rolling"), begun) and w.mode == "frozen":
         # An alert opened on a sliver of a young project's first hours (before runs refused

@@ -48,6 +48,19 @@ IntervalSeconds = Annotated[
 ]
 
 
+class YoungWindows(RequestModel):
+    """Shorter windows a monitor uses until its own windows give a first verdict
+    (:func:`app.monitors.decision.baseline.policy_in_force`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    current_window_seconds: int = Field(gt=0, le=366 * 86400)
+    reference_window_seconds: int = Field(gt=0, le=366 * 86400)
+    requires_judge: bool = Field(
+        True, description="only while an enabled online evaluator predicts an objective"
+    )
+
+
 class Selection(RequestModel):
     """Which data a run reads: windows are relative to the run's ``now``.
 
@@ -86,6 +99,21 @@ class Selection(RequestModel):
         None, gt=0, le=366 * 86400,
         description="no new alert this long after the project's first data (first-hours guards)",
     )  # fmt: skip
+    young_windows: YoungWindows | None = Field(
+        None, description="shorter windows until this selection's first verdict is due"
+    )
+
+    @model_validator(mode="after")
+    def _young_shorter(self) -> Selection:
+        young = self.young_windows
+        if young is not None and (
+            young.current_window_seconds > self.current_window_seconds
+            or young.reference_window_seconds > self.reference_window_seconds
+        ):
+            raise ValueError(
+                "young_windows: its windows must be no longer than the selection's own"
+            )
+        return self
 
     @model_validator(mode="after")
     def _frozen_reference(self) -> Selection:

@@ -36,8 +36,10 @@ class Health:
     last_run: DetectorRun | None
 
 
-def history_needed(selection: Mapping[str, Any] | None) -> timedelta:
-    """Data a first verdict needs (:attr:`BaselinePolicy.history_needed`, the one place).
+def history_needed(selection: Mapping[str, Any] | None, *, judged: bool = False) -> timedelta:
+    """Data a first verdict needs (:attr:`BaselinePolicy.history_needed`, the one place);
+    ``judged``: the project has an online evaluator predicting an objective, which brings
+    a monitor's young windows in (:func:`app.monitors.decision.baseline.policy_in_force`).
 
     >>> history_needed({"current_window_seconds": 7200, "reference_window_seconds": 14400})
     datetime.timedelta(seconds=28800)
@@ -45,7 +47,21 @@ def history_needed(selection: Mapping[str, Any] | None) -> timedelta:
     policy = BaselinePolicy.from_selection(
         {k: v for k, v in (selection or {}).items() if v is not None}
     )
+    young = policy.young
+    if young is not None and (judged or not policy.young_requires_judge):
+        return young.history_needed
     return policy.history_needed
+
+
+def judged_first_verdicts() -> dict[str, float]:
+    """Hours before the first verdict of the defaults whose young windows an online
+    evaluator brings in, by failure mode (OUTCOME: 8 h instead of 24)."""
+    return {
+        b.failure_mode: history_needed(b.selection.model_dump(), judged=True).total_seconds()
+        / 3600
+        for b in default_monitor_bodies()
+        if b.selection.young_windows is not None
+    }
 
 
 def defaults_first_verdicts() -> dict[str, float]:
@@ -68,9 +84,13 @@ def first_verdicts_words() -> str:
     """``after 1.5 h of data (SILENCE, EARLY), 8 h (FM-1, ...), 24 h (FM-4, OUTCOME)``: the words
     ``telltale init`` and the overview use."""
     parts = [f"{h:g} h ({', '.join(modes)})" for h, modes in first_verdict_groups()]
+    judged = "".join(
+        f"; {mode} after {h:g} h with an online evaluator"
+        for mode, h in judged_first_verdicts().items()
+    )
     return f"after {parts[0].replace(' h (', ' h of data (', 1)}" + "".join(
         f", {p}" for p in parts[1:]
-    )
+    ) + judged
 
 
 def _at(t: datetime) -> str:
@@ -89,6 +109,7 @@ def health(
     last_run: DetectorRun | None,
     first_data: datetime | None,
     now: datetime,
+    judged: bool = False,
 ) -> Health:
     name = STATISTIC_NAMES.get(monitor.failure_mode, "statistic")
     if open_alerts:
@@ -102,7 +123,7 @@ def health(
             f"at {_at(verdict.at)}."
         )
         return Health(QUIET, words, name, verdict, last_run)
-    needed = history_needed(monitor.selection)
+    needed = history_needed(monitor.selection, judged=judged)
     hours = needed.total_seconds() / 3600
     if not monitor.enabled:
         words = "No verdict yet: the monitor is paused."

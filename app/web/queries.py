@@ -15,6 +15,7 @@ from app.models import Alert, DetectorRun, IngestMinute, Monitor, Span, Trace
 from app.models.base import utcnow
 from app.monitors import store as monitors
 from app.monitors.readiness import report as readiness
+from app.monitors.windows import history
 from app.web import health, run_chart
 
 SPARK_RUNS = 48  # verdicts a card's sparkline shows
@@ -198,6 +199,8 @@ def monitor_row(
             last_run=last_run,
             first_data=first_data,
             now=now,
+            judged=bool((monitor.selection or {}).get("young_windows"))
+            and history.judges_an_objective(session, project_id=monitor.project_id),
         ),  # fmt: skip
         "readiness": ready,
         "run_note": run_note(monitor, last_run, first_data=first_data, readiness=ready),

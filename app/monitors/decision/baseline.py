@@ -28,7 +28,7 @@ This module decides time ranges only; how rows are loaded for them is
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -51,6 +51,10 @@ class BaselinePolicy:
     reference_version: str | None = None  # "previous" or a version (version_baseline)
     # The reference is the project's first ``reference`` of data (the first-hours guards).
     first_data: bool = False
+    # Shorter windows until this policy's first verdict is due (policy_in_force), and
+    # whether they need an online evaluator that predicts an objective.
+    young: BaselinePolicy | None = None
+    young_requires_judge: bool = True
 
     @property
     def min_lag(self) -> timedelta:
@@ -101,9 +105,18 @@ class BaselinePolicy:
                 as_utc(datetime.fromisoformat(selection["reference_start"])),
                 as_utc(datetime.fromisoformat(selection["reference_end"])),
             )
+        young, requires_judge = None, True
+        spec = selection.get("young_windows")
+        if spec:
+            young = cls.from_selection(
+                {**{k: v for k, v in selection.items() if k != "young_windows"},
+                 "current_window_seconds": spec["current_window_seconds"],
+                 "reference_window_seconds": spec["reference_window_seconds"]}
+            )  # fmt: skip
+            requires_judge = bool(spec.get("requires_judge", True))
         return cls(
             cur, ref, lag, hold, pinned, selection.get("reference_version") or None,
-            bool(selection.get("reference_from_first_data")),
+            bool(selection.get("reference_from_first_data")), young, requires_judge,
         )  # fmt: skip
 
     def rolling_end(self, now: datetime, history_start: datetime | None = None) -> datetime:
@@ -198,6 +211,42 @@ def windows_for(
         # that is enough), never a window reaching before the first trace.
         start = as_utc(history_start)
     return Windows(cur_start, now, start, end, mode)  # type: ignore[arg-type]
+
+
+def policy_in_force(
+    policy: BaselinePolicy,
+    history_start: datetime | None,
+    now: datetime,
+    *,
+    judged: Callable[[], bool],
+) -> BaselinePolicy:
+    """The policy a run uses: ``policy.young`` (shorter windows) while ``policy``'s own
+    first verdict is still ahead and, where the young windows ask for it, the project has
+    an enabled online evaluator predicting an objective (``judged``, asked only then);
+    otherwise ``policy``.
+
+    OUTCOME's day of baseline holds the labels that arrive late for a share of traces; its
+    first verdict comes 24 h after the first trace. A judge scores every trace within
+    minutes, so two hours hold hundreds of judged traces: with one on, OUTCOME judges on
+    2-hour windows against 4 hours of reference from 8 h, then its own windows from 24 h.
+    The switch depends on the clock and the project's set-up, never on the data's values.
+
+    >>> from datetime import UTC
+    >>> p = BaselinePolicy.from_selection({"current_window_seconds": 8 * 3600,
+    ...     "reference_window_seconds": 24 * 3600, "baseline_lag_seconds": 22 * 3600,
+    ...     "young_windows": {"current_window_seconds": 7200,
+    ...                       "reference_window_seconds": 14400}})
+    >>> began = datetime(2025, 3, 3, 0, tzinfo=UTC)
+    >>> [policy_in_force(p, began, began + timedelta(hours=h), judged=lambda: j).history_needed
+    ...  / timedelta(hours=1) for h, j in ((9, True), (9, False), (25, True))]
+    [8.0, 24.0, 24.0]
+    """
+    young = policy.young
+    if young is None or history_start is None or now >= policy.first_verdict_at(history_start):
+        return policy
+    if policy.young_requires_judge and not judged():
+        return policy
+    return young
 
 
 def young_reason(policy: BaselinePolicy, w: Windows, history_start: datetime | None) -> str | None:

@@ -198,8 +198,11 @@ def monitor_readiness(
     """
     now = as_utc(now) if now is not None else utcnow()
     sel = monitor.selection or {}
-    policy = baseline.BaselinePolicy.from_selection(sel)
     begun = history.history_start(session, project_id=monitor.project_id)
+    policy = baseline.policy_in_force(
+        baseline.BaselinePolicy.from_selection(sel), begun, now,
+        judged=lambda: history.judges_an_objective(session, project_id=monitor.project_id),
+    )  # fmt: skip
     w = baseline.windows_for(
         policy, monitor_state.load(session, monitor.id).baseline, now, history_start=begun
     )

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from app.db import as_utc
 from app.models import Embedding, EmbeddingStream, Trace
+from app.models.evaluators import Evaluator
 
 
 def history_start(session: Session, *, project_id: int) -> datetime | None:
@@ -44,3 +45,18 @@ def history_start(session: Session, *, project_id: int) -> datetime | None:
         if first is not None:
             found.append(as_utc(first))
     return min(found) if found else None
+
+
+def judges_an_objective(session: Session, *, project_id: int) -> bool:
+    """Whether an enabled online evaluator of the project predicts an objective: what a
+    monitor's young windows wait for (:func:`app.monitors.decision.baseline.policy_in_force`)."""
+    found = session.scalar(
+        select(Evaluator.id)
+        .where(
+            Evaluator.project_id == project_id,
+            Evaluator.enabled.is_(True),
+            Evaluator.objective.is_not(None),
+        )
+        .limit(1)
+    )
+    return found is not None
