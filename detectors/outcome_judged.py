@@ -24,9 +24,14 @@ from typing import Any
 import numpy as np
 
 from detectors.judge_agreement import binary_agreement, continuous_agreement, is_binary
+from detectors.judge_shift import judge_shift
 from detectors.outcome_values import OBJECTIVE_KINDS, objective_values, predicted_objectives
 from detectors.ppi import PPIEstimate, ppi_difference, ppi_mean
 from detectors.records import TraceRecord
+
+# How far a window's labels must lean toward a fall before a stable judge's pass rate
+# speaks for them (stable_judge_objective).
+LABELS_LEAN = 0.1
 
 
 @dataclass(frozen=True)
@@ -51,10 +56,15 @@ def judges_of(ref: Sequence[TraceRecord], cur: Sequence[TraceRecord]) -> dict[st
     return out
 
 
+def judge_value(t: TraceRecord, judge: str, objective: str) -> float | None:
+    """The latest value of ``judge``'s prediction of ``objective`` on trace ``t``."""
+    return _latest(t, lambda s: s.name == judge and s.predicts == objective)
+
+
 def judged_window(traces: Sequence[TraceRecord], objective: str, judge: str) -> JudgedWindow:
     judged, labeled_judge, labels = [], [], []
     for t in traces:
-        f = _latest(t, lambda s: s.name == judge and s.predicts == objective)
+        f = judge_value(t, judge, objective)
         if f is None or not np.isfinite(f):
             continue
         judged.append(f)
@@ -115,6 +125,75 @@ def judged_objective(
         "effect_ok": effect >= min_effect,
         "p_value": diff.p_value,
     }
+
+
+def stable_judge_objective(
+    name: str,
+    judge: str,
+    ref: Sequence[TraceRecord],
+    cur: Sequence[TraceRecord],
+    *,
+    min_effect: float,
+) -> dict[str, Any] | str | None:
+    """The row of a pass/fail objective read from the judge's pass rates while its error
+    rates hold (:func:`detectors.judge_shift.judge_shift`), or why there is none; None
+    where the labels reach most judged traces (the labels then speak for themselves)."""
+    w_ref, w_cur = judged_window(ref, name, judge), judged_window(cur, name, judge)
+    if w_cur.labels.size * 2 >= max(w_cur.judged.size, 1):
+        return None
+    found = judge_shift(
+        (w_ref.judged, w_ref.labeled_judge, w_ref.labels),
+        (w_cur.judged, w_cur.labeled_judge, w_cur.labels),
+    )
+    if isinstance(found, str):
+        return f"judge {judge} alone: {found}"
+    # The window's own labels must lean the same way (the PPI estimate fell, one-sided
+    # p <= LABELS_LEAN): a judge turned harsher that the labels' class-by-class check is
+    # too few to catch then still needs the labels' assent before its pass rate speaks.
+    e_ref, e_cur = (ppi_mean(w.judged, w.labeled_judge, w.labels) for w in (w_ref, w_cur))
+    lean = ppi_difference(e_ref, e_cur)
+    if lean is not None and lean.p_value > LABELS_LEAN:
+        return (
+            f"judge {judge} alone: its pass rate {found.judge_before:.0%} -> "
+            f"{found.judge_after:.0%}, but the {w_cur.labels.size} labels of the window do "
+            f"not lean toward a fall (p={lean.p_value:.2g})"
+        )
+    spread = _pooled_sd(objective_values(ref, name), objective_values(cur, name))
+    effect = (found.before - found.after) / spread if spread > 0 else 0.0
+    return {
+        "signal": "objective",
+        "method": "judge_stable",
+        "name": name,
+        "judge": judge,
+        "before": found.before,
+        "after": found.after,
+        "judge_before": found.judge_before,
+        "judge_after": found.judge_after,
+        "true_positive": found.true_positive,
+        "false_positive": found.false_positive,
+        "n_labels": found.n_labels,
+        "n_labels_current": found.n_labels_current,
+        "n_reference": found.n_judged_reference,
+        "n_current": found.n_judged_current,
+        "stability_p": found.stability_p,
+        "labels_lean_p": None if lean is None else lean.p_value,
+        "effect": effect,
+        "effect_ok": effect >= min_effect,
+        "p_value": found.p_value,
+    }
+
+
+def describe_stable(row: dict[str, Any], *, arrow: str = "->") -> str:
+    """The words of a stable-judge row: the estimate, the judge's pass rates it comes from,
+    and the labels that show the judge's error rates held."""
+    return (
+        f"{row['name']} estimated {row['before']:.2f} {arrow} {row['after']:.2f} from judge "
+        f"{row['judge']}'s pass rate {row['judge_before']:.0%} {arrow} {row['judge_after']:.0%} "
+        f"on {row['n_current']:,} traces, if its error rates hold (on {row['n_labels']:,} "
+        f"labels it passes {row['true_positive']:.0%} of successes and "
+        f"{row['false_positive']:.0%} of failures; the window's {row['n_labels_current']:,} "
+        "agree)"
+    )
 
 
 def describe_judged(row: dict[str, Any]) -> str:

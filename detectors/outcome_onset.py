@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from detectors.change_point import step_onset
+from detectors.outcome_judged import judge_value
 from detectors.outcome_values import objective_values
 from detectors.records import TraceRecord, is_tool_step, step_error
 
@@ -25,6 +26,8 @@ def onset(cur: Sequence[TraceRecord], row: dict[str, Any]) -> float | None:
     if row["signal"] == "latency_s":
         values = np.log(np.maximum(values, 1e-3))
         before = float(np.log(max(float(row["before"]), 1e-3)))
+    elif row.get("method") == "judge_stable":
+        before = float(row["judge_before"])
     else:
         before = float(row["before"])
     direction = -1.0 if row["signal"] == "objective" else 1.0
@@ -36,7 +39,10 @@ def _series(cur: Sequence[TraceRecord], row: dict[str, Any]) -> tuple[np.ndarray
     pairs: list[tuple[float, float]] = []
     for t in cur:
         value: float | None = None
-        if signal == "objective":
+        if signal == "objective" and row.get("method") == "judge_stable":
+            f = judge_value(t, row["judge"], name)
+            value = None if f is None else float(f >= 0.5)
+        elif signal == "objective":
             v = objective_values([t], name)
             value = float(v[0]) if v.size else None
         elif signal == "trace_error_rate":

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from detectors.outcome_judged import describe_judged
+from detectors.outcome_judged import describe_judged, describe_stable
 from detectors.outcome_values import latencies, objective_values, step_counts
 from detectors.records import TraceRecord, is_tool_step, step_error
 
@@ -17,6 +17,8 @@ def describe(row: dict[str, Any]) -> str:
     before, after = row["before"], row["after"]
     if row.get("method") == "ppi":
         return describe_judged(row)
+    if row.get("method") == "judge_stable":
+        return describe_stable(row)
     if row["signal"] == "objective":
         unused = f"; labels alone: {row['judge_unused']}" if "judge_unused" in row else ""
         return (

@@ -93,7 +93,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy import stats
 
-from detectors.outcome_judged import judged_objective, judges_of
+from detectors.outcome_judged import judged_objective, judges_of, stable_judge_objective
 from detectors.outcome_onset import onset
 from detectors.outcome_summary import describe, example_trace_ids, summary
 from detectors.outcome_values import (
@@ -145,6 +145,15 @@ class OutcomeRegressionDetector(TraceSources, Parameters):
                     no_verdict.append({"name": name, "scope": scope, "reason": row})
                 elif row is not None:
                     objectives.append({**row, "scope": scope})
+                if name in judges and scope == "recent half":
+                    # A judge scores a trace minutes after it ends, not hours like a
+                    # label: the recent half holds its news, as for the operations.
+                    stable = stable_judge_objective(name, judges[name], ref, traces,
+                                                    min_effect=self.min_effect)  # fmt: skip
+                    if isinstance(stable, str):
+                        no_verdict.append({"name": name, "scope": scope, "reason": stable})
+                    elif stable is not None:
+                        objectives.append({**stable, "scope": scope})
         operations = [
             {**row, "scope": "recent half"}
             for row in (

@@ -11,6 +11,8 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from detectors.outcome_judged import describe_stable
+
 ARROW = "→"
 
 
@@ -284,6 +286,8 @@ def _fm7(ev: Mapping[str, Any]) -> str | None:
 def _outcome_row(row: Mapping[str, Any]) -> str:
     before, after, signal = row.get("before"), row.get("after"), row.get("signal")
     name = row.get("name")
+    if signal == "objective" and row.get("method") == "judge_stable":
+        return describe_stable(dict(row), arrow=ARROW)
     if signal == "objective" and row.get("method") == "ppi":
         # The judge corrected by the labels (detectors.outcome_judged): say both, and how
         # far the judge agrees with the labels.

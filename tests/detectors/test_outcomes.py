@@ -7,6 +7,7 @@ import re
 import numpy as np
 import pytest
 
+from detectors.outcome_summary import describe
 from detectors.outcomes import OutcomeRegressionDetector
 from detectors.records import Score, Step, TraceRecord
 from detectors.registry import DetectorParameterError, build_detector
@@ -313,10 +314,12 @@ def test_a_real_fall_fires_on_the_judge_corrected_by_few_labels() -> None:
         corrected += result.fired
         labels_alone += detector.test(without_judge(reference), without_judge(current)).fired
         if result.fired:
-            summary = result.evidence["summary"]
-            assert re.match(r"task_success estimated 0\.[345]\d -> 0\.[12]\d ", summary), summary
-            assert "(judge resolved on 3,000 traces, corrected by" in summary
-            assert re.search(r"\d labels; judge agreement 0\.[789]\d\), p=", summary)
+            ppi = next(r for r in result.evidence["objectives"]
+                       if r["method"] == "ppi" and r["scope"] == "whole window")  # fmt: skip
+            words = describe(ppi)
+            assert re.match(r"task_success estimated 0\.[345]\d -> 0\.[1-3]\d ", words), words
+            assert "(judge resolved on 3,000 traces, corrected by" in words
+            assert re.search(r"\d labels; judge agreement 0\.[789]\d\)$", words), words
             rows = [r for r in result.evidence["objectives"] if r["method"] == "ppi"]
             assert {r["scope"] for r in rows} == {"recent half", "whole window"}
             assert all(0 < r["lambda_current"] <= 1 for r in rows)
@@ -403,3 +406,73 @@ def test_min_ppi_labels_is_a_checked_parameter() -> None:
     with pytest.raises(DetectorParameterError) as caught:
         build_detector("OUTCOME", {"min_ppi_labels": 1})
     assert caught.value.parameter == "min_ppi_labels"
+
+
+# -- the judge's pass rate, while its error rates hold -------------------------------------
+
+
+def harsher(traces: list[TraceRecord], rng: np.random.Generator, share: float) -> list[TraceRecord]:
+    """The judge fails ``share`` of the traces it passed; outcomes and labels unchanged."""
+    out = []
+    for t in traces:
+        scores = tuple(
+            Score(s.name, 0.0, kind=s.kind, source=s.source, predicts=s.predicts)
+            if s.predicts and s.value >= 0.5 and rng.random() < share else s
+            for s in t.scores
+        )  # fmt: skip
+        out.append(TraceRecord(t.trace_id, t.agent, started_at=t.started_at,
+                               ended_at=t.ended_at, scores=scores))  # fmt: skip
+    return out
+
+
+def test_a_stable_judge_reads_a_fall_that_five_percent_labels_cannot() -> None:
+    """τ-bench's rate for the default windows: a day of reference (1,900 traces) and a
+    current window of 640, its recent half 320 with ~16 labels. Success 0.40 -> 0.20 from
+    an 85% judge: the judge's pass rate fires at a 30-day level (alpha 3.5e-4) in most
+    seeds, with its words, where the judge corrected by the labels fires in fewer."""
+    detector = OutcomeRegressionDetector(alpha=3.5e-4)
+    fired = corrected = 0
+    for seed in range(10):
+        rng = np.random.default_rng(7000 + seed)
+        reference = judged_window(rng, 1900, start=0.0, success=0.40)
+        current = judged_window(rng, 640, start=1e6, success=0.20)
+        result = detector.test(reference, current)
+        rows = result.evidence["objectives"]
+        corrected += any(r["fired"] for r in rows if r["method"] == "ppi")
+        stable = [r for r in rows if r["method"] == "judge_stable"]
+        assert [r["scope"] for r in stable] in (["recent half"], [])
+        if result.fired:
+            fired += 1
+            words = result.evidence["summary"]
+            assert re.match(
+                r"task_success estimated 0\.[345]\d -> 0\.[0-2]\d from judge resolved's pass "
+                r"rate 4\d% -> [23]\d% on 3\d\d traces, if its error rates hold \(on \d+ labels "
+                r"it passes [789]\d% of successes and [0-2]\d% of failures; the window's \d+ "
+                r"agree\), p=", words), words  # fmt: skip
+            assert result.evidence["change_started_at"] >= 1e6
+    assert fired >= 7 and fired > corrected, (fired, corrected)
+
+
+@pytest.mark.parametrize("labeled", [0.05, 0.25])
+def test_a_harsher_judge_is_caught_by_enough_labels_and_named_otherwise(labeled: float) -> None:
+    """The judge fails a third of what it passed, the outcome holds. With a quarter of the
+    traces labeled the class-by-class check (or the labels' lean) keeps the judge's pass
+    rate out: nothing fires at the 30-day level in 10 seeds. With 5% it cannot always (16
+    labels a recent half): the limit of reading the judge, which JUDGE watches over its
+    longer windows; what fires then says it is the judge's pass rate, read on the stated
+    assumption."""
+    detector = OutcomeRegressionDetector(alpha=3.5e-4)
+    fired = 0
+    for seed in range(10):
+        rng = np.random.default_rng(8000 + seed)
+        reference = judged_window(rng, 1900, start=0.0, success=0.40, labeled=labeled)
+        current = harsher(judged_window(rng, 640, start=1e6, success=0.40, labeled=labeled),
+                          rng, 1 / 3)  # fmt: skip
+        result = detector.test(reference, current)
+        if result.fired:
+            fired += 1
+            assert {r["method"] for r in result.evidence["objectives"] if r["fired"]} == {
+                "judge_stable"}  # fmt: skip
+            assert "from judge resolved's pass rate" in result.evidence["summary"]
+            assert "if its error rates hold" in result.evidence["summary"]
+    assert fired == 0 if labeled == 0.25 else fired <= 2, fired
