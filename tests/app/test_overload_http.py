@@ -97,5 +97,9 @@ def test_many_concurrent_reads_get_200_or_fast_429_and_health_keeps_answering(se
     statuses = {int(k): n for k, n in result["statuses"].items()}
     assert set(statuses) <= {200, 429}, statuses
     assert statuses.get(200, 0) >= 50 and statuses.get(429, 0) > 0, statuses
+    # A keep-alive connection closed under a client's reuse is a transport error, not an
+    # answer (read_load); a few under a loaded machine, never a share of the load.
+    errors = sum(result["transport_errors"].values())
+    assert errors <= max(3, sum(statuses.values()) // 100), result["transport_errors"]
     assert result["health_s"] and max(result["health_s"]) < 2.5, result["health_s"]
     assert background_s and max(background_s) < 2.5, background_s
