@@ -15,9 +15,11 @@ labels of the objective it predicts is what lets an on-call engineer trust it, a
   :math:`\rho`.
 
 :func:`agreement_fell` is the calibrated test that the judge agrees less than it did in the
-reference window: for a binary objective, a one-sided Fisher exact test that the current
-disagreement rate is higher (exact, so at most ``alpha`` on stationary windows), gated on a
-rise of at least ``min_effect``; for a continuous one, a one-sided Mann-Whitney U test on
+reference window: for a binary objective, one-sided Fisher exact tests that the current
+disagreement rate is higher, on all labels, on the successes and on the failures, with
+Bonferroni over the three (exact, so at most ``alpha`` on stationary windows; a judge that
+turns lenient errs only on failures, where its rise is not diluted by the successes), gated
+on a rise of at least ``min_effect`` in the class that moved most; for a continuous one, a one-sided Mann-Whitney U test on
 the absolute errors, gated on a rise of the mean absolute error of at least ``min_effect``.
 
 Examples
@@ -184,7 +186,7 @@ def agreement_fell(
     >>> cur = JudgedLabels(y_cur, np.where(rng.random(200) < 0.75, y_cur, ~y_cur))
     >>> r = agreement_fell(ref, cur, judge="resolved")
     >>> r.fired, r.evidence["summary"]
-    (True, 'judge resolved agreed with 73.0% of 200 labels (reference 88.3% of 300), p=1.2e-05')
+    (True, 'judge resolved agreed with 73.0% of 200 labels (reference 88.3% of 300), p=3.5e-05')
     """
     y_ref, f_ref = _pairs(reference.labels, reference.judge)
     y_cur, f_cur = _pairs(current.labels, current.judge)
@@ -197,16 +199,8 @@ def agreement_fell(
     evidence: dict[str, Any] = {"judge": judge, "n_reference": int(y_ref.size),
                                 "n_current": int(y_cur.size)}  # fmt: skip
     if is_binary(y_ref) and is_binary(y_cur):
-        k_ref = int(np.sum((y_ref >= threshold) != (f_ref >= threshold)))
-        k_cur = int(np.sum((y_cur >= threshold) != (f_cur >= threshold)))
-        n_ref, n_cur = y_ref.size, y_cur.size
-        table = [[k_cur, n_cur - k_cur], [k_ref, n_ref - k_ref]]
-        p = float(stats.fisher_exact(table, alternative="greater").pvalue)
-        before, after = 1.0 - k_ref / n_ref, 1.0 - k_cur / n_cur
-        rise = before - after
-        evidence.update(measure="accuracy", before=before, after=after)
-        words = (f"judge {judge} agreed with {after:.1%} of {n_cur} labels "
-                 f"(reference {before:.1%} of {n_ref})")  # fmt: skip
+        p, rise, words, found = _binary_fell(y_ref, f_ref, y_cur, f_cur, threshold, judge)
+        evidence.update(measure="accuracy", **found)
     else:
         e_ref, e_cur = np.abs(f_ref - y_ref), np.abs(f_cur - y_cur)
         p = 1.0
@@ -222,6 +216,41 @@ def agreement_fell(
     return DetectorResult.on_log_p(
         FAILURE_MODE, p_value=p, alpha=alpha, fired=fired, evidence=evidence
     )
+
+
+def _binary_fell(
+    y_ref: np.ndarray, f_ref: np.ndarray, y_cur: np.ndarray, f_cur: np.ndarray,
+    threshold: float, judge: str,
+) -> tuple[float, float, str, dict[str, Any]]:  # fmt: skip
+    """One-sided Fisher tests that the judge errs more: on all labels, on the successes
+    (it fails more of them) and on the failures (it passes more of them); Bonferroni over
+    the three. A judge that turns lenient errs only on failures: read on all labels its
+    rise is diluted by the successes, on the failures alone it is whole."""
+    ok_ref, ok_cur = y_ref >= threshold, y_cur >= threshold
+    wrong_ref, wrong_cur = ok_ref != (f_ref >= threshold), ok_cur != (f_cur >= threshold)
+    parts = []
+    for name, m_ref, m_cur in (("labels", slice(None), slice(None)),
+                               ("successes", ok_ref, ok_cur), ("failures", ~ok_ref, ~ok_cur)):  # fmt: skip
+        a, b = wrong_ref[m_ref], wrong_cur[m_cur]
+        if a.size and b.size:
+            table = [[int(b.sum()), int(b.size - b.sum())], [int(a.sum()), int(a.size - a.sum())]]
+            p = float(stats.fisher_exact(table, alternative="greater").pvalue)
+            parts.append((p, name, 1.0 - float(a.mean()), 1.0 - float(b.mean()), a.size, b.size))
+    best = min(parts)
+    p = min(1.0, len(parts) * best[0])
+    _, name, before, after, n_ref, n_cur = best
+    overall = parts[0]
+    found = {"before": overall[2], "after": overall[3], "worst_class": name,
+             "class_before": before, "class_after": after}  # fmt: skip
+    if name == "labels":
+        words = (f"judge {judge} agreed with {after:.1%} of {n_cur} labels "
+                 f"(reference {before:.1%} of {n_ref})")  # fmt: skip
+    else:
+        verb = "passed" if name == "successes" else "failed"
+        words = (f"judge {judge} {verb} {after:.1%} of {n_cur} labeled {name} "
+                 f"(reference {before:.1%} of {n_ref}; {overall[3]:.1%} agreement on all "
+                 f"{overall[5]} labels)")  # fmt: skip
+    return p, before - after, words, found
 
 
 def _cohen_kappa(p: np.ndarray, n: int) -> tuple[float | None, float | None]:

@@ -44,7 +44,7 @@ Examples
 False
 >>> r = det.test(window(0, 300, 0.9), window(1000, 200, 0.7))
 >>> r.fired, r.evidence["summary"]
-(True, 'judge resolved agreed with 72.0% of 200 task_success labels (reference 88.0% of 300), p=6.4e-06')
+(True, 'judge resolved agreed with 72.0% of 200 task_success labels (reference 88.0% of 300), p=1.9e-05')
 """
 
 from __future__ import annotations
