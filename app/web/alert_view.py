@@ -139,10 +139,11 @@ def _traces(session: Session, project_id: int, ids: list[str]) -> list[dict[str,
     ]
 
 
-def _reference_traces(
+def _window_traces(
     session: Session, project_id: int, window: tuple[datetime, datetime], agent: str | None
 ) -> list[dict[str, Any]]:
-    """The latest traces of the baseline's reference window: what normal looked like."""
+    """The latest production traces of a window: the reference's (what normal looked like),
+    or the failing window's where the detector named no example."""
     q = select(Trace).where(
         Trace.project_id == project_id,
         Trace.started_at >= window[0],
@@ -191,6 +192,7 @@ def alert_view(
     )
     chart = None
     runs: list[run_chart.RunPoint] = []
+    failing: tuple[datetime, datetime] | None = None
     if monitor is not None:
         start = min(t for t in (alert.first_fired_at, onset, ref_start) if t is not None)
         span = max(end - alert.first_fired_at, timedelta(hours=2))
@@ -203,18 +205,26 @@ def alert_view(
         runs = [
             run_chart.RunPoint(r.at, r.statistic, r.threshold, r.fired, r.status) for r in found
         ]
+        fired = [r for r in found if r.fired and r.window_start and r.window_end]
+        if fired:
+            failing = (fired[-1].window_start, fired[-1].window_end)
         name = sentences.STATISTIC_NAMES.get(alert.failure_mode, "statistic")
         chart = run_chart.svg(runs, marks=marks, label=f"{name} per run around alert {alert.id}")
     agent = (monitor.selection or {}).get("agent") if monitor is not None else None
+    current = _traces(session, alert.project_id, evidence_view.examples(evidence))
+    picked_by_detector = bool(current)
+    if not current and failing is not None:
+        current = _window_traces(session, alert.project_id, failing, agent)
     return {
         "statistic_name": sentences.STATISTIC_NAMES.get(alert.failure_mode, "statistic"),
         "chart": chart,
         "runs": runs,
         "onset": onset,
         "reference": reference,
-        "current_examples": _traces(session, alert.project_id, evidence_view.examples(evidence)),
+        "current_examples": current,
+        "current_picked_by_detector": picked_by_detector,
         "reference_examples": (
-            _reference_traces(session, alert.project_id, reference, agent) if reference else []
+            _window_traces(session, alert.project_id, reference, agent) if reference else []
         ),
         "tables": evidence_view.tables(evidence),
         "scalars": evidence_view.scalars(evidence),

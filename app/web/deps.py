@@ -23,6 +23,23 @@ from app.keys import Principal
 WEB_DIR = Path(__file__).resolve().parent
 STATIC_DIR = WEB_DIR / "static"
 templates = Jinja2Templates(directory=str(WEB_DIR / "templates"))
+
+
+def every(seconds: int | float) -> str:
+    """A monitor's interval the way the pages write durations: ``15 min``, ``1 h``, ``90 s``.
+
+    >>> [every(s) for s in (900, 300, 3600, 5400, 90)]
+    ['15 min', '5 min', '1 h', '90 min', '90 s']
+    """
+    s = int(seconds)
+    if s % 3600 == 0:
+        return f"{s // 3600} h"
+    if s % 60 == 0:
+        return f"{s // 60} min"
+    return f"{s} s"
+
+
+templates.env.filters["every"] = every
 PAGE_ROLE = "read"
 INGEST_ONLY = (
     "This key can only send data (role 'ingest'); the pages show a project's data, "

@@ -1,9 +1,14 @@
 """The alert page's evidence as people read it: example traces, tables of the evidence's
-records and its plain values (the raw JSON stays behind a toggle on the page)."""
+records and its plain values (the raw JSON stays behind a toggle on the page).
+
+Names and values are the detectors' own keys, written for people: :data:`PLAIN` gives the
+words for the keys that read as code (``mu0``, ``still_degraded``, ``counted_traces``),
+yes and no for true and false, and every time one way (``2026-03-02 09:15 UTC``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from app.alerts.mode_wording import fmt_number, mapping, records
@@ -23,6 +28,43 @@ FIRST_COLUMNS = (
     "before", "after", "reference_rate", "rate", "reference_mean", "current_mean", "calls",
     "n_reference", "n_current", "fired",
 )  # fmt: skip
+
+
+PLAIN = {
+    "still_degraded": "still worse than the baseline",
+    "resolve_alpha": "level an open alert stays open at",
+    "counted_traces": "traces counted",
+    "coverage_counted_traces": "traces counted for coverage",
+    "reference_used": "compared with the reference",
+    "mu0": "reference mean",
+    "sigma0": "reference spread",
+    "mean_current": "current mean",
+    "n_reference": "reference count",
+    "n_current": "current count",
+    "n_reference_used": "reference count used",
+    "p_value": "p-value",
+    "p_holm": "p-value after Holm",
+    "p_adjusted": "p-value adjusted",
+    "alpha": "level (alpha)",
+    "effect_ok": "change large enough",
+    "most_drifted_stream": "stream that moved most",
+    "bonferroni_streams": "streams tested",
+    "centroid_shift_z": "centre shift (z)",
+    "change_started_at": "change began",
+    "judge_before": "judge pass rate before",
+    "judge_after": "judge pass rate after",
+    "true_positive": "judge passes of successes",
+    "false_positive": "judge passes of failures",
+    "stability_p": "p-value that the judge's error rates moved",
+    "labels_lean_p": "p-value of the labels' fall",
+}
+# Values that are the detectors' own words for how they counted.
+VALUE_WORDS = {"records": "the loaded sample", "whole window": "every trace of the window"}
+
+
+def plain(key: str) -> str:
+    """The words for an evidence key: :data:`PLAIN`, else the key with spaces."""
+    return PLAIN.get(key, key.replace("_", " "))
 
 
 def tables(evidence: Any) -> list[tuple[str, str, list[str], list[list[Any]]]]:
@@ -52,10 +94,10 @@ def tables(evidence: Any) -> list[tuple[str, str, list[str], list[list[Any]]]]:
             for c in columns
             if len(rows) > 1 and c != "name" and len({repr(r.get(c)) for r in rows}) == 1
         ]
-        shared = "; ".join(f"{c.replace('_', ' ')}: {_cell(rows[0].get(c))}" for c in same)
         columns = [c for c in columns if c not in same]
-        body = [[_cell(r.get(c)) for c in columns] for r in rows]
-        out.append((key.replace("_", " "), shared, columns, body))
+        body = [[_cell(r.get(c), key=c) for c in columns] for r in rows]
+        shared = "; ".join(f"{plain(c)}: {_cell(rows[0].get(c), key=c)}" for c in same)
+        out.append((plain(key), shared, [plain(c) for c in columns], body))
     return out
 
 
@@ -63,7 +105,7 @@ def scalars(evidence: Any) -> list[tuple[str, Any]]:
     """The evidence's plain values (numbers, words) as (name, value) rows."""
     ev = mapping(evidence)
     return [
-        (k.replace("_", " "), _cell(v))
+        (plain(k), _cell(v, key=k))
         for k, v in ev.items()
         if _scalar(v) and k not in ("summary", "window_sample")
     ]
@@ -73,7 +115,33 @@ def _scalar(v: Any) -> bool:
     return v is None or isinstance(v, (str, int, float, bool))
 
 
-def _cell(v: Any) -> Any:
-    if isinstance(v, float) and not isinstance(v, bool):
+def _cell(v: Any, *, key: str = "") -> Any:
+    """A value as a person reads it.
+
+    >>> [_cell(v) for v in (True, False, None, 0.000123456, "2026-03-02T09:15:00+00:00")]
+    ['yes', 'no', '', '0.0001235', '2026-03-02 09:15 UTC']
+    >>> _cell("records", key="counted_traces")
+    'the loaded sample'
+    """
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
         return fmt_number(v, 4)
-    return "" if v is None else v
+    if v is None:
+        return ""
+    if isinstance(v, str):
+        if key.endswith("counted_traces"):
+            return VALUE_WORDS.get(v, v)
+        return _time_words(v) or v
+    return v
+
+
+def _time_words(v: str) -> str | None:
+    """An ISO time as ``2026-03-02 09:15 UTC``; None for any other text."""
+    if len(v) < 16 or v[4:5] != "-" or "T" not in v:
+        return None
+    try:
+        t = datetime.fromisoformat(v.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t.strftime("%Y-%m-%d %H:%M UTC")

@@ -21,13 +21,14 @@ from tests.web.test_pages import login
 T0 = datetime(2026, 12, 3, 12, tzinfo=UTC)
 
 
-def _alert(engine: Any) -> int:
+def _alert(engine: Any, *, named: bool = True, extra: dict[str, Any] | None = None) -> int:
     with write_session(engine) as session:
         project_id = session.scalar(select(Project.id).where(Project.name == "p1"))
     mid = add_monitor(engine, project_id, "FM-2", name="FM-2 tool failure cascades")
     evidence = {
         **EVIDENCE["FM-2"],
-        "example_trace_ids": ["cur-1", "cur-2", "gone-3"],
+        **(extra or {}),
+        "example_trace_ids": ["cur-1", "cur-2", "gone-3"] if named else [],
         "baseline": {
             "mode": "frozen", "reference_start": "2026-12-03T12:00:00Z",
             "reference_end": "2026-12-03T16:00:00Z", "frozen_since": "2026-12-03T22:00:00Z",
@@ -106,6 +107,29 @@ def test_the_alert_page_explains_itself(client, make_key, engine):
     # The first notification, 34 repeats and their 8 reminders fold into one row.
     assert "notified ×9 · repeat ×34" in html
     assert html.count('<tr class="event') == 2
+
+
+def test_evidence_reads_in_words_and_unnamed_examples_come_from_the_failing_window(
+    client, make_key, engine
+):
+    key = make_key("read")
+    alert_id = _alert(engine, named=False, extra={
+        "still_degraded": True, "reference_used": False, "counted_traces": "records",
+        "mu0": 0.25, "change_started_at": "2026-12-03T20:30:00+00:00"})  # fmt: skip
+    login(client, key)
+    html = client.get(f"/alerts/{alert_id}").text
+    rows = dict(re.findall(r"<tr><th>([^<]*)</th><td>([^<]*)</td></tr>", html))
+    assert rows["still worse than the baseline"] == "yes"
+    assert rows["compared with the reference"] == "no"
+    assert rows["traces counted"] == "the loaded sample"
+    assert rows["reference mean"] == "0.25"
+    assert rows["change began"] == "2026-12-03 20:30 UTC"
+    for code in ("still degraded", "mu0", "counted traces", "True", "False"):
+        assert f"<th>{code}</th>" not in html and f"<td>{code}</td>" not in html, code
+    # No example named: the latest traces of the window where the monitor last fired.
+    assert "The detector named no example; these are the latest traces" in html
+    assert '<a href="/traces/cur-2"><code>cur-2</code></a>' in html
+    assert "gone-3" not in html
 
 
 def test_the_alert_page_is_for_readers_only_and_bad_ids_get_4xx(client, make_key, engine):

@@ -132,7 +132,7 @@ def test_examples_and_tables_come_from_the_evidence() -> None:
     [(title, shared, columns, rows)] = [
         t for t in evidence_view.tables(EVIDENCE["OUTCOME"]) if t[0] == "objectives"
     ]
-    assert shared == "signal: objective; n reference: 151; n current: 301"
+    assert shared == "signal: objective; reference count: 151; current count: 301"
     assert columns[:3] == ["name", "before", "after"] and rows[0][:2] == ["factuality", "0.84"]
 
 
@@ -219,3 +219,16 @@ def test_a_change_point_with_seconds_reads_to_the_minute() -> None:
                                            "onset": "change point"}}  # fmt: skip
     said = sentences.sentence(failure_mode="FM-2", evidence=ev)
     assert "Since 2026-09-08 03:23 UTC." in said, said
+
+
+def test_fm6_names_the_stream_that_moved_most_first() -> None:
+    """Stored JSON may order streams by name: the image stream at 9x its threshold leads,
+    the text stream at 1.25x follows."""
+    evidence = {"streams": {
+        "a_text": {"fired": True, "statistic": 0.025, "threshold": 0.02, "n_current": 500,
+                   "n_reference": 900},
+        "b_image": {"fired": True, "statistic": 0.18, "threshold": 0.02, "n_current": 480,
+                    "n_reference": 910},
+    }}  # fmt: skip
+    words = sentences.sentence(failure_mode="FM-6", evidence=evidence)
+    assert words.startswith("Stream b_image moved") and "; stream a_text moved" in words, words
