@@ -219,11 +219,10 @@ def _fm5(ev: Mapping[str, Any]) -> str | None:
 
 def _moved(stream: Mapping[str, Any]) -> float:
     """How far a stream moved: its statistic over its threshold, else its -log10 p."""
-    stat, threshold = stream.get("statistic"), stream.get("threshold")
-    if _is_num(stat) and _is_num(threshold) and threshold > 0:
+    stat, threshold, p = (stream.get(k) for k in ("statistic", "threshold", "p_value"))
+    if isinstance(stat, (int, float)) and isinstance(threshold, (int, float)) and threshold > 0:
         return float(stat) / float(threshold)
-    p = stream.get("p_value")
-    return -math.log10(max(float(p), 1e-300)) if _is_num(p) else 0.0
+    return -math.log10(max(float(p), 1e-300)) if isinstance(p, (int, float)) else 0.0
 
 
 def _fm6(ev: Mapping[str, Any]) -> str | None:
