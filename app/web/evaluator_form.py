@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from app.evaluators.spec import CheckConfig, EvaluatorSettings, JudgeConfig
+from app.evaluators.spec import CheckConfig, EvaluatorSettings, JudgeConfig, Selection
 from app.models.evaluators import Evaluator
 from app.web.form_values import FormError, json_field
 
@@ -22,6 +22,7 @@ SETTINGS = ("sample_rate", "delay_seconds", "daily_calls", "daily_tokens", "conc
             "timeout_seconds", "max_retries")  # fmt: skip
 SELECTION = ("agents", "versions", "environments")  # comma-separated; sources are checkboxes
 SOURCES = ("production", "eval", "shadow")
+SCOPE = ("scope", "session_idle_seconds")  # a trace, or a whole session once idle
 JUDGE = ("base_url", "model", "prompt", "answer", "max_output_tokens", "max_content_chars")
 # The arguments each check reads (the others are left out of its config, so a value typed
 # for another check is not saved with this one).
@@ -66,6 +67,8 @@ def _defaults() -> dict[str, Any]:
         out[k] = _text(JudgeConfig.model_fields[k].default)
     for k in ("field", "present", "min_repeats"):
         out[k] = _text(CheckConfig.model_fields[k].default)
+    for k in SCOPE:
+        out[k] = _text(Selection.model_fields[k].default)
     return {**out, "kind": "llm_judge", "check": "json_valid", "enabled": "true",
             "prompt": DEFAULT_PROMPT, "labels": "pass=1, fail=0", "sources": []}  # fmt: skip
 
@@ -85,6 +88,8 @@ def form_of(ev: Evaluator) -> dict[str, Any]:
     for k in SELECTION:
         out[k] = ", ".join(sel.get(k) or [])
     out["sources"] = list(sel.get("sources") or [])
+    for k in SCOPE:
+        out[k] = _text(sel.get(k, out[k]))
     config = ev.config or {}
     if ev.kind == "llm_judge":
         for k in JUDGE:
@@ -154,6 +159,9 @@ def body_of(typed: dict[str, Any], *, kind: str, editing: bool) -> dict[str, Any
     body: dict[str, Any] = {k: _given(typed, k) for k in SETTINGS if _given(typed, k)}
     body["selection"] = {k: _list(_given(typed, k)) for k in SELECTION}
     body["selection"]["sources"] = list(typed.get("sources") or [])
+    for k in SCOPE:
+        if _given(typed, k):
+            body["selection"][k] = _given(typed, k)
     body["objective"] = _given(typed, "objective")
     if kind == "llm_judge":
         body["judge"] = _judge(typed)
@@ -176,7 +184,7 @@ def body_of(typed: dict[str, Any], *, kind: str, editing: bool) -> dict[str, Any
 # One part of the API's 422 wording: ``a.b.0: message`` (see form_values.validation_message).
 _PART = re.compile(r"; (?=[A-Za-z_][\w.\[\]]*(?: \(key\))?: )")
 _INNER = re.compile(r"(?:Value error, )?([A-Za-z_][\w.\[\]]*): (.*)", re.S)
-_INPUTS = {*SETTINGS, *SELECTION, *JUDGE, "sources", "name", "kind", "score_name", "objective",
+_INPUTS = {*SETTINGS, *SELECTION, *SCOPE, *JUDGE, "sources", "name", "kind", "score_name", "objective",
            "api_key", "labels", "check", "field", "schema", "pattern", "present", "phrases",
            "min_repeats", "trace_id"}  # fmt: skip
 

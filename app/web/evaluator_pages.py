@@ -14,6 +14,7 @@ and stores nothing.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from functools import partial
 from typing import Any
 
@@ -216,4 +217,31 @@ def try_page(
         return f"Evaluated trace {tid} once; nothing was stored."
 
     return act(web, session, "", csrf, action, {"trace_id": trace_id}, shown,
+               renderer=partial(_page, evaluator_id=evaluator_id))  # fmt: skip
+
+
+@router.post("/evaluators/{evaluator_id}/backfill")
+def backfill_page(
+    evaluator_id: Int4Id, web: WebDep, session: SessionDep, engine: EngineDep,
+    csrf: str = Form(""), hours: int = Form(24, ge=1, le=720), confirm: str = Form("0"),
+) -> Any:  # fmt: skip
+    """The estimate of backfilling the last ``hours``; queued only when confirmed (the
+    API's ``POST /api/v1/evaluators/{id}/backfill``, estimate first)."""
+    shown: dict[str, Any] = {"backfill_hours": hours}
+
+    def action() -> str:
+        end = utcnow()
+        with write_session(engine) as s:
+            row = _get(s, web, evaluator_id)
+            try:
+                got = store.backfill(s, row, start=end - timedelta(hours=hours), end=end,
+                                     confirm=confirm == "1")  # fmt: skip
+            except ValueError as exc:
+                raise FormError(str(exc)) from None
+        shown["estimate"] = got
+        if got.queued:
+            return f"Backfill queued: {got.traces:,} traces of the last {hours} h."
+        return f"Estimate for the last {hours} h: {got.traces:,} traces; nothing queued yet."
+
+    return act(web, session, "", csrf, action, {"hours": hours}, shown,
                renderer=partial(_page, evaluator_id=evaluator_id))  # fmt: skip

@@ -304,3 +304,57 @@ def test_a_test_on_a_trace_shows_the_exact_messages_and_the_answer_and_stores_no
     assert r.status_code == 200
     assert text(re.search(r'<p class="error" id="try-error">(.*?)</p>', r.text).group(1)
                 ).startswith("call: ")  # fmt: skip
+
+
+def test_a_backfill_shows_its_estimate_first_and_queues_only_when_confirmed(
+    client, make_key, engine, judge
+):
+    key = make_key("admin")
+    an_hour_ago = datetime.now(UTC) - timedelta(hours=1)
+    for i, tid in enumerate(["b1", "b2", "b3"]):
+        ingest(client, key, chat_trace(tid, at=an_hour_ago + timedelta(seconds=i),
+                                       question="refund?", answer="I could not."))  # fmt: skip
+    settle(engine)  # derived before the evaluator exists: nothing queues them
+    eid = made_by_api(client, key, judge)
+    login(client, key)
+    token = csrf(client.get(f"/evaluators/{eid}", headers=HTML).text)
+    r = post(client, f"/evaluators/{eid}/backfill", {"hours": "24", "confirm": "0"}, token)
+    assert r.status_code == 200, text(r.text)
+    said = text(re.search(r'<p id="backfill-estimate">(.*?)</p>', r.text, re.S).group(1))
+    assert re.fullmatch(r"3 traces of the last 24 h not scored by this version: 3 judge calls, "
+                        r"at most [\d,]+ tokens, 0\.03 days of the daily call budget\.", said), said  # fmt: skip
+    assert 'id="backfill-confirm"' in r.text and "Queue 3 evaluations" in text(r.text)
+    with write_session(engine) as s:
+        assert s.scalars(select(Evaluation)).all() == []  # the estimate queued nothing
+    r = post(client, f"/evaluators/{eid}/backfill", {"hours": "24", "confirm": "1"}, token)
+    assert "Queued 3 evaluations of the last 24 h." in text(r.text)
+    with write_session(engine) as s:
+        queued = s.scalars(select(Evaluation)).all()
+        assert sorted(e.trace_id for e in queued) == ["b1", "b2", "b3"]
+        assert all(e.backfill and e.status == "pending" for e in queued)
+    r = post(client, f"/evaluators/{eid}/backfill", {"hours": "24", "confirm": "0"}, token)
+    assert "scored or queued by this version already: nothing to backfill." in text(r.text)
+    login(client, make_key("read"))
+    page = client.get(f"/evaluators/{eid}", headers=HTML).text
+    assert 'id="ev-backfill"' not in page
+    r = post(client, f"/evaluators/{eid}/backfill", {"hours": "24", "confirm": "1"}, csrf(page))
+    assert r.status_code == 403 and "admin role" in r.text
+
+
+def test_session_scope_is_set_on_the_form_and_said_on_the_page(client, make_key, engine, judge):
+    key = make_key("admin")
+    login(client, key)
+    token = csrf(client.get("/settings/evaluators", headers=HTML).text)
+    r = post(client, "/settings/evaluators",
+             judge_form(judge, scope="session", session_idle_seconds="600"), token)  # fmt: skip
+    assert r.status_code == 200, text(r.text)
+    (ev,) = evaluators(engine)
+    assert ev.selection["scope"] == "session" and ev.selection["session_idle_seconds"] == 600
+    edit = client.get(f"/settings/evaluators/{ev.id}", headers=HTML).text
+    assert re.search(r'<option value="session" selected>', edit)
+    assert "each whole session once idle 10 min, its score on the last turn" in text(
+        client.get(f"/evaluators/{ev.id}", headers=HTML).text)  # fmt: skip
+    r = post(client, "/settings/evaluators",
+             judge_form(judge, name="other", scope="session", session_idle_seconds="5"), token)  # fmt: skip
+    assert r.status_code == 422
+    assert beside(r.text, "ev-session_idle_seconds").startswith("Input should be greater than")

@@ -37,13 +37,19 @@ def judged(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[dict]:
                         judge_allow=["127.0.0.1/32"])  # fmt: skip
     judge = JudgeServer()
     judge.answer_for = lambda p: 7.0 if "BROKEN" in p else float("RESOLVED" in p)
-    at = datetime.now(UTC) + timedelta(seconds=1)
-    events = []
-    for i in range(12):
-        answer = "Your order 4411 is refunded. RESOLVED" if i % 3 else "I could not find it."
-        answer = "BROKEN" if i in (4, 9) else answer
-        events += chat_trace(f"order-{i:02d}", at=at + timedelta(seconds=i),
-                             question=f"Please refund order {4400 + i}.", answer=answer)  # fmt: skip
+
+    def traffic() -> list[dict]:
+        # Timed from when the evaluator exists (it judges traces that start after it was
+        # made; one timed from before the server started was missed on a loaded machine).
+        at = datetime.now(UTC) + timedelta(seconds=1)
+        events: list[dict] = []
+        for i in range(12):
+            answer = "Your order 4411 is refunded. RESOLVED" if i % 3 else "I could not find it."
+            answer = "BROKEN" if i in (4, 9) else answer
+            events += chat_trace(f"order-{i:02d}", at=at + timedelta(seconds=i),
+                                 question=f"Please refund order {4400 + i}.", answer=answer)  # fmt: skip
+        return events
+
     body = {"name": "refund-resolved", "kind": "llm_judge", "score_name": "refund_resolved",
             "objective": "task_success", "api_key": "sk-browser-secret", "delay_seconds": 0,
             "daily_calls": 500,
@@ -57,7 +63,7 @@ def judged(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[dict]:
         r = c.post("/api/v1/evaluators", json=body)
         assert r.status_code == 201, r.text
         evaluator_id = r.json()["id"]
-        r = c.post("/api/v1/ingest", json={"events": events})
+        r = c.post("/api/v1/ingest", json={"events": traffic()})
         assert r.status_code == 200 and not r.json()["rejected"], r.text
         engine: Engine = make_engine(url)
         stats = run_due(engine, settings, now=settle(engine))
