@@ -14,8 +14,11 @@ have paged. This detector compares the current window with the reference on:
   (:attr:`detectors.records.Score.predicts`) is tested on the judge corrected by its labels
   (prediction-powered inference, :mod:`detectors.outcome_judged`) when each window holds
   ``min_ppi_labels`` labeled traces the judge scored; else on its labels alone, or not at
-  all (``objectives_without_verdict`` says why): a judge alone never alerts, and its
-  scores are not objectives of their own.
+  all (``objectives_without_verdict`` says why). A pass/fail objective whose labels reach
+  fewer than half the judged traces is also read from the judge's pass rate on the recent
+  half, while the labels show the judge's error rates held and lean toward the fall
+  (:func:`detectors.outcome_judged.stable_judge_objective`, method ``judge_stable``). A
+  judge's scores are not objectives of their own.
 * **trace errors**: the share of traces whose status is ``error``; one-sided Fisher exact
   test, gated on a rise of at least ``min_rate_increase``.
 * **tool loops**: the share of traces with a tool loop (one tool called with the same
