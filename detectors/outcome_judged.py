@@ -31,7 +31,7 @@ from detectors.records import TraceRecord
 
 # How far a window's labels must lean toward a fall before a stable judge's pass rate
 # speaks for them (stable_judge_objective).
-LABELS_LEAN = 0.1
+LABELS_LEAN = 0.2
 
 
 @dataclass(frozen=True)
