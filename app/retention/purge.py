@@ -5,7 +5,8 @@ span events (by trace id), spans and span events whose trace row never came (by 
 time, else a retention after their trace was first seen without it: :mod:`.orphans`),
 scores, embeddings, derived input groups, ingest minutes (by ``minute``), detector runs and
 findings (by ``at``), the events of resolved alerts (by ``at``), sent and dead
-notifications, and last the ingest event ids. Kept: anything newer than the cutoff, open
+notifications, evaluations and the per-bucket rollups (:mod:`.rollups`), and last the
+ingest event ids. Kept: anything newer than the cutoff, open
 (firing or acknowledged) alerts with their events, and the findings and runs they cite.
 
 Event ids go last, in the pass that deleted their data, so an id is never forgotten while
@@ -55,6 +56,7 @@ from app.models import (
 from app.models.base import utcnow
 from app.retention.orphans import purge_orphans
 from app.retention.partitions import maintain_partitions
+from app.retention.rollups import evaluations_expired, purge_rollups
 from app.settings import Settings
 
 log = logging.getLogger("telltale.retention")
@@ -196,9 +198,11 @@ def purge_project(
                 Notification.status.in_(("sent", "dead")),
             ),
         ),
+        evaluations_expired(p, cutoff),
     ]
     for table, key, where in plans:
         counts[table] = _delete_in_batches(engine, key, where, batch=batch, pause_s=pause_s)
+    counts.update(purge_rollups(engine, project_id=p, cutoff=cutoff, pause_s=pause_s))
     counts["ingest_minutes"] = _delete_minutes(
         engine, project_id=p, cutoff=cutoff, batch=batch, pause_s=pause_s
     )

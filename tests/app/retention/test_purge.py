@@ -265,3 +265,39 @@ def test_client_dated_rows_cannot_outlive_arrival_plus_retention(
     purge_all(engine, default_days=1, now=arrival + timedelta(days=1, hours=1))
 
     assert _count(engine, Score) == _count(engine, Embedding) == _count(engine, IngestEvent) == 0
+
+
+def test_rollups_and_evaluations_expire_with_their_traces(engine: Engine) -> None:
+    """Rollups of buckets wholly before the cutoff go (their traces went), with their dirty
+    marks; evaluations queued before it go; the newer ones of both stay."""
+    from app.models import Evaluation, Evaluator, RollupDirty, ToolRollup, TraceRollup
+    from app.models.rollups import bucket_of
+
+    pid = setup_project(engine)
+    cutoff = NOW - timedelta(days=30)
+    old_b, new_b = bucket_of(OLD), bucket_of(RECENT)
+    with write_session(engine) as s:
+        for b in (old_b, old_b + 300, new_b):
+            dims = {"project_id": pid, "bucket": b, "agent": "a", "agent_version": "v",
+                    "environment": ""}  # fmt: skip
+            s.add(TraceRollup(**dims, traces=3))
+            s.add(ToolRollup(**dims, tool="search", calls=2))
+            s.add(RollupDirty(project_id=pid, bucket=b, marked_at=NOW))
+        ev = Evaluator(project_id=pid, name="j", kind="check", score_name="j", config={},
+                       selection={}, watch_from=OLD)  # fmt: skip
+        s.add(ev)
+        s.flush()
+        for tid, at in (("old", OLD), ("new", RECENT)):
+            s.add(Evaluation(project_id=pid, evaluator_id=ev.id, version=1, trace_id=tid,
+                             due_at=at, created_at=at))  # fmt: skip
+
+    deleted = purge_all(engine, default_days=30, now=NOW)
+
+    assert deleted["trace_rollups"] == 2 and deleted["tool_rollups"] == 2
+    assert deleted["rollup_dirty"] == 2 and deleted["evaluations"] == 1
+    for model in (TraceRollup, ToolRollup, RollupDirty):
+        with engine.connect() as conn:
+            assert list(conn.scalars(select(model.bucket))) == [new_b], model.__tablename__
+    with engine.connect() as conn:
+        assert list(conn.scalars(select(Evaluation.trace_id))) == ["new"]
+    assert bucket_of(cutoff) > old_b + 300
