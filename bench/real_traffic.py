@@ -31,6 +31,10 @@ success 0.42):
 * ``tool-break``: 70% of the calls of the most called tool fail (an ERROR tool span).
 * ``judge-bias``: nothing changes in the traffic; the judge (``--judge-agreement``) starts
   saying "resolved" on a third of the traces it called unresolved (+0.2 on its mean).
+* ``tokens-2x``: every model call's input and output tokens doubled (a prompt that grew, a
+  context that stopped being trimmed); latency and outcomes unchanged.
+* ``loops``: a tenth of the traces repeat one of their real tool calls, unchanged, twice
+  more right after it (the same tool and arguments three times in a row: a loop).
 
 ``--judge-agreement 0.85`` adds an online evaluator: a loopback OpenAI-compatible judge
 (:mod:`bench.fake_judge`, called by the real ``openai`` client) that answers from each
@@ -94,9 +98,12 @@ class Trace:
     content: bool = True  # the messages ride on the spans
     broken_tool: str | None = None  # its calls fail at BREAK_SHARE
     judge_bias: bool = False  # the judge says "resolved" more often than it should
+    token_factor: float = 1.0  # its model calls' tokens, scaled
+    loop: bool = False  # one of its tool calls repeated twice more, unchanged
 
 
 BREAK_SHARE = 0.7
+LOOP_SHARE = 0.1
 
 
 def load_trajectories(path: Path = DATA) -> dict[str, Any]:
@@ -153,6 +160,10 @@ def schedule(
             extra["broken_tool"] = busiest
         if changed and scenario == "judge-bias":
             extra["judge_bias"] = True
+        if changed and scenario == "tokens-2x":
+            extra["token_factor"] = 2.0
+        if changed and scenario == "loops" and keep < LOOP_SHARE:
+            extra["loop"] = True
         if scenario.startswith("regression") and changed:
             trials = by_task[tasks[int(rng.integers(len(tasks)))]]
             failing = [t for t in trials if t["reward"] < 1.0]
@@ -222,6 +233,8 @@ def emit(tracer: Any, trace: Trace, rng: np.random.Generator) -> tuple[datetime,
     )
     context = otel_trace.set_span_in_context(root)
     last_user: dict[str, Any] = {}
+    pending: list[dict[str, Any]] = []  # the calls the last model reply requested, in order
+    looped = False
     for message in trace.trajectory["messages"]:
         role = message["role"]
         if role == "user":
@@ -233,39 +246,54 @@ def emit(tracer: Any, trace: Trace, rng: np.random.Generator) -> tuple[datetime,
                 "gen_ai.operation.name": "chat",
                 "gen_ai.provider.name": "openai",
                 "gen_ai.request.model": "gpt-4o",
-                "gen_ai.usage.input_tokens": 2500 + 40 * len(message.get("text", "")),
-                "gen_ai.usage.output_tokens": max(1, message.get("chars", 20) // 4),
+                "gen_ai.usage.input_tokens": int(
+                    (2500 + 40 * len(message.get("text", ""))) * trace.token_factor
+                ),
+                "gen_ai.usage.output_tokens": int(
+                    max(1, message.get("chars", 20) // 4) * trace.token_factor
+                ),
             }
             if trace.content:  # what OTEL_..._CAPTURE_MESSAGE_CONTENT turns on
                 attributes["gen_ai.input.messages"] = (
                     _messages("user", last_user) if last_user else "[]"
                 )
                 attributes["gen_ai.output.messages"] = _messages("assistant", message)
+            pending = list(message.get("calls", ()))
             span = tracer.start_span(
                 "chat gpt-4o", context=context, start_time=ns(at), attributes=attributes
             )
             at += timedelta(seconds=seconds)
             span.end(end_time=ns(at))
         elif role == "tool":
-            span = tracer.start_span(
-                f"execute_tool {message.get('name', '')}",
-                context=context,
-                start_time=ns(at),
-                attributes={
+            call = pending.pop(0) if pending and pending[0]["name"] == message.get("name") else None
+            repeats = 3 if trace.loop and not looped and call is not None else 1
+            looped = looped or repeats > 1
+            for _ in range(repeats):
+                attributes = {
                     "gen_ai.operation.name": "execute_tool",
                     "gen_ai.tool.name": message.get("name", ""),
-                },
-            )
-            broken = (
-                trace.broken_tool is not None
-                and message.get("name") == trace.broken_tool
-                and rng.random() < BREAK_SHARE
-            )
-            if message.get("error") or broken:
-                span.set_attribute("error.type", "ToolError")
-                span.set_status(Status(StatusCode.ERROR, message.get("text", "")[:120]))
-            at += timedelta(seconds=float(rng.uniform(0.05, 0.4)))
-            span.end(end_time=ns(at))
+                }
+                if trace.content and call is not None:  # opt-in content, as the messages
+                    args = call["arguments"]
+                    attributes["gen_ai.tool.call.arguments"] = (
+                        args if isinstance(args, str) else json.dumps(args, sort_keys=True)
+                    )
+                span = tracer.start_span(
+                    f"execute_tool {message.get('name', '')}",
+                    context=context,
+                    start_time=ns(at),
+                    attributes=attributes,
+                )
+                broken = (
+                    trace.broken_tool is not None
+                    and message.get("name") == trace.broken_tool
+                    and rng.random() < BREAK_SHARE
+                )
+                if message.get("error") or broken:
+                    span.set_attribute("error.type", "ToolError")
+                    span.set_status(Status(StatusCode.ERROR, message.get("text", "")[:120]))
+                at += timedelta(seconds=float(rng.uniform(0.05, 0.4)))
+                span.end(end_time=ns(at))
     root.end(end_time=ns(at))
     return at, f"{root.get_span_context().trace_id:032x}"
 
@@ -604,7 +632,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenario", default="regression",
                         choices=["clean", "regression", "regression-25", "domain-shift", "stop",
-                                 "fall-20", "content-off", "tool-break", "judge-bias"])  # fmt: skip
+                                 "fall-20", "content-off", "tool-break", "judge-bias",
+                                 "tokens-2x", "loops"])  # fmt: skip
     parser.add_argument("--traffic", default="tau-bench", choices=["tau-bench", "who-and-when"],
                         help="whose trajectories are the clean traffic")  # fmt: skip
     parser.add_argument("--clean-hours", type=float, default=28.0)

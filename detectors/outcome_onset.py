@@ -19,11 +19,14 @@ from detectors.outcome_judged import judge_value
 from detectors.outcome_values import objective_values
 from detectors.records import TraceRecord, is_tool_step, step_error
 
+# Signals whose step is a ratio (read in logs): latency, tokens and cost per trace.
+RATIO_SIGNALS = frozenset({"latency_s", "tokens_per_trace", "cost_per_trace"})
+
 
 def onset(cur: Sequence[TraceRecord], row: dict[str, Any]) -> float | None:
     """The estimated start (epoch seconds) of the change ``row`` (a fired sub-test) found."""
     times, values = _series(cur, row)
-    if row["signal"] == "latency_s":
+    if row["signal"] in RATIO_SIGNALS:
         values = np.log(np.maximum(values, 1e-3))
         before = float(np.log(max(float(row["before"]), 1e-3)))
     elif row.get("method") == "judge_stable":
@@ -56,6 +59,10 @@ def _series(cur: Sequence[TraceRecord], row: dict[str, Any]) -> tuple[np.ndarray
             value = t.ended_at - t.started_at if t.ended_at > t.started_at else None
         elif signal == "steps_per_trace":
             value = float(len(t.steps)) if t.steps else None
+        elif signal == "tokens_per_trace":
+            value = None if t.tokens is None else float(t.tokens)
+        elif signal == "cost_per_trace":
+            value = t.cost
         if value is not None:
             pairs.append((t.started_at, value))
     if not pairs:

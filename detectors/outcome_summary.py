@@ -9,7 +9,13 @@ from typing import Any
 import numpy as np
 
 from detectors.outcome_judged import describe_judged, describe_stable
-from detectors.outcome_values import latencies, objective_values, step_counts
+from detectors.outcome_values import (
+    costs,
+    latencies,
+    objective_values,
+    step_counts,
+    token_counts,
+)
 from detectors.records import TraceRecord, is_tool_step, step_error
 
 
@@ -34,6 +40,10 @@ def describe(row: dict[str, Any]) -> str:
         return f"{after:.1%} of {row['n_current']} traces failed (reference {before:.1%})"
     if row["signal"] == "loop_rate":
         return f"{after:.1%} of {row['n_current']} traces had a tool loop (reference {before:.1%})"
+    if row["signal"] == "tokens_per_trace":
+        return f"median tokens per trace rose {before:,.0f} -> {after:,.0f}"
+    if row["signal"] == "cost_per_trace":
+        return f"median cost per trace rose ${before:.4g} -> ${after:.4g}"
     unit = " s" if row["signal"] == "latency_s" else ""
     label = "median latency" if row["signal"] == "latency_s" else "median steps per trace"
     return f"{label} rose {before:.3g}{unit} -> {after:.3g}{unit}"
@@ -84,7 +94,8 @@ def example_trace_ids(
     elif row["signal"] == "loop_rate":
         picked = [t.trace_id for t in cur if t.has_loop]
     else:
-        key = latencies if row["signal"] == "latency_s" else step_counts
+        key = {"latency_s": latencies, "tokens_per_trace": token_counts,
+               "cost_per_trace": costs}.get(row["signal"], step_counts)  # fmt: skip
         ordered = sorted(cur, key=lambda t: float(np.sum(key([t]))), reverse=True)
         picked = [t.trace_id for t in ordered]
     return picked[:5]

@@ -80,6 +80,16 @@ def step_counts(traces: Sequence[TraceRecord]) -> np.ndarray:
     return np.asarray([len(t.steps) for t in traces if t.steps], dtype=float)
 
 
+def token_counts(traces: Sequence[TraceRecord]) -> np.ndarray:
+    """Tokens per trace, over the traces whose model calls carry a count."""
+    return np.asarray([n for t in traces if (n := t.tokens) is not None], dtype=float)
+
+
+def costs(traces: Sequence[TraceRecord]) -> np.ndarray:
+    """Cost per trace in USD, over the traces whose model calls carry one."""
+    return np.asarray([c for t in traces if (c := t.cost) is not None], dtype=float)
+
+
 def tool_calls(traces: Sequence[TraceRecord]) -> dict[str, tuple[int, int]]:
     """Per tool: (traces with a failed call of it, traces that called it).
 

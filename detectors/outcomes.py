@@ -29,8 +29,9 @@ have paged. This detector compares the current window with the reference on:
   failed (status, ``error_type`` or ``correct`` = false; by trace, since retries of a
   failing call fail together); Fisher exact per tool, tools that could not reach ``alpha`` with every failure in
   the current window left out first (Tarone 1990), then Holm over the rest.
-* **latency** and **steps per trace**: one-sided Mann-Whitney U ("current greater"), gated
-  on a relative rise of the median of at least ``min_relative_increase``.
+* **latency**, **steps per trace**, and **tokens** and **cost per trace** (the model
+  calls', where they carry them): one-sided Mann-Whitney U ("current greater"), gated on a
+  relative rise of the median of at least ``min_relative_increase``.
 
 Labels arrive late, so objectives are tested twice, on the whole current window and on its
 recent half (:func:`recent_half`; Holm counts both), and the operational signals, which
@@ -100,12 +101,14 @@ from detectors.outcome_judged import judged_objective, judges_of, stable_judge_o
 from detectors.outcome_onset import onset
 from detectors.outcome_summary import describe, example_trace_ids, summary
 from detectors.outcome_values import (
+    costs,
     label_counts,
     latencies,
     objective_names,
     objective_values,
     recent_half,
     step_counts,
+    token_counts,
     tool_calls,
 )
 from detectors.params import Parameters, TraceSources, param
@@ -164,6 +167,8 @@ class OutcomeRegressionDetector(TraceSources, Parameters):
                 self._tool_loops(ref, recent),
                 self._spread("latency_s", latencies(ref), latencies(recent)),
                 self._spread("steps_per_trace", step_counts(ref), step_counts(recent)),
+                self._spread("tokens_per_trace", token_counts(ref), token_counts(recent)),
+                self._spread("cost_per_trace", costs(ref), costs(recent)),
                 *self._tool_errors(ref, recent),
             )
             if row is not None

@@ -73,6 +73,9 @@ class Step:
     ended_at: float = 0.0
     confidence: float | None = None
     attributes: Mapping[str, Any] = field(default_factory=dict)
+    # A model call's tokens (total, else input + output) and cost in USD, where known.
+    tokens: int | None = None
+    cost: float | None = None
 
     @property
     def failed(self) -> bool:
@@ -144,6 +147,19 @@ class TraceRecord:
     @property
     def has_loop(self) -> bool:
         return self.loop_tool is not None
+
+    @property
+    def tokens(self) -> int | None:
+        """Its model calls' tokens (None: no call carries a count). Summed over the steps,
+        so a framework's LLM span around the provider's span for one call counts once."""
+        counts = [s.tokens for s in self.steps if s.kind == "llm" and s.tokens is not None]
+        return sum(counts) if counts else None
+
+    @property
+    def cost(self) -> float | None:
+        """Its model calls' cost in USD (None: no call carries one)."""
+        costs = [s.cost for s in self.steps if s.kind == "llm" and s.cost is not None]
+        return float(sum(costs)) if costs else None
 
     @property
     def decision(self) -> str | None:
@@ -346,4 +362,14 @@ def _step(index: int, s: Mapping[str, Any], error_inherited: bool = False) -> St
         ended_at=epoch_seconds(s.get("ended_at")),
         confidence=None if confidence is None else float(confidence),
         attributes=_attributes(s.get("attributes")),
+        tokens=_tokens(s),
+        cost=None if s.get("cost") is None else float(s["cost"]),
     )
+
+
+def _tokens(s: Mapping[str, Any]) -> int | None:
+    """``total_tokens``, else input + output where either is known (as the rollups count)."""
+    if s.get("total_tokens") is not None:
+        return int(s["total_tokens"])
+    parts = [s.get("input_tokens"), s.get("output_tokens")]
+    return sum(int(v) for v in parts if v is not None) if any(v is not None for v in parts) else None

@@ -337,6 +337,10 @@ def _outcome_row(row: Mapping[str, Any]) -> str:
         return f"median latency {_n(before)} s {ARROW} {_n(after)} s"
     if signal == "steps_per_trace":
         return f"median steps per trace {_n(before)} {ARROW} {_n(after)}"
+    if signal == "tokens_per_trace" and _is_num(before) and _is_num(after):
+        return f"median tokens per trace {before:,.0f} {ARROW} {after:,.0f}"
+    if signal == "cost_per_trace" and _is_num(before) and _is_num(after):
+        return f"median cost per trace ${before:.4g} {ARROW} ${after:.4g}"
     return f"{name} {_n(before)} {ARROW} {_n(after)}"
 
 

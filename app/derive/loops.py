@@ -5,7 +5,8 @@ An agent that repeats a call unchanged is stuck (openlit ships "same tool + same
 
 - a call is its tool's name and its arguments (the first of :data:`TOOL_INPUT` given),
   normalised: JSON re-written with sorted keys and no spaces, other text with its
-  whitespace collapsed, so arguments that differ by whitespace only are the same;
+  whitespace collapsed, so arguments that differ by whitespace only are the same; a call
+  whose span carries no arguments is compared with none (it cannot be shown the same);
 - the *longest run* is the call made most often (anywhere in the trace, as the
   ``repeated_tool_call`` check counts: an agent alternating two calls loops too);
 - it is a **loop** when made 3 times or more, or made again unchanged after it failed
@@ -66,9 +67,12 @@ def normalised_arguments(value: Any) -> str:
         return " ".join(str(value).split())
 
 
-def _arguments(span: Mapping[str, Any]) -> str:
+def _arguments(span: Mapping[str, Any]) -> str | None:
+    """The span's normalised arguments; None where it carries none (an instrumentation
+    that does not record them, or content capture off)."""
     attrs = span.get("attributes") or {}
-    return normalised_arguments(next((attrs[k] for k in TOOL_INPUT if attrs.get(k)), None))
+    found = next((attrs[k] for k in TOOL_INPUT if attrs.get(k) is not None), None)
+    return None if found is None else normalised_arguments(found)
 
 
 def tool_loop(
@@ -82,7 +86,12 @@ def tool_loop(
     for i, s in enumerate(ordered):
         if s.get("kind") != "tool":
             continue
-        key = (str(s.get("tool_name") or s.get("name") or ""), _arguments(s))
+        args = _arguments(s)
+        if args is None:
+            # Unknown arguments are no evidence of a repeat: three lookups of different
+            # reservations, sent without their arguments, are not one call made thrice.
+            continue
+        key = (str(s.get("tool_name") or s.get("name") or ""), args)
         seen = positions.setdefault(key, [])
         if seen and any(ordered[j].get("status") == "error" for j in seen):
             failed_before_repeat.add(key)

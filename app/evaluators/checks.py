@@ -91,7 +91,9 @@ def run_check(config: CheckConfig, content: TraceContent) -> Verdict:
                                    f"failed: {listed}")  # fmt: skip
         return _verdict(True, f"none of {len(content.tool_calls)} tool calls failed")
     # repeated_tool_call: the same tool with the same arguments, min_repeats times or more
-    same = Counter((c.name, c.arguments.strip()) for c in content.tool_calls)
+    # Calls whose arguments are unknown (not recorded) cannot be shown to be the same.
+    same = Counter((c.name, c.arguments.strip()) for c in content.tool_calls
+                   if c.arguments.strip())  # fmt: skip
     (name, args), times = same.most_common(1)[0] if same else (("", ""), 0)
     if times >= config.min_repeats:
         shown = args if len(args) <= 120 else args[:117] + "..."

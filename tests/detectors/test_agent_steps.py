@@ -123,3 +123,22 @@ def test_a_parent_cycle_below_a_root_is_read_once() -> None:
         ("a", True),
         ("b", False),
     ]
+
+
+def test_a_trace_counts_the_tokens_of_its_model_calls_once() -> None:
+    """A framework's LLM span around the provider's span for the same call is one step,
+    so its tokens count once; ``total_tokens`` wins over input + output."""
+    from detectors.records import from_rows
+
+    spans = [
+        {"trace_id": "t", "span_id": "a", "kind": "agent"},
+        {"trace_id": "t", "span_id": "f", "parent_span_id": "a", "kind": "llm",
+         "total_tokens": 900},
+        {"trace_id": "t", "span_id": "p", "parent_span_id": "f", "kind": "llm",
+         "input_tokens": 700, "output_tokens": 200, "cost": 0.002},
+        {"trace_id": "t", "span_id": "l", "parent_span_id": "a", "kind": "llm",
+         "input_tokens": 300, "total_tokens": 350},
+        {"trace_id": "t", "span_id": "x", "parent_span_id": "a", "kind": "tool"},
+    ]  # fmt: skip
+    [record] = from_rows([{"trace_id": "t", "agent": "a"}], spans)
+    assert record.tokens == 900 + 350 and record.cost == 0.002

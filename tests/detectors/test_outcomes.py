@@ -476,3 +476,58 @@ def test_a_harsher_judge_is_caught_by_enough_labels_and_named_otherwise(labeled:
             assert "from judge resolved's pass rate" in result.evidence["summary"]
             assert "if its error rates hold" in result.evidence["summary"]
     assert fired == 0 if labeled == 0.25 else fired <= 2, fired
+
+
+# -- tokens and cost per trace -------------------------------------------------------------
+
+
+def with_tokens(traces: list[TraceRecord], rng: np.random.Generator, scale: float = 1.0,
+                nested: bool = False) -> list[TraceRecord]:  # fmt: skip
+    """Each model step with a token count (~2,500 a call, times ``scale``) and its cost."""
+    out = []
+    for t in traces:
+        steps = []
+        for s in t.steps:
+            if s.kind == "llm":
+                n = int(rng.lognormal(7.8, 0.3) * scale)
+                s = Step(s.index, s.kind, s.name, tokens=n, cost=n * 2.5e-6)
+            steps.append(s)
+        out.append(TraceRecord(t.trace_id, t.agent, started_at=t.started_at,
+                               ended_at=t.ended_at, status=t.status, steps=tuple(steps),
+                               scores=t.scores))  # fmt: skip
+    return out
+
+
+def test_doubled_tokens_fire_on_tokens_and_cost_and_are_worded() -> None:
+    rng = np.random.default_rng(41)
+    reference = with_tokens(window(rng, 320, start=0.0), rng)
+    current = with_tokens(window(rng, 160, start=1e6), rng, scale=2.0)
+    result = OutcomeRegressionDetector(alpha=0.001).test(reference, current)
+    assert result.fired
+    fired = {r["signal"] for r in result.evidence["operations"] if r["fired"]}
+    assert fired == {"tokens_per_trace", "cost_per_trace"}, fired
+    assert re.search(r"median tokens per trace rose [\d,]+ -> [\d,]+, p=",
+                     result.evidence["summary"]), result.evidence["summary"]  # fmt: skip
+    assert "median cost per trace rose $" in result.evidence["summary"]
+    assert result.evidence["change_started_at"] >= 1e6
+
+
+def test_stationary_token_counts_fire_at_most_at_alpha() -> None:
+    fired = 0
+    for seed in range(40):
+        rng = np.random.default_rng(4100 + seed)
+        result = OutcomeRegressionDetector(alpha=0.05).test(
+            with_tokens(window(rng, 200, start=0.0), rng),
+            with_tokens(window(rng, 100, start=1e6), rng),
+        )
+        fired += any(r["fired"] for r in result.evidence["operations"]
+                     if r["signal"] in ("tokens_per_trace", "cost_per_trace"))  # fmt: skip
+    assert fired <= 5, fired  # at most 2 expected of 40; 6 or more has p < 0.05
+
+
+def test_trace_tokens_sum_the_model_steps_and_are_none_without_counts() -> None:
+    steps = (Step(0, "llm", "chat", tokens=1200, cost=0.003), Step(1, "tool", "search"),
+             Step(2, "llm", "chat", tokens=800), Step(3, "llm", "chat"))  # fmt: skip
+    t = TraceRecord("t", "a", steps=steps)
+    assert t.tokens == 2000 and t.cost == pytest.approx(0.003)
+    assert TraceRecord("u", "a", steps=(Step(0, "llm", "chat"),)).tokens is None

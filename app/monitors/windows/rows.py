@@ -40,6 +40,7 @@ _TRACE_COLUMNS = (
 _SPAN_COLUMNS = (
     Span.trace_id, Span.span_id, Span.parent_span_id, Span.step_index, Span.kind, Span.name,
     Span.status, Span.tool_name, Span.error_type, Span.started_at, Span.ended_at, Span.confidence,
+    Span.input_tokens, Span.output_tokens, Span.total_tokens, Span.cost,
 )  # fmt: skip
 # Only the attribute keys detectors read (prompts and completions stay in the database).
 _SPAN_ATTRIBUTES = tuple(Span.attributes[k].label(f"a{i}") for i, k in enumerate(STEP_ATTRIBUTES))

@@ -157,3 +157,14 @@ def test_the_monitors_read_loops_into_records(
         recs = chunk_records(session, ["three", "two"], project_id=pid, as_of=None)
     got = {r.trace_id: (r.loop_tool, r.loop_calls, r.has_loop) for r in recs}
     assert got == {"three": ("lookup_order", 3, True), "two": (None, 2, False)}
+
+
+def test_calls_sent_without_arguments_are_no_loop() -> None:
+    """Three lookups of different reservations whose spans carry no arguments (an
+    instrumentation that does not record them) are not one call made three times; with
+    their arguments recorded as empty, three calls of a tool that takes none are."""
+    bare = [{"span_id": str(i), "kind": "tool", "name": "get_reservation", "attributes": {}}
+            for i in range(3)]  # fmt: skip
+    assert tool_loop(bare).tool is None and tool_loop(bare).calls == 0
+    empty = [{**s, "attributes": {"gen_ai.tool.call.arguments": "{}"}} for s in bare]
+    assert tool_loop(empty).tool == "get_reservation"
