@@ -18,7 +18,7 @@ from markupsafe import Markup, escape
 
 from app.web.run_chart import ticks
 
-W, H, LEFT, RIGHT, TOP, BOTTOM = 900, 190, 64, 14, 12, 34
+W, H, LEFT, RIGHT, TOP, BOTTOM = 600, 200, 62, 12, 12, 34
 COLOURS = ("#2b59c3", "#c62f2f", "#2f855a", "#805ad5")
 
 
@@ -53,7 +53,10 @@ def svg(times: Sequence[datetime], lines: Sequence[Line], *, label: str, unit: s
         return Markup(head + f'<text x="{W / 2}" y="{H / 2}" text-anchor="middle" fill="#555d70">'
                       "No traffic in this range</text></svg>")  # fmt: skip
     write = fmt(unit)
-    axis = ticks(min(0.0, min(values)), max(values) * 1.04 or 1.0, at_most=5)
+    top = max(values) * 1.04 or 1.0
+    if unit == "rate":
+        top = min(top, 1.0)  # a share never passes 100 %
+    axis = ticks(min(0.0, min(values)), top, at_most=5)
     lo, hi = axis[0], axis[-1]
     t0 = times[0].timestamp()
     t1 = times[-1].timestamp() + step_seconds
@@ -69,11 +72,11 @@ def svg(times: Sequence[datetime], lines: Sequence[Line], *, label: str, unit: s
     for v in axis:
         parts.append(f'<line x1="{LEFT}" x2="{W - RIGHT}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#e2e5ec"/>'
                      f'<text class="tick" x="{LEFT - 6}" y="{y(v) + 4:.1f}" text-anchor="end" '
-                     f'font-size="11" fill="#555d70">{escape(write(v))}</text>')  # fmt: skip
+                     f'font-size="12" fill="#555d70">{escape(write(v))}</text>')  # fmt: skip
     parts.append(
-        f'<text x="{LEFT}" y="{H - 10}" font-size="11" fill="#555d70">'
+        f'<text x="{LEFT}" y="{H - 10}" font-size="12" fill="#555d70">'
         f"{datetime.fromtimestamp(t0, tz=times[0].tzinfo):%m-%d %H:%M}</text>"
-        f'<text x="{W - RIGHT}" y="{H - 10}" text-anchor="end" font-size="11" fill="#555d70">'
+        f'<text x="{W - RIGHT}" y="{H - 10}" text-anchor="end" font-size="12" fill="#555d70">'
         f"{datetime.fromtimestamp(t1, tz=times[0].tzinfo):%m-%d %H:%M} UTC</text>"
     )
     for k, line in enumerate(lines):

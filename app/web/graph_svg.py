@@ -19,8 +19,8 @@ from markupsafe import Markup, escape
 
 from app.agents.schemas import AgentGraph, GraphNode
 
-W, ROW, TOP = 640, 54, 16
-BOX_X, BOX_W, BOX_H = 190, 260, 38
+W, ROW, TOP = 560, 56, 16
+BOX_X, BOX_W, BOX_H = 130, 280, 40
 RIGHT_X, LEFT_X = BOX_X + BOX_W, BOX_X
 NAME_CHARS = 30
 _FILL = {"start": "#eef1f7", "end": "#eef1f7", "tool": "#ffffff", "llm": "#f3f0fb",
@@ -29,6 +29,13 @@ _FILL = {"start": "#eef1f7", "end": "#eef1f7", "tool": "#ffffff", "llm": "#f3f0f
 
 def _short(name: str) -> str:
     return name if len(name) <= NAME_CHARS else name[: NAME_CHARS - 1] + "…"
+
+
+def _label(n: GraphNode) -> Markup:
+    """The node's first line: its kind, small, then its name (start and end: the word)."""
+    if n.kind in ("start", "end"):
+        return Markup("<tspan font-weight=\"600\">{}</tspan>").format(n.name)
+    return Markup('<tspan fill="#555d70" font-size="12">{}</tspan> {}').format(n.kind, _short(n.name))
 
 
 def _node_words(n: GraphNode) -> str:
@@ -42,11 +49,11 @@ def svg(g: AgentGraph, *, href_of: Callable[[GraphNode], str | None]) -> Markup:
     nodes = g.nodes
     row = {n.id: i for i, n in enumerate(nodes)}
     h = TOP * 2 + ROW * max(len(nodes), 1)
-    head = (f'<svg class="agent-graph" viewBox="0 0 {W} {h}" role="img" '
+    head = (f'<svg class="agent-graph" viewBox="0 0 {W} {h}" role="group" '
             f'aria-label="{escape(f"Graph of agent {g.agent}: {len(nodes)} nodes, {len(g.edges)} transitions")}" '
             'xmlns="http://www.w3.org/2000/svg">'
-            '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
-            'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#5b6b8c"/>'
+            '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="9" '
+            'markerHeight="9" markerUnits="userSpaceOnUse" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#5b6b8c"/>'
             "</marker></defs>")  # fmt: skip
     if not g.edges:
         return Markup(head + f'<text x="{W / 2}" y="{h / 2}" text-anchor="middle" fill="#555d70">'
@@ -88,9 +95,8 @@ def svg(g: AgentGraph, *, href_of: Callable[[GraphNode], str | None]) -> Markup:
                f'<rect x="{BOX_X}" y="{y}" width="{BOX_W}" height="{BOX_H}" rx="6" '
                f'fill="{"#fdecec" if bad else _FILL.get(n.kind, "#ffffff")}" '
                f'stroke="{"#c62f2f" if bad else "#b8c0d4"}"/>'
-               f'<text x="{BOX_X + 10}" y="{y + 16}" font-size="13" fill="#1d2333">'
-               f'<tspan fill="#555d70" font-size="11">{escape(n.kind)}</tspan> {escape(_short(n.name))}</text>'
-               f'<text x="{BOX_X + 10}" y="{y + 31}" font-size="11" fill="{"#a32020" if bad else "#555d70"}">'
+               f'<text x="{BOX_X + 10}" y="{y + 17}" font-size="14" fill="#1d2333">{_label(n)}</text>'
+               f'<text x="{BOX_X + 10}" y="{y + 33}" font-size="12" fill="{"#a32020" if bad else "#555d70"}">'
                f"{escape(_node_words(n))}</text></g>")  # fmt: skip
         href = href_of(n)
         parts.append(f'<a href="{escape(href)}">{box}</a>' if href else box)
