@@ -24,7 +24,7 @@ class AgentRow(BaseModel):
     traces: int
     traces_per_hour: float
     failure_rate: float | None
-    tool_calls: int
+    tool_calls: int | None  # None in the list (read per agent: see app.agents.summary)
     tool_error_rate: float | None
     p50_ms: float | None
     p95_ms: float | None

@@ -1,9 +1,12 @@
 """The agents home: every agent with traffic in the range, one row each, from the rollups.
 
-Five grouped reads whatever the traffic (trace sums per agent and per version, tool sums,
-score sums, the latency sketches), one index seek per agent for the time it was last seen
+Three grouped reads whatever the traffic (trace sums per agent and version, score sums,
+the latency sketches), one index seek per agent for the time it was last seen
 (``ix_traces_project_agent``) and one read of the open alerts. Agents are listed busiest
-first, at most :data:`MAX_AGENTS`.
+first, at most :data:`MAX_AGENTS`. The list leaves tool calls out (``tool_calls`` and
+``tool_error_rate`` are None there): the tool rollups are the widest table (six tools an
+agent make them six times the trace rollups), and reading them for every agent cost the
+home a third of its time (bench/agent_pages.py); an agent's page reads its own.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from sqlalchemy.orm import Session
 from app.agents import alerts as open_alerts
 from app.agents.objectives import main_objective, true_objectives
 from app.agents.ranges import Window
-from app.agents.read import Scope, TraceSums, latencies, score_sums, tool_sums, trace_sums
+from app.agents.read import Scope, TraceSums, latencies, score_sums, totals, trace_sums
 from app.agents.schemas import AgentList, AgentRow, Success
 from app.models import Trace
 
@@ -53,14 +56,14 @@ def success_of(
 
 
 def row(
-    agent: str, s: TraceSums, *, hours: float, tools: tuple[int, int], p50: float | None,
+    agent: str, s: TraceSums, *, hours: float, tools: tuple[int, int] | None, p50: float | None,
     p95: float | None, success: Success | None, alerts: int, versions: int, seen: datetime | None,
 ) -> AgentRow:  # fmt: skip
     """One agent's figures from its sums."""
     return AgentRow(
         agent=agent, traces=s.traces, traces_per_hour=s.traces / hours if hours else 0.0,
-        failure_rate=ratio(s.error_traces, s.traces), tool_calls=tools[0],
-        tool_error_rate=ratio(tools[1], tools[0]), p50_ms=p50, p95_ms=p95,
+        failure_rate=ratio(s.error_traces, s.traces), tool_calls=tools[0] if tools else None,
+        tool_error_rate=ratio(tools[1], tools[0]) if tools else None, p50_ms=p50, p95_ms=p95,
         tokens_per_trace=ratio(s.tokens, s.traces), cost_per_trace=ratio(s.cost, s.traces),
         cost=s.cost, loop_rate=ratio(s.loop_traces, s.traces), success=success,
         open_alerts=alerts, versions=versions, last_seen=seen,
@@ -74,19 +77,19 @@ def _finite(x: Any) -> float | None:
 def agent_list(session: Session, *, project_id: int, win: Window) -> AgentList:
     """Every agent with production traffic in ``win``, busiest first."""
     span = Scope(project_id, win.start, win.end)
-    sums = trace_sums(session, span)
+    by_version = trace_sums(session, span, by=("agent", "agent_version"))
+    sums = totals(by_version)
     names = sorted(sums, key=lambda k: (-sums[k].traces, k))[:MAX_AGENTS]
     index = {k[0]: i for i, k in enumerate(names)}
     lat = latencies(session, span, rows_of=lambda k, _b: index.get(k[0]), n_rows=len(names))
     p50, p95 = lat.quantile(0.5), lat.quantile(0.95)
-    tools = tool_sums(session, span)
     scores = score_sums(session, span)
     objectives = true_objectives(session, project_id=project_id, names={k[1] for k in scores})
-    per_version = Counter(k[0] for k in trace_sums(session, span, by=("agent", "agent_version")))
+    per_version = Counter(k[0] for k in by_version)
     found = open_alerts.open_alerts(session, project_id=project_id)
     by_agent = open_alerts.count_by_agent(found)
     rows = [
-        row(a, sums[(a,)], hours=win.hours, tools=tools.get((a,), (0, 0)),
+        row(a, sums[(a,)], hours=win.hours, tools=None,
             p50=_finite(p50[i]), p95=_finite(p95[i]),
             success=success_of(scores, objectives, a), alerts=by_agent.get(a, 0),
             versions=per_version.get(a, 0),

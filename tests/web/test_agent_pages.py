@@ -28,7 +28,7 @@ def test_the_home_lists_each_agent_and_the_agent_page_its_figures(client, make_k
     page = client.get("/agents", params={"range": "7d"}).text
     listed = rows(page, "agents")
     assert [r[0] for r in listed] == ["shop 2 versions", "helper"]
-    shop = dict(zip(["agent", "traces", "failed", "tool", "success", "p50", "p95", "tokens",
+    shop = dict(zip(["agent", "traces", "failed", "success", "p50", "p95", "tokens",
                      "cost_trace", "cost", "loops", "alerts", "seen"], listed[0], strict=True))  # fmt: skip
     assert shop["traces"].startswith("80 ") and shop["failed"] == "20.0%"
     assert shop["success"] == "60.0% resolved" and shop["loops"] == "5.0%"
@@ -40,7 +40,7 @@ def test_the_home_lists_each_agent_and_the_agent_page_its_figures(client, make_k
     page = client.get("/agents/shop").text
     figures = text(re.search(r'<dl class="figures card" id="figures">(.*?)</dl>', page, re.S).group(1))
     assert "Traces 80" in figures and "Success 60.0% resolved, 40 scores" in figures
-    assert "Loops 5.0%" in figures
+    assert "Loops 5.0%" in figures and "Tool errors 9.1% of 88 calls" in figures
     titles = re.findall(r'<section class="card run-chart-box" id="chart-\d+">\s*<h2>(.*?)</h2>', page)
     assert titles == ["Traces per hour", "Success (resolved)", "Errors and loops", "Latency",
                       "Tokens per trace", "Cost per trace", "Cost per day (UTC)"]  # fmt: skip
