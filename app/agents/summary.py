@@ -98,3 +98,13 @@ def agent_list(session: Session, *, project_id: int, win: Window) -> AgentList:
     ]  # fmt: skip
     return AgentList(range=win.name, start=win.start_at, end=win.end_at, agents=rows,
                      project_alerts=by_agent.get(None, 0))  # fmt: skip
+
+
+def busiest(session: Session, *, project_id: int, win: Window, limit: int = 5) -> list[AgentRow]:
+    """The overview's strip: the busiest agents with their traffic and failure rate only, from
+    one grouped read of the trace rollups (no sketches, no alerts: the overview keeps its
+    own budget; the home has the rest)."""
+    sums = trace_sums(session, Scope(project_id, win.start, win.end))
+    names = sorted(sums, key=lambda k: (-sums[k].traces, k))[:limit]
+    return [row(k[0], sums[k], hours=win.hours, tools=None, p50=None, p95=None, success=None,
+                alerts=0, versions=0, seen=None) for k in names]  # fmt: skip

@@ -17,6 +17,8 @@ from fastapi import APIRouter, Form, HTTPException, Query
 from fastapi.responses import RedirectResponse
 from sqlalchemy.orm import Session
 
+from app.agents.ranges import window
+from app.agents.summary import busiest
 from app.alerts import lifecycle
 from app.alerts import store as alerts
 from app.alerts.schemas import SilenceCreate
@@ -45,9 +47,11 @@ TEXT_SEARCH_DEFAULT = timedelta(hours=24)
 def overview(web: WebDep, session: SessionDep, created: int | None = None) -> Any:
     data = queries.overview(session, project_id=web.principal.project_id)
     settings = web.request.app.state.settings
+    agents = busiest(session, project_id=web.principal.project_id, win=window("24h", utcnow()))
     return web.render(
         "overview.html",
         **data,
+        agents=agents,
         otel_env=OtelEnv(endpoint=settings.public_url).shell(),
         first_verdicts=health.first_verdicts_words(),
         flash=f"Created the default monitors ({created})." if created else None,

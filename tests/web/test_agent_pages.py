@@ -93,3 +93,14 @@ def test_names_from_telemetry_are_escaped_and_unknown_agents_404(client, make_ke
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in client.get("/agents/" + evil + "/graph").text
     assert client.get("/agents/nobody").status_code == 404
     assert client.get("/agents", params={"range": "2d"}).status_code == 422
+
+
+def test_the_overview_leads_to_the_agents(client, make_key, engine):
+    login(client, make_key("read"))
+    assert 'id="agents-strip"' not in client.get("/").text  # no traffic: the onboarding leads
+    send_shop(client, make_key("ingest"), engine)
+    page = client.get("/").text
+    strip = text(re.search(r'<section class="card agents-strip" id="agents-strip">(.*?)</section>',
+                           page, re.S).group(1))  # fmt: skip
+    assert strip.startswith("Agents last 24 hours shop 80 traces, 20.0% failed · helper 5 traces")
+    assert '<a href="/agents/shop">shop</a>' in page and "Failure modes" in page  # cards stay

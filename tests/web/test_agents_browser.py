@@ -88,7 +88,12 @@ def test_a_reader_goes_from_the_agents_to_a_tools_traces(agents_world, browser, 
     context = browser.new_context(java_script_enabled=js, viewport={"width": width, "height": 900})
     page = context.new_page()
     tag = f"{width}{'-js' if js else ''}"
-    login(page, w["url"], w["reader"], "/agents")
+    login(page, w["url"], w["reader"], "/")  # the first page leads to the agents
+    assert "shop 80 traces, 20.0% failed" in page.locator("#agents-strip").inner_text()
+    _fits(page, width)
+    page.screenshot(path=str(OUT / f"overview-{tag}.png"), full_page=True)
+    page.locator("#agents-strip").get_by_role("link", name="Every agent").click()
+    page.wait_for_url("**/agents")
     rows = page.locator("#agents tbody tr")
     names = [rows.nth(i).locator("td.agent-name a").inner_text() for i in range(rows.count())]
     assert set(names) == {"support-agent", "research-agent", "billing-agent", "shop", "helper", LONG}
