@@ -183,11 +183,16 @@ def totals(by_version: dict[Key, TraceSums]) -> dict[Key, TraceSums]:
 
 
 def per_bucket(
-    session: Session, scope: Scope, *, table: Any, columns: Sequence[str],
+    session: Session, scope: Scope, *, table: Any, columns: Sequence[str], by: Sequence[str] = (),
     where: Sequence[Any] = (),
-) -> list[tuple[int, list[float]]]:  # fmt: skip
-    """``(bucket, [sum of each column])`` of one agent's rows of ``table``, bucket by bucket."""
+) -> list[tuple[int, Key, list[float]]]:  # fmt: skip
+    """``(bucket, group, [sum of each column])`` of ``table``'s rows in scope, per bucket and
+    group of ``by``: an agent's page folds one such read into its steps, its totals and its
+    per-version or per-name sums, rather than reading the range once for each."""
     t = table
-    q = (select(t.bucket, *[func.sum(getattr(t, c)) for c in columns])
-         .where(*_where(t, scope), *where).group_by(t.bucket))  # fmt: skip
-    return [(int(r[0]), [float(v or 0) for v in r[1:]]) for r in session.connection().execute(q)]
+    cols = _cols(t, by)
+    q = (select(t.bucket, *cols, *[func.sum(getattr(t, c)) for c in columns])
+         .where(*_where(t, scope), *where).group_by(t.bucket, *cols))  # fmt: skip
+    g = len(by)
+    return [(int(r[0]), tuple(r[1 : 1 + g]), [float(v or 0) for v in r[1 + g :]])
+            for r in session.connection().execute(q)]  # fmt: skip

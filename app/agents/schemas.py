@@ -91,6 +91,8 @@ class AgentDetail(BaseModel):
     end: datetime
     step_seconds: int
     summary: AgentRow
+    model_calls: int
+    unpriced_calls: int  # model calls with no cost, sent or computed (app.pricing.coverage)
     points: list[SeriesPoint]
     days: list[DayTotals]
     versions: list[VersionRow]

@@ -22,9 +22,6 @@ from app.agents.read import (
     TraceSums,
     latencies,
     per_bucket,
-    score_sums,
-    tool_sums,
-    trace_sums,
 )
 from app.agents.schemas import (
     AgentDetail,
@@ -35,9 +32,13 @@ from app.agents.schemas import (
     VersionRow,
 )
 from app.agents.summary import last_seen, ratio, row
-from app.models import ScoreRollup, ToolRollup, Trace, TraceRollup
+from app.models import ModelRollup, ScoreRollup, ToolRollup, Trace, TraceRollup
 
-_TRACE_COLUMNS = ("traces", "error_traces", "loop_traces", "tokens", "cost")
+_TRACE_SUMS = ("traces", "error_traces", "loop_traces", "labeled_traces", "tokens", "tokens_sq",
+               "cost", "cost_sq")  # fmt: skip
+_COUNTS = {"traces", "error_traces", "loop_traces", "labeled_traces"}
+# The series' columns of _TRACE_SUMS: traces, error_traces, loop_traces, tokens, cost.
+_SERIES = (0, 1, 2, 4, 6)
 DAY = 86_400
 
 
@@ -55,38 +56,59 @@ def _fold(rows: list[tuple[int, list[float]]], *, start: int, step: int, n: int,
     return out
 
 
-def _div(num: np.ndarray, den: np.ndarray) -> list[float | None]:
-    return [float(a / b) if b else None for a, b in zip(num, den, strict=True)]
-
-
 def _nan_none(values: np.ndarray) -> list[float | None]:
     return [float(v) if v == v else None for v in values]
 
 
+def _sums(rows: list[tuple[int, tuple[str, ...], list[float]]]) -> dict[tuple[str, ...], TraceSums]:
+    """Trace rollup sums per group, with each group's first and last bucket (one numpy pass:
+    a week of an agent is thousands of rows)."""
+    if not rows:
+        return {}
+    keys = sorted({k for _b, k, _v in rows})
+    index = {k: i for i, k in enumerate(keys)}
+    at = np.fromiter((index[k] for _b, k, _v in rows), dtype=np.int64, count=len(rows))
+    buckets = np.fromiter((b for b, _k, _v in rows), dtype=np.int64, count=len(rows))
+    values = np.asarray([v for _b, _k, v in rows], dtype=np.float64)
+    total = np.zeros((len(keys), values.shape[1]))
+    np.add.at(total, at, values)
+    first = np.full(len(keys), np.iinfo(np.int64).max)
+    last = np.full(len(keys), np.iinfo(np.int64).min)
+    np.minimum.at(first, at, buckets)
+    np.maximum.at(last, at, buckets)
+    return {k: TraceSums(**{c: (int(v) if c in _COUNTS else float(v))  # type: ignore[arg-type]
+                            for c, v in zip(_TRACE_SUMS, total[i], strict=True)},
+                         first_bucket=int(first[i]), last_bucket=int(last[i]))
+            for i, k in enumerate(keys)}  # fmt: skip
+
+
 def agent_detail(session: Session, *, project_id: int, agent: str, win: Window) -> AgentDetail:
-    """The agent page's data over ``win`` (an agent without traffic in it has empty series)."""
+    """The agent page's data over ``win`` (an agent without traffic in it has empty series):
+    five reads of the rollups (traces per bucket and version, tools per bucket, scores per
+    bucket and name, model calls, sketches), each folded into steps and totals here."""
     span = Scope(project_id, win.start, win.end, agent)
     n, step = win.steps, win.step
-    sums = trace_sums(session, span).get((agent,))
-    versions = trace_sums(session, span, by=("agent_version",))
-    tools = tool_sums(session, span).get((agent,), (0, 0))
-    scores = score_sums(session, span, by=("name",))
-    objective = main_objective({k[0]: v[0] for k, v in scores.items()},
-                               true_objectives(session, project_id=project_id,
-                                               names={k[0] for k in scores}))  # fmt: skip
+    fold = {"start": win.start, "step": step, "n": n}
+    trace_rows = per_bucket(session, span, table=TraceRollup, columns=_TRACE_SUMS, by=("agent_version",))
+    versions = _sums(trace_rows)
+    sums = _sums([(b, (), v) for b, _k, v in trace_rows]).get(())
+    t = _fold([(b, [v[i] for i in _SERIES]) for b, _k, v in trace_rows], **fold, width=len(_SERIES))
+    tool_rows = per_bucket(session, span, table=ToolRollup, columns=("calls", "errors"))
+    tl = _fold([(b, v) for b, _k, v in tool_rows], **fold, width=2)
+    tools = (int(tl[0].sum()), int(tl[1].sum()))
+    score_rows = per_bucket(session, span, table=ScoreRollup, columns=("scores", "passed"), by=("name",))
+    by_name: dict[str, list[float]] = {}
+    for _b, (name,), (k, passed) in score_rows:
+        acc = by_name.setdefault(name, [0.0, 0.0])
+        acc[0], acc[1] = acc[0] + k, acc[1] + passed
+    objective = main_objective({k: int(v[0]) for k, v in by_name.items()},
+                               true_objectives(session, project_id=project_id, names=set(by_name)))  # fmt: skip
+    sc = _fold([(b, v) for b, (name,), v in score_rows if name == objective], **fold, width=2)
+    models = per_bucket(session, span, table=ModelRollup, columns=("calls", "unpriced_calls"))
+    model_calls, unpriced = (int(sum(v[i] for _b, _k, v in models)) for i in (0, 1))
     lat = latencies(session, span, rows_of=lambda _k, b: (b - win.start) // step, n_rows=n)
     whole = lat.merged()
     mine = [a for a in open_alerts.open_alerts(session, project_id=project_id) if a.agent == agent]
-
-    t = _fold(per_bucket(session, span, table=TraceRollup, columns=_TRACE_COLUMNS),
-              start=win.start, step=step, n=n, width=len(_TRACE_COLUMNS))  # fmt: skip
-    tl = _fold(per_bucket(session, span, table=ToolRollup, columns=("calls", "errors")),
-               start=win.start, step=step, n=n, width=2)  # fmt: skip
-    sc = np.zeros((2, n))
-    if objective is not None:
-        sc = _fold(per_bucket(session, span, table=ScoreRollup, columns=("scores", "passed"),
-                              where=[ScoreRollup.name == objective]),
-                   start=win.start, step=step, n=n, width=2)  # fmt: skip
     p50, p95 = _nan_none(lat.quantile(0.5)), _nan_none(lat.quantile(0.95))
     traces, errors, loops, tokens, cost = t
     points = [
@@ -99,15 +121,16 @@ def agent_detail(session: Session, *, project_id: int, agent: str, win: Window) 
         for i in range(n)
     ]  # fmt: skip
     success = None
-    if objective is not None and scores[(objective,)][0]:
-        k, passed, _ = scores[(objective,)]
-        success = Success(objective=objective, rate=passed / k, scores=k)
+    if objective is not None:
+        k, passed = by_name[objective]
+        success = Success(objective=objective, rate=passed / k, scores=int(k))
     summary = row(agent, sums or TraceSums(), hours=win.hours, tools=tools,
                   p50=_nan_none(whole.quantile(0.5))[0], p95=_nan_none(whole.quantile(0.95))[0],
                   success=success, alerts=len(mine), versions=len(versions),
                   seen=last_seen(session, project_id=project_id, agent=agent))  # fmt: skip
     return AgentDetail(
         range=win.name, start=win.start_at, end=win.end_at, step_seconds=step, summary=summary,
+        model_calls=model_calls, unpriced_calls=unpriced,
         points=points, days=_days(t, win), versions=version_rows(versions),
         alerts=[AlertRef(id=a.id, severity=a.severity, state=a.state, summary=a.summary,
                          since=a.since) for a in mine],

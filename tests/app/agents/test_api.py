@@ -12,7 +12,10 @@ from sqlalchemy import Engine, func, select
 
 from app.models import Trace
 from tests.app.agents.traffic import send_shop
+from tests.app.rollups.traffic import ingest, settle, trace
 from tests.conftest import auth, sqlite_only
+
+ROLES = ("ingest", "read", "annotate", "admin")
 
 
 def _get(client: Any, key: str, path: str, **params: Any) -> Any:
@@ -50,6 +53,18 @@ def test_the_list_and_an_agent_equal_direct_counts(client, make_key, engine: Eng
     hot = [p for p in one["points"] if p["traces"]]
     assert {round(p["p50_ms"], -2) for p in hot} == {2000, 4000}
     assert sum(d["cost"] for d in one["days"]) == pytest.approx(80 * 0.02)
+    assert (one["model_calls"], one["unpriced_calls"]) == (80, 0)
+
+
+def test_an_agents_unpriced_model_calls_are_counted(client, make_key, engine: Engine) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    events = trace("u-1", agent="helper", at=datetime.now(UTC) - timedelta(hours=1))
+    del events[1]["body"]["cost"]  # a model call of an unknown model, sent without a cost
+    ingest(client, make_key("ingest"), events)
+    settle(engine)
+    one = _get(client, make_key("read"), "/api/v1/agents/helper")
+    assert (one["model_calls"], one["unpriced_calls"]) == (1, 1)
 
 
 def test_the_version_comparison_names_its_tests(client, make_key, engine: Engine) -> None:
@@ -96,7 +111,11 @@ def test_bad_parameters_and_roles(client, make_key, engine: Engine) -> None:
     r = client.get("/api/v1/agents/helper/compare", headers=auth(key))
     assert r.status_code == 422 and r.json()["detail"].startswith("a: agent 'helper' has 1 version")
     assert client.get("/api/v1/agents/nobody", headers=auth(key)).status_code == 404
-    assert client.get("/api/v1/agents", headers=auth(make_key("ingest"))).status_code == 403
+    for role in ROLES:  # the read routes' roles: any key but an ingest key
+        k = make_key(role)
+        for path in ("", "/shop", "/shop/compare", "/shop/graph"):
+            r = client.get("/api/v1/agents" + path, headers=auth(k))
+            assert r.status_code == (403 if role == "ingest" else 200), (role, path, r.text)
     other = make_key("read", project="p2")
     assert _get(client, other, "/api/v1/agents", range="30d")["agents"] == []
     assert client.get("/api/v1/agents/shop/graph", headers=auth(other)).status_code == 404
