@@ -52,13 +52,14 @@ def known_versions(session: Session, *, project_id: int, agent: str) -> list[Ver
 
 def examples(session: Session, *, project_id: int, agent: str, version: str,
              win: Window) -> list[ExampleTrace]:  # fmt: skip
-    """The version's newest traces in the range, failed ones first."""
+    """The version's newest production traces in the range, failed ones first."""
     start, end = win.start_at, win.end_at
     out: list[ExampleTrace] = []
     for status in ("error", None):
         q = select(Trace.trace_id, Trace.started_at, Trace.ended_at, Trace.status).where(
             Trace.project_id == project_id, Trace.agent == agent,
             Trace.agent_version == version, Trace.started_at >= start, Trace.started_at < end,
+            Trace.source == "production",  # what the measures count
         )  # fmt: skip
         q = q.where(Trace.status == "error") if status else q.where(Trace.status != "error")
         limit = 2 if status else EXAMPLES - len(out)

@@ -102,6 +102,8 @@ def agent_graph(session: Session, *, project_id: int, agent: str, win: Window) -
             .where(table.project_id == project_id, table.agent == agent,
                    table.bucket >= win.start, table.bucket < win.end).group_by(col)
         ):  # fmt: skip
+            if not name:  # a call without a tool or model name: no node of the sample is it
+                continue
             exact[f"{prefix}{name}"] = (int(calls or 0), int(errors or 0))
             nodes.setdefault(f"{prefix}{name}", {"kind": prefix[:-1], "name": str(name), "calls": 0,
                                                  "errors": 0, "place": 0.0})  # fmt: skip
@@ -127,6 +129,7 @@ def agent_graph(session: Session, *, project_id: int, agent: str, win: Window) -
             id=k, kind=m["kind"], name=m["name"], calls=calls, errors=errors,
             error_rate=errors / calls if calls and k not in (START, END) else None,
             sampled_calls=m["sampled"], position=m["place"] / m["sampled"] if m["sampled"] else 1.0,
+            counted="range" if m["exact"] else "sample",
         ))  # fmt: skip
     out_nodes.sort(key=lambda n: (n.position, n.id))
     drawn: Counter[tuple[str, str]] = Counter()

@@ -2,7 +2,9 @@
 
 A node is what a step does: a tool (tool and retrieval steps, named as the tool rollups
 name them: the tool's name, else the span's), a model (an LLM step, by the model that
-answered, else the one asked) or another step (by kind and name). A **sub-agent** is an
+answered, else the one asked, else the span's name: the model rollups count a call without
+a model under no name, so such a node's calls come from the sample) or another step (by
+kind and name). A **sub-agent** is an
 ``agent`` span below another one (OTel ``invoke_agent`` inside an agent, OpenInference
 AGENT inside AGENT): it is a node too, entered when a step's nearest enclosing agent span
 becomes it. Steps are the agent's actions (:func:`detectors.agent_steps.agent_steps`, the

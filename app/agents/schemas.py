@@ -140,7 +140,8 @@ class GraphNode(BaseModel):
     id: str
     kind: str  # "start" | "end" | "tool" | "llm" | "agent" | "step"
     name: str
-    calls: int  # over the range (rollups) for tools and models, else in the sample
+    calls: int  # see counted
+    counted: str  # "range": calls and errors over the whole range (rollups); "sample": in it
     errors: int
     error_rate: float | None
     sampled_calls: int

@@ -42,7 +42,8 @@ def _node_words(n: GraphNode) -> str:
     if n.kind in ("start", "end"):
         return f"{n.sampled_calls:,} traces"
     rate = f" · {n.error_rate * 100:.1f}% errors" if n.error_rate is not None else ""
-    return f"{n.calls:,} calls{rate}"
+    where = " in the sample" if n.counted == "sample" else ""
+    return f"{n.calls:,} calls{where}{rate}"
 
 
 def svg(g: AgentGraph, *, href_of: Callable[[GraphNode], str | None]) -> Markup:

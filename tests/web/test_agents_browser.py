@@ -146,6 +146,31 @@ def test_a_sub_agent_and_a_long_name_fit_a_phone(agents_world, browser):  # noqa
     context.close()
 
 
+def test_a_busy_agents_graph_and_versions(agents_world, browser):  # noqa: F811
+    """The scenario generator's support agent: plans, model calls and four tools, two
+    versions; its graph has a node per step kind and its comparison defaults to 1.4.1 against
+    1.4.0."""
+    w = agents_world
+    context = browser.new_context(java_script_enabled=False, viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    login(page, w["url"], w["reader"], "/agents/support-agent/graph")
+    nodes = page.locator("svg.agent-graph g.node")
+    ids = {nodes.nth(i).get_attribute("data-node") for i in range(nodes.count())}
+    assert {"start", "end", "tool:search", "tool:http_fetch", "tool:db_query"} <= ids, ids
+    assert "llm:" not in ids  # model calls without a model name are no node of their own
+    reason = page.locator('svg.agent-graph g.node[data-node="llm:llm.reason"]').text_content() or ""
+    assert "calls in the sample" in reason  # no model named: counted in the sample only
+    assert page.locator("svg.agent-graph path.edge").count() >= 8
+    page.screenshot(path=str(OUT / "graph-support-1280.png"), full_page=True)
+    page.goto(f"{w['url']}/agents/support-agent/compare")
+    head = page.locator("#measures thead").inner_text()
+    assert "1.4.0 (A)" in head and "1.4.1 (B)" in head
+    examples = page.locator("#examples a").all_inner_texts()
+    assert len(examples) == 10 and not any("-e" in e for e in examples)  # no eval-harness run
+    page.screenshot(path=str(OUT / "compare-support-1280.png"), full_page=True)
+    context.close()
+
+
 def test_the_agent_pages_pass_axe(agents_world, browser):  # noqa: F811
     w = agents_world
     context = browser.new_context(bypass_csp=True, viewport={"width": 1280, "height": 900})

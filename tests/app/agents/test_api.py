@@ -92,6 +92,7 @@ def test_the_graph_shows_tools_models_and_the_loop(client, make_key, engine: Eng
     nodes = {n["id"]: n for n in g["nodes"]}
     assert set(nodes) == {"start", "llm:gpt-x", "tool:search", "end"}
     assert (nodes["tool:search"]["calls"], nodes["tool:search"]["errors"]) == (88, 8)
+    assert nodes["tool:search"]["counted"] == nodes["llm:gpt-x"]["counted"] == "range"
     edges = {(e["source"], e["target"]): e["count"] for e in g["edges"]}
     assert edges[("start", "llm:gpt-x")] == 80 and edges[("llm:gpt-x", "tool:search")] == 80
     assert edges[("tool:search", "tool:search")] == 8  # 4 loops of three calls: 2 each
