@@ -73,7 +73,22 @@ def _changes(a: float | None, b: float | None) -> tuple[float | None, float | No
 
 
 def compare_rates(measure: str, k_a: int, n_a: int, k_b: int, n_b: int) -> MeasureTest:
-    """``k`` events out of ``n`` in each version; Fisher's exact test, two-sided."""
+    """Two rates compared: ``k`` events out of ``n`` in each version.
+
+    Parameters
+    ----------
+    measure : str
+        The measure's name, carried into the result.
+    k_a, n_a, k_b, n_b : int
+        Events and trials of version A (the baseline) and B (the candidate).
+
+    Returns
+    -------
+    MeasureTest
+        The rates, B's change in points (as a fraction), the odds ratio of B against A and
+        the two-sided p-value of Fisher's exact test on the 2x2 table (scipy); untested
+        (p None) when a version has no trials.
+    """
     a = k_a / n_a if n_a else None
     b = k_b / n_b if n_b else None
     stat = p = None
@@ -86,10 +101,24 @@ def compare_rates(measure: str, k_a: int, n_a: int, k_b: int, n_b: int) -> Measu
 def compare_means(
     measure: str, n_a: int, sum_a: float, sumsq_a: float, n_b: int, sum_b: float, sumsq_b: float
 ) -> MeasureTest:
-    """Means per trace from count, sum and sum of squares; Welch's t-test, two-sided.
+    """Two means per trace compared from each version's count, sum and sum of squares.
 
-    A version with fewer than two traces, or two versions without any spread, is not
-    tested (``p_value`` None; equal constants are reported equal, p 1).
+    Parameters
+    ----------
+    measure : str
+        The measure's name, carried into the result.
+    n_a, sum_a, sumsq_a, n_b, sum_b, sumsq_b : float
+        Count, sum and sum of squares of the per-trace values of A and B.
+
+    Returns
+    -------
+    MeasureTest
+        The means, B's change (absolute and relative), Welch's t and its two-sided p-value
+        with the Welch-Satterthwaite degrees of freedom. A version with fewer than two
+        traces, or two versions without any spread, is not tested (``p_value`` None;
+        equal constants are reported equal, p 1). The sample variance from sums loses
+        precision when the mean dwarfs the spread; per-trace tokens and dollars are far
+        from that.
     """
     a = sum_a / n_a if n_a else None
     b = sum_b / n_b if n_b else None
@@ -111,10 +140,25 @@ def compare_binned(
     measure: str, counts_a: np.ndarray, counts_b: np.ndarray,
     a: float | None = None, b: float | None = None,
 ) -> MeasureTest:  # fmt: skip
-    """Mann-Whitney U of two histograms over the same ordered bins (values in a bin tie).
+    """The Mann-Whitney U test of two histograms over the same ordered bins.
 
-    ``a`` and ``b`` are the values to report (a quantile read from the same sketches);
-    the statistic is ``U / (n_a n_b)``: 0.5 when neither version tends to be slower.
+    Parameters
+    ----------
+    measure : str
+        The measure's name, carried into the result.
+    counts_a, counts_b : numpy.ndarray
+        Counts of A's and B's values per bin, bins in increasing order (two rows of a dense
+        sketch matrix, :func:`detectors.rules.sketch.accumulate`); values in a bin tie.
+    a, b : float, optional
+        The values to report for A and B (a quantile read from the same sketches).
+
+    Returns
+    -------
+    MeasureTest
+        ``statistic`` is ``U / (n_a n_b)``, the chance that a value of B exceeds one of A
+        (ties half): 0.5 when neither version tends to be slower. ``p_value`` is two-sided,
+        from the normal approximation with the ties correction and a continuity correction
+        (scipy's ``mannwhitneyu(method="asymptotic")`` on the binned values gives the same).
     """
     ca = np.asarray(counts_a, dtype=np.float64)
     cb = np.asarray(counts_b, dtype=np.float64)
