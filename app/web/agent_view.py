@@ -26,11 +26,13 @@ def traces_href(agent: str, start: datetime, end: datetime | None = None, **more
 
 
 def node_href(agent: str, start: datetime) -> Any:
-    """A graph node's link: a tool's traces, or the agent's traces for other steps."""
+    """A graph node's link: a tool's or a model's traces, or the agent's for other steps."""
 
     def href(n: GraphNode) -> str | None:
         if n.kind == "tool":
             return traces_href(agent, start, tool=n.name)
+        if n.kind == "llm" and n.counted == "range":  # named by its model (app.agents.paths)
+            return traces_href(agent, start, model=n.name)
         if n.kind in ("start", "end"):
             return None
         return traces_href(agent, start)

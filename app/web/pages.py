@@ -224,6 +224,7 @@ def traces_page(
     user: str | None = Query(None, max_length=MAX_ID_CHARS),
     loop: str | None = Query(None, pattern="^(true)?$"),
     tool: str | None = Query(None, max_length=128),
+    model: str | None = Query(None, max_length=128),
     cursor: Int8Id | None = None,
 ) -> Any:
     """Newest first, keyset pages; a text search (trace attributes, span content) is
@@ -239,6 +240,7 @@ def traces_page(
         source=source or None, since=start, until=end,
         session_id=(session_id or "").strip() or None, user_id=(user or "").strip() or None,
         loop=True if loop else None, tool=(tool or "").strip() or None,
+        model=(model or "").strip() or None,
     )  # fmt: skip
     scanned_to, scanned = None, 0
     if text:
@@ -255,7 +257,8 @@ def traces_page(
     filters = {"agent": agent or "", "version": version or "", "status": status or "",
                "source": source or "", "since": since or "", "until": until or "",
                "q": q or "", "trace_id": trace_id or "", "session": session_id or "",
-               "user": user or "", "loop": loop or "", "tool": tool or ""}  # fmt: skip
+               "user": user or "", "loop": loop or "", "tool": tool or "",
+               "model": model or ""}  # fmt: skip
     searched_from = start if text and not since else None
     totals = queries.trace_totals(
         session, project_id=web.principal.project_id, trace_ids=[t.trace_id for t in page.traces]

@@ -78,6 +78,23 @@ def test_the_graph_shows_the_loop_and_links_a_tools_traces(client, make_key, eng
     assert len(ids) == 50 and all(i.startswith(("1.0-", "2.0-")) for i in ids)  # one page
     assert not set(re.findall(r'<a href="/traces/([^"]+)">',
                               client.get("/traces", params={"tool": "nothing"}).text))  # fmt: skip
+    model = re.search(r'<a href="(/traces\?agent=shop&amp;since=[^"]+&amp;model=gpt-x)"', page)
+    assert model is not None  # a model's node opens the traces with a call of that model
+    assert 'value="gpt-x"' in client.get(model.group(1).replace("&amp;", "&")).text
+
+
+def test_the_traces_api_filters_by_tool_and_model(client, make_key, engine):
+    send_shop(client, make_key("ingest"), engine)
+    key = {"authorization": f"Bearer {make_key('read')}"}
+
+    def ids(**params: str) -> set[str]:
+        r = client.get("/api/v1/traces", params={"limit": 500, **params}, headers=key)
+        assert r.status_code == 200, r.text
+        return {t["trace_id"] for t in r.json()["traces"]}
+
+    assert len(ids(model="gpt-x")) == 85 and ids(model="gpt-y") == set()
+    assert ids(tool="search", agent="helper") == set() and len(ids(tool="search")) == 80
+    assert ids(tool="search", model="gpt-x") == ids(tool="search")
 
 
 @sqlite_only  # what the pages print, not what the database stores
