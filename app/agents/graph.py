@@ -28,6 +28,7 @@ from app.models import ModelRollup, Span, ToolRollup, Trace
 
 SLICES, PER_SLICE = 30, 10
 MAX_NODES = 24
+EXAMPLES = 3  # sampled traces a node names, those where it failed first
 OTHER = "other:"
 _SPAN_SLACK = timedelta(days=1)  # as the rollup build: spans start near their trace
 _SPAN_COLUMNS = (Span.trace_id, Span.span_id, Span.parent_span_id, Span.step_index, Span.kind,
@@ -51,7 +52,8 @@ def sample_ids(session: Session, *, project_id: int, agent: str, win: Window) ->
     return out
 
 
-def sample_paths(session: Session, *, project_id: int, ids: list[str], win: Window) -> list[list[PathStep]]:
+def sample_paths(session: Session, *, project_id: int, ids: list[str],
+                 win: Window) -> list[tuple[str, list[PathStep]]]:  # fmt: skip
     dialect = session.get_bind().dialect.name
     spans: dict[str, list[dict]] = defaultdict(list)
     lo, hi = win.start_at - _SPAN_SLACK, win.end_at + _SPAN_SLACK
@@ -62,21 +64,28 @@ def sample_paths(session: Session, *, project_id: int, ids: list[str], win: Wind
                 (Span.started_at >= lo) & (Span.started_at < hi) | Span.started_at.is_(None))
         ):  # fmt: skip
             spans[r.trace_id].append(dict(r._mapping))
-    return [trace_path(spans[t]) for t in ids if spans.get(t)]
+    return [(t, trace_path(spans[t])) for t in ids if spans.get(t)]
 
 
-def _nodes_and_edges(paths: list[list[PathStep]]) -> tuple[dict[str, dict], Counter, Counter]:
+def _nodes_and_edges(
+    paths: list[tuple[str, list[PathStep]]],
+) -> tuple[dict[str, dict], Counter, Counter]:  # fmt: skip
+    """Per node its calls, errors, summed place and example traces (a failed call's first);
+    per edge its transitions and the traces with it."""
     nodes: dict[str, dict] = {}
     edges: Counter[tuple[str, str]] = Counter()
     with_edge: Counter[tuple[str, str]] = Counter()
-    for path in paths:
+    for tid, path in paths:
         last = max(len(path) - 1, 1)
         for i, p in enumerate(path):
             n = nodes.setdefault(p.node, {"kind": p.kind, "name": p.name, "calls": 0, "errors": 0,
-                                          "place": 0.0})  # fmt: skip
+                                          "place": 0.0, "failed_in": [], "seen_in": []})  # fmt: skip
             n["calls"] += 1
             n["errors"] += p.failed
             n["place"] += i / last
+            for key, hit in (("failed_in", p.failed), ("seen_in", True)):
+                if hit and len(n[key]) < EXAMPLES and tid not in n[key]:
+                    n[key].append(tid)
         pairs = [(a.node, b.node) for a, b in zip(path, path[1:], strict=False)]
         edges.update(pairs)
         with_edge.update(set(pairs))
@@ -106,14 +115,19 @@ def agent_graph(session: Session, *, project_id: int, agent: str, win: Window) -
                 continue
             exact[f"{prefix}{name}"] = (int(calls or 0), int(errors or 0))
             nodes.setdefault(f"{prefix}{name}", {"kind": prefix[:-1], "name": str(name), "calls": 0,
-                                                 "errors": 0, "place": 0.0})  # fmt: skip
+                                                 "errors": 0, "place": 0.0, "failed_in": [],
+                                                 "seen_in": []})  # fmt: skip
     ids_of = _keep({k: {**v, "calls": max(v["calls"], exact.get(k, (0, 0))[0])} for k, v in nodes.items()})
     merged: dict[str, dict] = {}
     for k, v in nodes.items():
         m = merged.setdefault(ids_of[k], {"kind": v["kind"] if ids_of[k] == k else "other",
                                           "name": v["name"] if ids_of[k] == k else "other steps",
                                           "sampled": 0, "sampled_errors": 0, "calls": 0,
-                                          "errors": 0, "place": 0.0, "exact": True})  # fmt: skip
+                                          "errors": 0, "place": 0.0, "exact": True,
+                                          "examples": []})  # fmt: skip
+        for tid in v["failed_in"] + v["seen_in"]:
+            if tid not in m["examples"] and len(m["examples"]) < EXAMPLES:
+                m["examples"].append(tid)
         m["sampled"] += v["calls"]
         m["sampled_errors"] += v["errors"]
         m["place"] += v["place"]
@@ -130,6 +144,7 @@ def agent_graph(session: Session, *, project_id: int, agent: str, win: Window) -
             error_rate=errors / calls if calls and k not in (START, END) else None,
             sampled_calls=m["sampled"], position=m["place"] / m["sampled"] if m["sampled"] else 1.0,
             counted="range" if m["exact"] else "sample",
+            examples=m["examples"] if k not in (START, END) else [],
         ))  # fmt: skip
     out_nodes.sort(key=lambda n: (n.position, n.id))
     drawn: Counter[tuple[str, str]] = Counter()

@@ -146,6 +146,7 @@ class GraphNode(BaseModel):
     error_rate: float | None
     sampled_calls: int
     position: float  # mean relative place in a trace (0 first, 1 last)
+    examples: list[str]  # trace ids of the sample with this step, those where it failed first
 
 
 class GraphEdge(BaseModel):

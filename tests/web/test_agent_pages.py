@@ -71,6 +71,9 @@ def test_the_graph_shows_the_loop_and_links_a_tools_traces(client, make_key, eng
     login(client, make_key("read"))
     page = client.get("/agents/shop/graph").text
     assert 'class="edge loop"' in page and "↻ 8" in page
+    steps = {r[0]: r for r in rows(page, "steps")}
+    assert steps["search"][6].split(" , ") == ["1.0-00", "1.0-05", "1.0-10"]  # failed calls first
+    assert '<a href="/traces/1.0-05">1.0-05</a>' in page
     link = re.search(r'<a href="(/traces\?agent=shop&amp;since=[^"]+&amp;tool=search)"', page)
     assert link is not None
     listed = client.get(link.group(1).replace("&amp;", "&")).text

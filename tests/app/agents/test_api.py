@@ -93,6 +93,8 @@ def test_the_graph_shows_tools_models_and_the_loop(client, make_key, engine: Eng
     assert set(nodes) == {"start", "llm:gpt-x", "tool:search", "end"}
     assert (nodes["tool:search"]["calls"], nodes["tool:search"]["errors"]) == (88, 8)
     assert nodes["tool:search"]["counted"] == nodes["llm:gpt-x"]["counted"] == "range"
+    assert nodes["tool:search"]["examples"] == ["1.0-00", "1.0-05", "1.0-10"]  # failed first
+    assert nodes["llm:gpt-x"]["examples"] == ["1.0-00", "1.0-01", "1.0-02"] and not nodes["start"]["examples"]
     edges = {(e["source"], e["target"]): e["count"] for e in g["edges"]}
     assert edges[("start", "llm:gpt-x")] == 80 and edges[("llm:gpt-x", "tool:search")] == 80
     assert edges[("tool:search", "tool:search")] == 8  # 4 loops of three calls: 2 each
