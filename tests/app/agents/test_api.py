@@ -54,6 +54,10 @@ def test_the_list_and_an_agent_equal_direct_counts(client, make_key, engine: Eng
     assert {round(p["p50_ms"], -2) for p in hot} == {2000, 4000}
     assert sum(d["cost"] for d in one["days"]) == pytest.approx(80 * 0.02)
     assert (one["model_calls"], one["unpriced_calls"]) == (80, 0)
+    month = _get(client, key, "/api/v1/agents/shop", range="30d")
+    assert (len(month["points"]), month["step_seconds"]) == (120, 6 * 3600)
+    assert sum(p["traces"] for p in month["points"]) == 80
+    assert len(month["days"]) in (30, 31)  # 31 UTC dates unless the range ends at midnight
 
 
 def test_an_agents_unpriced_model_calls_are_counted(client, make_key, engine: Engine) -> None:
