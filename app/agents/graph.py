@@ -99,32 +99,44 @@ def _keep(nodes: dict[str, dict]) -> dict[str, str]:
     return {k: (k if k in kept else OTHER) for k in nodes}
 
 
-def agent_graph(session: Session, *, project_id: int, agent: str, win: Window) -> AgentGraph:
-    scope = Scope(project_id, win.start, win.end, agent)
-    ids = sample_ids(session, project_id=project_id, agent=agent, win=win)
-    paths = sample_paths(session, project_id=project_id, ids=ids, win=win)
-    nodes, edges, with_edge = _nodes_and_edges(paths)
-    exact: dict[str, tuple[int, int]] = {}
-    for table, col, prefix in ((ToolRollup, ToolRollup.tool, "tool:"), (ModelRollup, ModelRollup.model, "llm:")):
-        for name, calls, errors in session.execute(
+def _exact(session: Session, scope: Scope) -> dict[str, tuple[int, int]]:
+    """``(calls, errors)`` of each tool and model node over the whole range (the rollups).
+    A call without a tool or model name is no node of the sample: it is left out."""
+    out: dict[str, tuple[int, int]] = {}
+    for table, col, prefix in ((ToolRollup, ToolRollup.tool, "tool:"),
+                               (ModelRollup, ModelRollup.model, "llm:")):  # fmt: skip
+        rows = session.execute(
             select(col, func.sum(table.calls), func.sum(table.errors))
-            .where(table.project_id == project_id, table.agent == agent,
-                   table.bucket >= win.start, table.bucket < win.end).group_by(col)
-        ):  # fmt: skip
-            if not name:  # a call without a tool or model name: no node of the sample is it
-                continue
-            exact[f"{prefix}{name}"] = (int(calls or 0), int(errors or 0))
-            nodes.setdefault(f"{prefix}{name}", {"kind": prefix[:-1], "name": str(name), "calls": 0,
-                                                 "errors": 0, "place": 0.0, "failed_in": [],
-                                                 "seen_in": []})  # fmt: skip
-    ids_of = _keep({k: {**v, "calls": max(v["calls"], exact.get(k, (0, 0))[0])} for k, v in nodes.items()})
+            .where(table.project_id == scope.project_id, table.agent == scope.agent,
+                   table.bucket >= scope.start, table.bucket < scope.end).group_by(col)
+        )  # fmt: skip
+        out.update({f"{prefix}{name}": (int(c or 0), int(e or 0)) for name, c, e in rows if name})
+    return out
+
+
+def _node(k: str, m: dict) -> GraphNode:
+    """A drawn node: counted over the range where every step merged into it has rollup
+    counts, else over the sample."""
+    calls, errors = (m["calls"], m["errors"]) if m["exact"] else (m["sampled"], m["sampled_errors"])
+    return GraphNode(
+        id=k, kind=m["kind"], name=m["name"], calls=calls, errors=errors,
+        error_rate=errors / calls if calls and k not in (START, END) else None,
+        sampled_calls=m["sampled"], position=m["place"] / m["sampled"] if m["sampled"] else 1.0,
+        counted="range" if m["exact"] else "sample",
+        examples=m["examples"] if k not in (START, END) else [],
+    )  # fmt: skip
+
+
+def _merged(nodes: dict[str, dict], exact: dict[str, tuple[int, int]],
+            ids_of: dict[str, str]) -> list[GraphNode]:  # fmt: skip
+    """The drawn nodes: each kept node, and the rest added into ``other``."""
     merged: dict[str, dict] = {}
     for k, v in nodes.items():
-        m = merged.setdefault(ids_of[k], {"kind": v["kind"] if ids_of[k] == k else "other",
-                                          "name": v["name"] if ids_of[k] == k else "other steps",
-                                          "sampled": 0, "sampled_errors": 0, "calls": 0,
-                                          "errors": 0, "place": 0.0, "exact": True,
-                                          "examples": []})  # fmt: skip
+        own = ids_of[k] == k
+        m = merged.setdefault(ids_of[k], {
+            "kind": v["kind"] if own else "other", "name": v["name"] if own else "other steps",
+            "sampled": 0, "sampled_errors": 0, "calls": 0, "errors": 0, "place": 0.0,
+            "exact": True, "examples": []})  # fmt: skip
         for tid in v["failed_in"] + v["seen_in"]:
             if tid not in m["examples"] and len(m["examples"]) < EXAMPLES:
                 m["examples"].append(tid)
@@ -136,17 +148,22 @@ def agent_graph(session: Session, *, project_id: int, agent: str, win: Window) -
             m["errors"] += exact[k][1]
         else:
             m["exact"] = False
-    out_nodes = []
-    for k, m in merged.items():
-        calls, errors = (m["calls"], m["errors"]) if m["exact"] else (m["sampled"], m["sampled_errors"])
-        out_nodes.append(GraphNode(
-            id=k, kind=m["kind"], name=m["name"], calls=calls, errors=errors,
-            error_rate=errors / calls if calls and k not in (START, END) else None,
-            sampled_calls=m["sampled"], position=m["place"] / m["sampled"] if m["sampled"] else 1.0,
-            counted="range" if m["exact"] else "sample",
-            examples=m["examples"] if k not in (START, END) else [],
-        ))  # fmt: skip
-    out_nodes.sort(key=lambda n: (n.position, n.id))
+    return sorted((_node(k, m) for k, m in merged.items()), key=lambda n: (n.position, n.id))
+
+
+def agent_graph(session: Session, *, project_id: int, agent: str, win: Window) -> AgentGraph:
+    """The agent's graph over ``win``: sample, paths, nodes and edges, then the rollups'
+    counts laid over the tool and model nodes (a tool the sample missed is a node too)."""
+    scope = Scope(project_id, win.start, win.end, agent)
+    ids = sample_ids(session, project_id=project_id, agent=agent, win=win)
+    paths = sample_paths(session, project_id=project_id, ids=ids, win=win)
+    nodes, edges, with_edge = _nodes_and_edges(paths)
+    exact = _exact(session, scope)
+    for k in exact:
+        kind, _, name = k.partition(":")
+        nodes.setdefault(k, {"kind": kind, "name": name, "calls": 0, "errors": 0, "place": 0.0,
+                             "failed_in": [], "seen_in": []})  # fmt: skip
+    ids_of = _keep({k: {**v, "calls": max(v["calls"], exact.get(k, (0, 0))[0])} for k, v in nodes.items()})
     drawn: Counter[tuple[str, str]] = Counter()
     traces: Counter[tuple[str, str]] = Counter()
     for (a, b), n in edges.items():
@@ -159,7 +176,7 @@ def agent_graph(session: Session, *, project_id: int, agent: str, win: Window) -
         sample=(f"the first {PER_SLICE} production traces of each of {SLICES} equal slices of "
                 f"the range ({len(paths)} traces read); tool and model calls are counted over "
                 "every trace of the range"),
-        nodes=out_nodes,
+        nodes=_merged(nodes, exact, ids_of),
         edges=[GraphEdge(source=a, target=b, count=n, traces=min(traces[(a, b)], len(paths)))
                for (a, b), n in sorted(drawn.items(), key=lambda kv: (-kv[1], kv[0]))],
     )  # fmt: skip
