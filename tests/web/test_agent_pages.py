@@ -124,3 +124,20 @@ def test_the_overview_leads_to_the_agents(client, make_key, engine):
                            page, re.S).group(1))  # fmt: skip
     assert strip.startswith("Agents last 24 hours shop 80 traces, 20.0% failed · helper 5 traces")
     assert '<a href="/agents/shop">shop</a>' in page and "Failure modes" in page  # cards stay
+
+
+@sqlite_only  # how the pages link a name, not what the database stores
+def test_a_name_with_slashes_links_to_its_own_pages(client, make_key, engine):
+    from datetime import UTC, datetime, timedelta
+
+    name = "team/../../settings"  # a path a browser would resolve elsewhere, were / kept
+    ingest(client, make_key("ingest"), trace("s1", agent=name, at=datetime.now(UTC) - timedelta(hours=1)))
+    settle(engine)
+    login(client, make_key("read"))
+    home = client.get("/agents").text
+    assert 'href="/agents/team%2F..%2F..%2Fsettings?range=24h"' in home
+    for path in ("", "/graph", "/compare"):
+        page = client.get("/agents/team%2F..%2F..%2Fsettings" + path)
+        assert page.status_code == 200 and "team/../../settings" in text(page.text), path
+    page = client.get("/agents/team%2F..%2F..%2Fsettings").text
+    assert 'href="/agents/team%2F..%2F..%2Fsettings/graph?range=24h"' in page
