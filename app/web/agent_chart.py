@@ -48,7 +48,8 @@ def svg(times: Sequence[datetime], lines: Sequence[Line], *, label: str, unit: s
     """The chart of ``lines`` over the steps starting at ``times`` (each ``step_seconds``)."""
     head = (f'<svg class="agent-chart" viewBox="0 0 {W} {H}" role="img" '
             f'aria-label="{escape(label)}" xmlns="http://www.w3.org/2000/svg">')  # fmt: skip
-    values = [v for line in lines for v in line.values if v is not None]
+    # A bar of zero is no traffic; a rate of zero is a value (no loops is worth a line).
+    values = [v for line in lines for v in line.values if v is not None and (v or not line.bars)]
     if not times or not values:
         return Markup(head + f'<text x="{W / 2}" y="{H / 2}" text-anchor="middle" fill="#555d70">'
                       "No traffic in this range</text></svg>")  # fmt: skip

@@ -141,3 +141,20 @@ def test_a_name_with_slashes_links_to_its_own_pages(client, make_key, engine):
         assert page.status_code == 200 and "team/../../settings" in text(page.text), path
     page = client.get("/agents/team%2F..%2F..%2Fsettings").text
     assert 'href="/agents/team%2F..%2F..%2Fsettings/graph?range=24h"' in page
+
+
+@sqlite_only  # what a page says of a range without traffic
+def test_an_agent_quiet_in_the_range_says_so(client, make_key, engine):
+    from datetime import UTC, datetime, timedelta
+
+    ingest(client, make_key("ingest"), trace("old", agent="nightly", at=datetime.now(UTC) - timedelta(days=3)))
+    settle(engine)
+    login(client, make_key("read"))
+    assert "No agent traffic in the last 24 hours" in client.get("/agents").text
+    page = client.get("/agents/nightly").text  # known, quiet in the last 24 hours
+    assert page.count("No traffic in this range") == 7 and "Traces 0" in text(page)
+    week = client.get("/agents/nightly", params={"range": "7d"}).text
+    assert week.count("No traffic in this range") == 0 and "Traces 1" in text(week)
+    assert "has 1 version(s)" in client.get("/agents/nightly/compare").text
+    graph = client.get("/agents/nightly/graph").text
+    assert "No traces of this agent in the range" in graph
