@@ -132,6 +132,7 @@ def _install_web(app: FastAPI) -> None:
     from fastapi.staticfiles import StaticFiles
 
     from app.web import (
+        agent_pages,
         auth_routes,
         channel_pages,
         derived_form,
@@ -149,6 +150,7 @@ def _install_web(app: FastAPI) -> None:
     app.include_router(auth_routes.router)
     app.include_router(pages.router)
     app.include_router(session_pages.router)
+    app.include_router(agent_pages.router)
     app.include_router(channel_pages.router)
     app.include_router(monitor_settings.router)
     app.include_router(rule_pages.router)

@@ -3,6 +3,7 @@
 from fastapi import APIRouter
 
 from app.api.routes import (
+    agents,
     alerts,
     channels,
     derived_fields,
@@ -33,6 +34,7 @@ api_router.include_router(ingest.router)
 api_router.include_router(scores.router)
 api_router.include_router(traces.router)
 api_router.include_router(sessions.router)
+api_router.include_router(agents.router)
 api_router.include_router(streams.router)
 api_router.include_router(keys.router)
 api_router.include_router(metrics.router)

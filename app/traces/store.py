@@ -28,10 +28,31 @@ def filtered(
     session_id: str | None = None,
     user_id: str | None = None,
     loop: bool | None = None,
+    tool: str | None = None,
+    model: str | None = None,
 ) -> Select[Any]:
     """The project's traces narrowed by each filter given; ``since <= started_at < until``;
-    ``loop``: with (True) or without (False) a tool loop (app/derive/loops.py)."""
+    ``loop``: with (True) or without (False) a tool loop (app/derive/loops.py); ``tool``: with
+    a call of that tool, named as the tool rollups name it (the tool's name, else the
+    span's), ``model``: with an LLM call answered by (else asked of) that model; each a seek
+    per trace on the spans' ``(project_id, trace_id)`` key (the agent graph's nodes link
+    here)."""
     query = select(Trace).where(Trace.project_id == project_id)
+    named = []
+    if tool is not None:
+        named.append((Span.tool_name == tool) | (
+            Span.tool_name.is_(None) & Span.kind.in_(("tool", "retrieval")) & (Span.name == tool)
+        ))  # fmt: skip
+    if model is not None:
+        named.append((Span.kind == "llm") & ((Span.response_model == model) | (
+            Span.response_model.is_(None) & (Span.request_model == model)
+        )))  # fmt: skip
+    for spans_named in named:
+        query = query.where(
+            select(Span.id)
+            .where(Span.project_id == project_id, Span.trace_id == Trace.trace_id, spans_named)
+            .exists()
+        )
     if loop is not None:
         query = query.where(Trace.loop_tool.is_not(None) if loop else Trace.loop_tool.is_(None))
     return where_given(

@@ -17,6 +17,8 @@ from fastapi import APIRouter, Form, HTTPException, Query
 from fastapi.responses import RedirectResponse
 from sqlalchemy.orm import Session
 
+from app.agents.ranges import window
+from app.agents.summary import busiest
 from app.alerts import lifecycle
 from app.alerts import store as alerts
 from app.alerts.schemas import SilenceCreate
@@ -45,9 +47,11 @@ TEXT_SEARCH_DEFAULT = timedelta(hours=24)
 def overview(web: WebDep, session: SessionDep, created: int | None = None) -> Any:
     data = queries.overview(session, project_id=web.principal.project_id)
     settings = web.request.app.state.settings
+    agents = busiest(session, project_id=web.principal.project_id, win=window("24h", utcnow()))
     return web.render(
         "overview.html",
         **data,
+        agents=agents,
         otel_env=OtelEnv(endpoint=settings.public_url).shell(),
         first_verdicts=health.first_verdicts_words(),
         flash=f"Created the default monitors ({created})." if created else None,
@@ -219,6 +223,8 @@ def traces_page(
     session_id: str | None = Query(None, alias="session", max_length=MAX_ID_CHARS),
     user: str | None = Query(None, max_length=MAX_ID_CHARS),
     loop: str | None = Query(None, pattern="^(true)?$"),
+    tool: str | None = Query(None, max_length=128),
+    model: str | None = Query(None, max_length=128),
     cursor: Int8Id | None = None,
 ) -> Any:
     """Newest first, keyset pages; a text search (trace attributes, span content) is
@@ -233,7 +239,8 @@ def traces_page(
         trace_id=(trace_id or "").strip() or None, status=status or None,
         source=source or None, since=start, until=end,
         session_id=(session_id or "").strip() or None, user_id=(user or "").strip() or None,
-        loop=True if loop else None,
+        loop=True if loop else None, tool=(tool or "").strip() or None,
+        model=(model or "").strip() or None,
     )  # fmt: skip
     scanned_to, scanned = None, 0
     if text:
@@ -250,7 +257,8 @@ def traces_page(
     filters = {"agent": agent or "", "version": version or "", "status": status or "",
                "source": source or "", "since": since or "", "until": until or "",
                "q": q or "", "trace_id": trace_id or "", "session": session_id or "",
-               "user": user or "", "loop": loop or ""}  # fmt: skip
+               "user": user or "", "loop": loop or "", "tool": tool or "",
+               "model": model or ""}  # fmt: skip
     searched_from = start if text and not since else None
     totals = queries.trace_totals(
         session, project_id=web.principal.project_id, trace_ids=[t.trace_id for t in page.traces]

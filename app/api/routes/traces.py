@@ -29,6 +29,8 @@ class TraceFilters(BaseModel):
     session_id: str | None = Field(None, max_length=MAX_ID_CHARS, description="turns of a session")
     user_id: str | None = Field(None, max_length=MAX_ID_CHARS, description="traces of a user")
     loop: bool | None = Field(None, description="with (true) or without a tool loop")
+    tool: str | None = Field(None, max_length=128, description="with a call of this tool")
+    model: str | None = Field(None, max_length=128, description="with a call of this model")
     limit: int = Field(50, ge=1, le=500)
     cursor: Int8Id | None = Field(None, description="next_cursor of the previous page")
 
