@@ -71,7 +71,7 @@ class TraceRollup(_Dimensions, Base):
 
     traces: Mapped[int] = mapped_column(Integer, default=0)
     error_traces: Mapped[int] = mapped_column(Integer, default=0)
-    # Traces that repeated one tool call (app/rollups/trace_facts.py: LOOP_REPEATS).
+    # Traces with a tool loop, as derived (traces.loop_tool: app/derive/loops.py).
     loop_traces: Mapped[int] = mapped_column(Integer, default=0)
     # Traces with a label: a score the project's roles read as ground truth.
     labeled_traces: Mapped[int] = mapped_column(Integer, default=0)

@@ -35,7 +35,7 @@ from app.scores import roles as score_roles
 
 TABLES: tuple[Any, ...] = (TraceRollup, ToolRollup, ModelRollup, ScoreRollup, UserRollup)
 _TRACE_COLUMNS = (Trace.trace_id, Trace.agent, Trace.agent_version, Trace.status,
-                  Trace.started_at, Trace.ended_at, Trace.user_id)  # fmt: skip
+                  Trace.started_at, Trace.ended_at, Trace.user_id, Trace.loop_tool)  # fmt: skip
 _ATTRIBUTE_KEYS = ENVIRONMENT_KEYS
 _SPAN_COLUMNS = (
     Span.trace_id, Span.span_id, Span.step_index, Span.started_at, Span.kind, Span.name,

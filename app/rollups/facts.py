@@ -14,8 +14,10 @@ What counts, deterministic and documented (docs/guides/alert-rules.md):
   under ``response_model`` else ``request_model``; its **tokens** and **cost** are its model
   calls' (``total_tokens``, else input + output; the cost sent, else the one the derive job
   computed: :mod:`app.pricing`), and a call with neither counts as **unpriced**;
-* it **loops** when one tool is called :data:`LOOP_REPEATS` or more times in a row (other
-  steps between the calls do not break the run): the retry storm and the stuck plan;
+* it **loops** when the derive job found a tool loop in it (``traces.loop_tool``,
+  :mod:`app.derive.loops`: one tool called with the same arguments three times, or again
+  unchanged after it failed): the one definition the trace filter, OUTCOME and these
+  counts share;
 * it is **labeled** when one of its scores is a label by the project's roles; a score
   **passes** at :data:`PASS_AT` or more (the convention of 0/1 and [0, 1] scores).
 """
@@ -23,7 +25,7 @@ What counts, deterministic and documented (docs/guides/alert-rules.md):
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +33,6 @@ from detectors.records import Step, is_tool_step, step_error
 from detectors.rules import sketch
 from detectors.stored_times import epoch_seconds, step_order_key
 
-LOOP_REPEATS = 3
 PASS_AT = 0.5
 ENVIRONMENT_KEYS = ("resource.deployment.environment.name", "resource.deployment.environment")
 MAX_TEXT = {"agent": 128, "agent_version": 64, "environment": 64, "tool": 128, "model": 128,
@@ -107,21 +108,6 @@ def _tokens(s: Mapping[str, Any]) -> int:
     return int(s.get("input_tokens") or 0) + int(s.get("output_tokens") or 0)
 
 
-def loops(tool_names: Iterable[str | None]) -> bool:
-    """Whether one tool was called ``LOOP_REPEATS`` times in a row.
-
-    >>> loops(["search", "search", "fetch"]), loops(["search", "search", "search"])
-    (False, True)
-    """
-    run, last = 0, object()
-    for name in tool_names:
-        run = run + 1 if name == last else 1
-        last = name
-        if run >= LOOP_REPEATS:
-            return True
-    return False
-
-
 def bucket_rows(
     project_id: int, bucket: int, traces: Sequence[Mapping[str, Any]],
     spans: Mapping[str, list[dict[str, Any]]], scores: Mapping[str, list[dict[str, Any]]],
@@ -139,7 +125,7 @@ def bucket_rows(
                 _text(_first(attrs, ENVIRONMENT_KEYS), 64))  # fmt: skip
         steps = sorted(spans.get(t["trace_id"], []), key=step_order_key)
         user = t.get("user_id") or None
-        tokens, cost, tools = 0, 0.0, []
+        tokens, cost = 0, 0.0
         for s in steps:
             step = _step(s)
             if is_tool_step(step):
@@ -148,7 +134,6 @@ def bucket_rows(
                 c.errors += step_error(step)
                 if s.get("latency_ms") is not None:
                     c.latencies.append(float(s["latency_ms"]))
-                tools.append(s.get("tool_name") or s.get("name"))
             elif step.kind == "llm":
                 model = _text(s.get("response_model") or s.get("request_model"), 128)
                 n, usd = _tokens(s), float(s.get("cost") or 0.0)
@@ -172,7 +157,7 @@ def bucket_rows(
             agg.passed += v >= PASS_AT
             labeled = labeled or bool(sc.get("is_label"))
         latency = _latency_ms(t)
-        looped = loops(tools)
+        looped = t.get("loop_tool") is not None
         for agg_t in (per_trace[dims], per_user[_text(user, 128)] if user is not None else None):
             if agg_t is None:
                 continue

@@ -70,6 +70,8 @@ def trace(tid: str, *, at: datetime, agent: str = "shop", status: str = "ok",
                     "name": tool,
                     "tool_name": tool,
                     "status": tstatus,
+                    # Arguments recorded: repeats of one call are comparable (a loop).
+                    "attributes": {"gen_ai.tool.call.arguments": "{}"},
                     "step_index": i + 1,
                     "started_at": at.isoformat(),
                     "ended_at": (at + timedelta(milliseconds=300)).isoformat(),
