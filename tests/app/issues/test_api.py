@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
 
 from app.api.routes.issues import State
 from app.issues.states import STATES
@@ -126,3 +126,20 @@ def test_bad_input_is_a_422_naming_the_field(client: TestClient, make_key: Any, 
 
 def test_the_api_reads_every_state() -> None:
     assert set(typing.get_args(State)) == set(STATES)
+
+
+def test_metrics_count_issues_by_state(client: TestClient, make_key: Any, engine: Engine,
+                                       settings: Any) -> None:  # fmt: skip
+    from sqlalchemy.orm import Session
+
+    from app import metrics_db
+    from app.metrics import FAILURE_ISSUES
+    from app.models import Project
+
+    send(client, make_key("ingest"), traffic())
+    derive(engine)
+    with Session(engine) as session:
+        metrics_db.refresh(session)
+        pid = str(session.scalar(select(Project.id).where(Project.name == "p1")))
+    got = {s: FAILURE_ISSUES.labels(project_id=pid, state=s)._value.get() for s in STATES}
+    assert got == {**dict.fromkeys(STATES, 0), "new": 1, "resolved": 1}
