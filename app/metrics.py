@@ -118,7 +118,5 @@ EVALUATOR_TOKENS_TODAY = Gauge(
     "telltale_evaluator_tokens_today", "Judge tokens spent today (UTC)", ["project_id", "evaluator"]
 )
 EVALUATOR_BACKLOG = Gauge(
-    "telltale_evaluator_backlog",
-    "Evaluations waiting or running",
-    ["project_id", "evaluator", "status"],
+    "telltale_evaluator_backlog", "Evaluations waiting or running", ["project_id", "evaluator", "status"]
 )
