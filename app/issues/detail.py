@@ -18,6 +18,7 @@ from app.issues.schemas import (
     HourCount,
     IssueDetail,
     StateChangeOut,
+    UserCount,
     VersionCount,
 )
 from app.issues.store import RECENT, history, issue_out, recent_counts
@@ -25,6 +26,7 @@ from app.models import FailureEvent, FailureIssue, Trace
 
 CHART_HOURS = 72
 EXAMPLES = 10
+TOP_USERS = 5
 
 
 def _hour(column: Any, dialect: str) -> Any:
@@ -75,5 +77,25 @@ def issue_detail(session: Session, issue: FailureIssue, *, now: datetime) -> Iss
         **issue_out(issue, now, recent).model_dump(),
         hours=hours, versions=versions, examples=examples,
         share_24h=recent[1] / traffic if traffic else None,
+        **_people(session, issue),
         history=[StateChangeOut.model_validate(c) for c in history(session, issue_id=issue.id)],
     )  # fmt: skip
+
+
+def _people(session: Session, issue: FailureIssue) -> dict[str, Any]:
+    """The users and sessions its stored events' traces served (joined on the trace)."""
+    hit = (
+        select(Trace.trace_id, Trace.user_id, Trace.session_id)
+        .where(Trace.project_id == issue.project_id, Trace.trace_id.in_(
+            select(FailureEvent.trace_id).where(FailureEvent.issue_id == issue.id)))
+        .subquery()
+    )  # fmt: skip
+    users, sessions = session.execute(
+        select(func.count(hit.c.user_id.distinct()), func.count(hit.c.session_id.distinct()))
+    ).one()
+    top = session.execute(
+        select(hit.c.user_id, func.count()).where(hit.c.user_id.is_not(None))
+        .group_by(hit.c.user_id).order_by(func.count().desc(), hit.c.user_id).limit(TOP_USERS)
+    ).all()  # fmt: skip
+    return {"users": int(users), "sessions": int(sessions),
+            "top_users": [UserCount(user_id=u, traces=int(n)) for u, n in top]}  # fmt: skip

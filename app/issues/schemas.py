@@ -63,6 +63,11 @@ class StateChangeOut(BaseModel):
     note: str | None
 
 
+class UserCount(BaseModel):
+    user_id: str
+    traces: int
+
+
 class IssueDetail(IssueOut):
     """One issue: events per hour, the versions it hits, example traces (newest first),
     its share of its agent's traces in the last 24 h, and its state history."""
@@ -71,4 +76,7 @@ class IssueDetail(IssueOut):
     versions: list[VersionCount]
     examples: list[ExampleTrace]
     share_24h: float | None  # traces with it / the agent's traces, last 24 h; None: no traffic
+    users: int  # distinct users of the traces it hit (user.id), of its stored events
+    sessions: int  # distinct sessions (session.id / gen_ai.conversation.id)
+    top_users: list[UserCount]
     history: list[StateChangeOut]

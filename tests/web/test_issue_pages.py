@@ -34,6 +34,7 @@ def test_a_reader_reads_the_list_the_issue_and_the_trace(client: TestClient, mak
     page = client.get(f"/issues/{issue_id}").text
     assert "ToolError in tool <strong>get_reservation</strong> of agent" in page
     assert "75% of the agent's traces in the last 24 hours" in page
+    assert "2 users and 2 sessions hit, most: " in page and ">mia</a> (2)" in page
     assert page.count('class="bar"') == 3 and page.count('class="version"') == 2
     assert '<a href="/traces/c"><code>c</code></a>' in page
     assert "No state changes yet" in page and 'id="issue-actions"' not in page

@@ -30,11 +30,11 @@ def traffic() -> list[list[dict[str, Any]]]:
     two days ago (quiet since: resolved); a clean trace of v2."""
     return [
         failing_trace("a", [("get_reservation", "error", NOT_FOUND.format("ZFA04Y"))],
-                      version="v1", at=ago(3)),
+                      version="v1", at=ago(3), user="mia"),
         failing_trace("b", [("get_reservation", "error", NOT_FOUND.format("8JX2WO"))],
-                      version="v2", at=ago(2)),
+                      version="v2", at=ago(2), user="mia"),
         failing_trace("c", [("get_reservation", "error", NOT_FOUND.format("Q1W2E3"))],
-                      version="v2", at=ago(1)),
+                      version="v2", at=ago(1), user="omar"),
         failing_trace("d", [("cancel", "error", "Timeout after 30 s")], version="v1", at=ago(48)),
         failing_trace("e", [("get_reservation", "ok", "")], version="v2", at=ago(1)),
     ]  # fmt: skip
@@ -67,6 +67,8 @@ def test_the_list_and_one_issue(client: TestClient, make_key: Any, engine: Engin
     assert sum(h["events"] for h in one["hours"]) == 3 and len(one["hours"]) == 3
     assert one["share_24h"] == pytest.approx(3 / 4)  # of the agent's 4 traces in 24 h
     assert one["history"] == []
+    assert (one["users"], one["sessions"]) == (2, 2)
+    assert one["top_users"] == [{"user_id": "mia", "traces": 2}, {"user_id": "omar", "traces": 1}]
 
 
 def test_people_change_states_and_a_failure_comes_back(client: TestClient, make_key: Any,

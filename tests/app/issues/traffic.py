@@ -12,13 +12,16 @@ Call = tuple[str, str, str]  # tool, status, message ("" for none)
 
 
 def failing_trace(trace_id: str, calls: list[Call], *, agent: str = "support",
-                  version: str = "v1", at: str = "2026-11-29T10:00:00Z") -> list[dict[str, Any]]:  # fmt: skip
+                  version: str = "v1", at: str = "2026-11-29T10:00:00Z",
+                  user: str | None = None) -> list[dict[str, Any]]:  # fmt: skip
     """One trace: a root agent span, then an LLM call and a tool call per ``calls``; a
-    failing tool call says its message as its status message and makes the agent fail."""
+    failing tool call says its message as its status message and makes the agent fail;
+    ``user`` is its user, in their own session ``s-<user>``."""
     failed = any(status == "error" for _, status, _ in calls)
     events: list[dict[str, Any]] = [
         {"id": f"{trace_id}-t", "type": "trace", "body": {
-            "trace_id": trace_id, "agent": agent, "agent_version": version, "started_at": at}},
+            "trace_id": trace_id, "agent": agent, "agent_version": version, "started_at": at,
+            **({"user_id": user, "session_id": f"s-{user}"} if user else {})}},
         {"id": f"{trace_id}-root", "type": "span", "body": {
             "trace_id": trace_id, "span_id": "root", "kind": "agent", "name": agent,
             "status": "error" if failed else "ok", "started_at": at}},
