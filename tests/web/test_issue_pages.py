@@ -61,3 +61,23 @@ def test_an_annotator_resolves_from_the_page(client: TestClient, make_key: Any,
     assert re.search(r"<td[^>]*>new</td><td[^>]*>resolved</td><td[^>]*>key:\d+</td>", r.text)
     refused = client.post(f"/issues/{issue_id}/state", data={"csrf": csrf, "state": "new"})
     assert refused.status_code == 422 and "state: must be one of" in refused.text
+
+
+def test_label_examples_from_the_page(client: TestClient, make_key: Any, engine: Engine) -> None:
+    from tests.app.labeling.test_queues import queue_body
+    from tests.conftest import auth
+
+    send(client, make_key("ingest"), traffic())
+    derive(engine)
+    client.post("/api/v1/queues", json=queue_body("triage"), headers=auth(make_key("admin")))
+    login(client, make_key("annotate"))
+    issue_id = _issue_id(client.get("/issues").text)
+    page = client.get(f"/issues/{issue_id}").text
+    assert '<option value="triage">triage</option>' in page
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+    r = client.post(f"/issues/{issue_id}/label-examples", data={"csrf": csrf, "queue": "triage"})
+    assert "Queued 3 new traces in triage." in r.text
+    again = client.post(
+        f"/issues/{issue_id}/label-examples", data={"csrf": csrf, "queue": "triage"}
+    )
+    assert "Queued 0 new traces in triage." in again.text

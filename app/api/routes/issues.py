@@ -13,6 +13,7 @@ from app.api.errors import found, unprocessable
 from app.db import write_session
 from app.issues import store
 from app.issues.detail import issue_detail
+from app.issues.labeling import MAX_EXAMPLES, NoQueue, queue_examples
 from app.issues.schemas import IssueDetail, IssueOut, IssuePage
 from app.models.base import utcnow
 
@@ -37,6 +38,19 @@ class StateChange(BaseModel):
 
     state: Literal["open", "resolved", "ignored", "muted"]
     note: str | None = Field(None, max_length=1000)
+
+
+class LabelExamples(BaseModel):
+    """Which labeling queue gets the issue's newest traces, and how many at most."""
+
+    queue: str = Field(..., min_length=1, max_length=128)
+    limit: int = Field(20, ge=1, le=MAX_EXAMPLES)
+
+
+class QueuedExamples(BaseModel):
+    queue: str
+    added: int
+    already_queued: int
 
 
 @router.get("")
@@ -72,3 +86,19 @@ def change_state(
                            actor=principal.actor, now=now)  # fmt: skip
         recent = store.recent_counts(session, [issue.id], now - store.RECENT)
         return store.issue_out(issue, now, recent.get(issue.id, (0, 0)))
+
+
+@router.post("/{issue_id}/label-examples")
+def label_examples(
+    issue_id: Int8Id, body: LabelExamples, principal: AnnotateKey, engine: EngineDep
+) -> QueuedExamples:
+    """Send the issue's newest traces to a labeling queue (a trace queued already is not
+    added again)."""
+    with unprocessable(NoQueue), write_session(engine) as session:
+        issue = found(
+            store.get_issue(session, project_id=principal.project_id, issue_id=issue_id),
+            "issue", issue_id,
+        )  # fmt: skip
+        added, offered = queue_examples(session, issue=issue, queue=body.queue,
+                                        limit=body.limit, now=utcnow())  # fmt: skip
+    return QueuedExamples(queue=body.queue, added=added, already_queued=offered - added)
