@@ -17,11 +17,12 @@ from app.issues.schemas import (
     ExampleTrace,
     HourCount,
     IssueDetail,
+    LinkedAlert,
     StateChangeOut,
     UserCount,
     VersionCount,
 )
-from app.issues.store import RECENT, history, issue_out, recent_counts
+from app.issues.store import RECENT, alerts_of_issue, history, issue_out, recent_counts
 from app.models import FailureEvent, FailureIssue, Trace
 
 CHART_HOURS = 72
@@ -79,6 +80,8 @@ def issue_detail(session: Session, issue: FailureIssue, *, now: datetime) -> Iss
         share_24h=recent[1] / traffic if traffic else None,
         **_people(session, issue),
         history=[StateChangeOut.model_validate(c) for c in history(session, issue_id=issue.id)],
+        alerts=[LinkedAlert.model_validate(a) for a in
+                alerts_of_issue(session, project_id=issue.project_id, issue_id=issue.id)],
     )  # fmt: skip
 
 

@@ -68,6 +68,16 @@ class UserCount(BaseModel):
     traces: int
 
 
+class LinkedAlert(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    state: str
+    severity: str
+    first_fired_at: datetime
+    summary: str
+
+
 class IssueDetail(IssueOut):
     """One issue: events per hour, the versions it hits, example traces (newest first),
     its share of its agent's traces in the last 24 h, and its state history."""
@@ -80,3 +90,4 @@ class IssueDetail(IssueOut):
     sessions: int  # distinct sessions (session.id / gen_ai.conversation.id)
     top_users: list[UserCount]
     history: list[StateChangeOut]
+    alerts: list[LinkedAlert]  # the ISSUES alerts raised for it, newest first

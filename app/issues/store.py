@@ -8,6 +8,7 @@ is a distinct way of failing), so that costs a scan of its issues, not of its ev
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -16,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from app.issues.schemas import IssueOut
 from app.issues.states import PERSON_STATES, issue_state
-from app.models import FailureEvent, FailureIssue, IssueStateChange
+from app.models import Alert, FailureEvent, FailureIssue, IssueStateChange
 
 RECENT = timedelta(hours=24)
 DEFAULT_HIDDEN = ("ignored",)  # off the list unless asked for by state
@@ -130,3 +131,35 @@ def issues_of_trace(session: Session, *, project_id: int, trace_id: str) -> list
         .order_by(FailureIssue.id)
     ).all()  # fmt: skip
     return [{"id": i, "title": t, "tool": tool, "events": n} for i, t, tool, n in rows]
+
+
+def issues_among(
+    session: Session, *, project_id: int, trace_ids: list[str], issue_ids: Sequence[int] = ()
+) -> list[dict[str, Any]]:
+    """The issues an alert page names: those of ``issue_ids`` (an ISSUES alert's label) and
+    those its example traces belong to, with how many of them each holds."""
+    hits: dict[int, int] = {}
+    if trace_ids:
+        rows = session.execute(
+            select(FailureEvent.issue_id, func.count(FailureEvent.trace_id.distinct()))
+            .where(FailureEvent.project_id == project_id, FailureEvent.trace_id.in_(trace_ids))
+            .group_by(FailureEvent.issue_id)
+        ).all()  # fmt: skip
+        hits = {int(i): int(n) for i, n in rows}
+    wanted = set(hits) | set(issue_ids)
+    if not wanted:
+        return []
+    found = session.scalars(select(FailureIssue).where(
+        FailureIssue.project_id == project_id, FailureIssue.id.in_(wanted)))  # fmt: skip
+    out = [{"id": i.id, "title": i.title, "tool": i.tool, "examples": hits.get(i.id, 0)}
+           for i in found]  # fmt: skip
+    return sorted(out, key=lambda d: (d["id"] not in issue_ids, -d["examples"], d["id"]))
+
+
+def alerts_of_issue(session: Session, *, project_id: int, issue_id: int) -> list[Alert]:
+    """The ISSUES alerts raised for this issue (labelled ``issue``), newest first."""
+    found = session.scalars(
+        select(Alert).where(Alert.project_id == project_id, Alert.failure_mode == "ISSUES")
+        .order_by(Alert.first_fired_at.desc(), Alert.id.desc())
+    )  # fmt: skip
+    return [a for a in found if (a.labels or {}).get("issue") == str(issue_id)]

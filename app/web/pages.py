@@ -155,6 +155,12 @@ def alert_page(alert_id: Int8Id, web: WebDep, session: SessionDep) -> Any:
     )
     view["open_for"] = span
     view["state_line"] = alert_state.state_line(alert, span=span, names=keys, now=now)
+    # The failure issues it is about (an ISSUES alert's label) or its examples belong to.
+    named = str((alert.labels or {}).get("issue", ""))
+    view["issues"] = issue_store.issues_among(
+        session, project_id=pid, trace_ids=[t["trace_id"] for t in view["current_examples"]],
+        issue_ids=[int(named)] if named.isdigit() else [],
+    )  # fmt: skip
     return web.render(
         "alert.html", alert=alert, monitor=monitor, me=keys.get(me, me), actor_names=keys, **view
     )

@@ -14,6 +14,7 @@ from sqlalchemy import Engine
 from tests.app.derive.test_derive_job import derive
 from tests.app.issues.traffic import failing_trace, send
 from tests.conftest import auth
+from tests.web.test_pages import login
 
 NOW = datetime(2026, 12, 1, 12, 0).astimezone()
 TIMEOUT = ("lookup", "error", "Timeout after 30 s")
@@ -56,3 +57,13 @@ def test_a_new_failure_alerts_by_its_tool_and_message(client: TestClient, make_k
         'New failure in tool seat_map of support: "Error: seat map unavailable for flight <ID>"'
         " in 8 of 16 traces (0 of "
     ), alert["summary"]
+
+    # The issue lists its alert; the alert page names the issue; the issue page links back.
+    one = client.get(f"/api/v1/issues/{seats['id']}", headers=auth(admin)).json()
+    assert [(a["id"], a["state"]) for a in one["alerts"]] == [(alert["id"], "firing")]
+    login(client, admin)
+    page = client.get(f"/alerts/{alert['id']}").text
+    assert (f'Failure issue: <a href="/issues/{seats["id"]}">Error: seat map unavailable for '
+            "flight &lt;ID&gt;</a> (seat_map)") in page  # fmt: skip
+    assert f'<a href="/alerts/{alert["id"]}">alert {alert["id"]}</a>' in client.get(
+        f"/issues/{seats['id']}").text  # fmt: skip

@@ -14,6 +14,7 @@ from sqlalchemy import Engine, select
 
 from app.api.routes.issues import State
 from app.issues.states import STATES
+from app.models import Project
 from app.models.base import utcnow
 from tests.app.derive.test_derive_job import derive
 from tests.app.issues.test_record import NOT_FOUND
@@ -145,3 +146,17 @@ def test_metrics_count_issues_by_state(client: TestClient, make_key: Any, engine
         pid = str(session.scalar(select(Project.id).where(Project.name == "p1")))
     got = {s: FAILURE_ISSUES.labels(project_id=pid, state=s)._value.get() for s in STATES}
     assert got == {**dict.fromkeys(STATES, 0), "new": 1, "resolved": 1}
+
+
+def test_an_alerts_example_traces_name_their_issues(client: TestClient, make_key: Any,
+                                                    engine: Engine) -> None:  # fmt: skip
+    from sqlalchemy.orm import Session
+
+    from app.issues.store import issues_among
+
+    send(client, make_key("ingest"), traffic())
+    derive(engine)
+    with Session(engine) as session:
+        pid = session.scalar(select(Project.id).where(Project.name == "p1"))
+        named = issues_among(session, project_id=pid, trace_ids=["a", "b", "d", "e"])
+    assert [(i["tool"], i["examples"]) for i in named] == [("get_reservation", 2), ("cancel", 1)]
