@@ -10,8 +10,8 @@ Prints JSON:
   e-mails varying), seeded. Target: >= 1,000 events/s.
 * ``record``: the derive job's whole write of failure events (:func:`app.issues.record.
   record_failures`: take back the traces' old events, mine, create issues, insert events,
-  move counts) into a fresh SQLite database, 256 traces of 2 failures per transaction:
-  events/s including the commits.
+  move counts) into a fresh SQLite file and PostgreSQL database (``--db``), 256 traces of
+  2 failures per transaction: events/s including the commits.
 * ``tau_bench``: the 200 gpt-4o airline trajectories (tests/data/tau_bench, the data of
   bench/real_traffic.py): each failed tool result (``error``: its text starts with
   "Error") is a failure of its trace, recorded through ``record_failures`` as the derive
@@ -126,8 +126,8 @@ def bench_grouping(n: int, runs: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _database() -> Any:
-    return fresh_db("sqlite")
+def _database(kind: str = "sqlite") -> Any:
+    return fresh_db(kind)
 
 
 def _project(engine: Any, name: str) -> int:
@@ -137,9 +137,9 @@ def _project(engine: Any, name: str) -> int:
         )
 
 
-def bench_record(n_traces: int) -> dict[str, Any]:
+def bench_record(n_traces: int, kind: str = "sqlite") -> dict[str, Any]:
     messages = synthetic_messages(2 * n_traces, seed=11)
-    with _database() as url:
+    with _database(kind) as url:
         migrate.upgrade(url)
         engine = make_engine(url)
         pid = _project(engine, "bench")
@@ -161,7 +161,7 @@ def bench_record(n_traces: int) -> dict[str, Any]:
         with engine.connect() as conn:
             issues = len(conn.execute(select(FailureIssue.id)).all())
         engine.dispose()
-    return {"database": "sqlite", "traces": n_traces, "events": 2 * n_traces,
+    return {"database": kind, "traces": n_traces, "events": 2 * n_traces,
             "seconds": round(seconds, 2), "events_per_s": round(2 * n_traces / seconds),
             "issues": issues}  # fmt: skip
 
@@ -217,10 +217,13 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=50_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--record-traces", type=int, default=5_000)
+    parser.add_argument("--db", choices=["sqlite", "postgresql", "both"], default="both",
+                        help="where the record bench writes")  # fmt: skip
     args = parser.parse_args()
+    kinds = ["sqlite", "postgresql"] if args.db == "both" else [args.db]
     print(json.dumps({
         "grouping": bench_grouping(args.events, args.runs),
-        "record": bench_record(args.record_traces),
+        "record": [bench_record(args.record_traces, kind) for kind in kinds],
         "tau_bench": bench_tau(),
     }, indent=2))  # fmt: skip
 
