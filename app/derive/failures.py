@@ -21,7 +21,7 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from app.db import write_transaction
-from app.issues.failures import derive_failure
+from app.derive.failure_events import derive_failure
 from app.issues.record import record_failures
 from app.models import Trace
 from app.models.rollups import mark_started

@@ -32,6 +32,7 @@ from sqlalchemy.orm import Session
 
 from app.db import write_transaction
 from app.derive.evaluations import enqueue_derived
+from app.derive.failure_events import trace_failures
 from app.derive.failures import OUTAGES, mark_failed
 from app.derive.groups import load_groups, save_new_groups
 from app.derive.load import DEFAULT_BATCH_SPANS, Batch, Keyset, pending_batch
@@ -47,7 +48,6 @@ from app.derive.text_vectors import (
 )
 from app.derive.trace_fields import DerivedFields, derive_trace, is_explicit, owned
 from app.derive.trace_rows import TRACE_UPDATE, update_row
-from app.issues.failures import trace_failures
 from app.issues.record import record_failures
 from app.models.base import utcnow
 from app.models.rollups import mark_started

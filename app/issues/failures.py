@@ -1,34 +1,13 @@
-"""The failures of one trace, as the derive job finds them: what is grouped into issues.
+"""A failure event of a trace, before it is grouped: what :mod:`app.issues.record` takes.
 
-How real agents fail (DESIGN §4): model calls rarely error; failed tool calls, loops and
-failed outcomes are the errors. So a trace's failure events are
-
-- each failed *step* (:func:`detectors.agent_steps.agent_steps`: actions, not wrappers;
-  a step that failed only because its child raised is left out, the child is the event):
-  source ``tool`` for a tool call, ``step`` for any other action;
-- its tool loop (:mod:`app.derive.loops`), source ``loop``, error type ``ToolLoop``;
-- its failed derivation (:mod:`app.derive.failures`), source ``derive``.
-
-A failure's message is what the telemetry said about it, first found of: the span's
-status message (OTel ``Status.description``), an ``exception`` event's
-``exception.message``, the attributes ``exception.message`` / ``error.message``, and for
-a tool call its result text (many frameworks return the error as the result).
+The derive job finds them (:mod:`app.derive.failure_events`: failed steps and tool calls,
+loops, set-aside traces); this package groups and stores them, and never reads a trace.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
-
-from app.derive.conversation import TOOL_OUTPUT
-from app.derive.loops import ToolLoop
-from detectors.agent_steps import agent_steps
-
-MAX_EVENTS_PER_TRACE = 50  # a trace of 10,000 failing steps is one trace, not 10,000 rows
-_MESSAGE_ATTRIBUTES = ("otel.status_message", "exception.message", "error.message")
-_MAX = {"tool": 128, "error_type": 128, "message": 1000, "span_kind": 16}
 
 
 @dataclass(frozen=True)
@@ -42,71 +21,3 @@ class Failure:
     tool: str
     error_type: str
     message: str
-
-
-def _cut(name: str, value: Any) -> str:
-    return ("" if value is None else str(value))[: _MAX[name]]
-
-
-def span_message(span: Mapping[str, Any]) -> str:
-    """What the telemetry said about a failed span (module docstring's order).
-
-    >>> span_message({"attributes": {"otel.events": [
-    ...     {"name": "exception", "attributes": {"exception.message": "boom"}}]}})
-    'boom'
-    >>> span_message({"kind": "tool", "attributes": {"gen_ai.tool.call.result": "Error: no"}})
-    'Error: no'
-    """
-    attrs = span.get("attributes") or {}
-    if isinstance(attrs.get("otel.status_message"), str) and attrs["otel.status_message"]:
-        return str(attrs["otel.status_message"])
-    events = attrs.get("otel.events")
-    for ev in events if isinstance(events, list) else []:
-        if isinstance(ev, dict) and ev.get("name") == "exception":
-            given = ev.get("attributes")
-            if isinstance(given, dict) and given.get("exception.message"):
-                return str(given["exception.message"])
-    for name in _MESSAGE_ATTRIBUTES[1:]:
-        if attrs.get(name):
-            return str(attrs[name])
-    if span.get("kind") == "tool":
-        result = next((attrs[k] for k in TOOL_OUTPUT if attrs.get(k)), None)
-        if result is not None:
-            return result if isinstance(result, str) else str(result)
-    return ""
-
-
-def trace_failures(
-    trace: Mapping[str, Any], spans: Sequence[Mapping[str, Any]], loop: ToolLoop | None
-) -> list[Failure]:
-    """The failure events of one trace, at most :data:`MAX_EVENTS_PER_TRACE`."""
-    out: list[Failure] = []
-    for span, inherited in agent_steps(spans):
-        if span.get("status") != "error" or inherited:
-            continue
-        kind = str(span.get("kind") or "step")
-        tool = span.get("tool_name") or span.get("name") if kind == "tool" else ""
-        out.append(Failure(
-            source="tool" if kind == "tool" else "step", span_id=str(span["span_id"]),
-            at=span.get("started_at") or trace.get("started_at"), span_kind=_cut("span_kind", kind),
-            tool=_cut("tool", tool), error_type=_cut("error_type", span.get("error_type") or "error"),
-            message=_cut("message", span_message(span)),
-        ))  # fmt: skip
-    out.sort(key=lambda f: (f.at is None, f.at or datetime.min, f.span_id or ""))
-    out = out[: MAX_EVENTS_PER_TRACE - 1]
-    if loop is not None and loop.tool is not None:
-        out.append(Failure(
-            source="loop", span_id=None, at=trace.get("started_at"), span_kind="tool",
-            tool=_cut("tool", loop.tool), error_type="ToolLoop",
-            message=_cut("message", loop.sentence()),
-        ))  # fmt: skip
-    return out
-
-
-def derive_failure(trace: Mapping[str, Any], reason: str) -> Failure:
-    """The event of a trace the derive job set aside (``reason``: ``Type: first line``)."""
-    error_type, _, message = reason.partition(": ")
-    return Failure(
-        source="derive", span_id=None, at=trace.get("started_at"), span_kind="derive", tool="",
-        error_type=_cut("error_type", error_type), message=_cut("message", message or reason),
-    )  # fmt: skip
