@@ -58,16 +58,20 @@ def book_for(conn: Connection, project_id: int) -> tuple[FailureTemplates, int]:
     return book, revision
 
 
-def save_book(conn: Connection, project_id: int, book: FailureTemplates, revision: int) -> None:
+def save_book(
+    conn: Connection, project_id: int, book: FailureTemplates, revision: int
+) -> list[tuple[int, str, int]]:
     """Write the clusters created or widened since the last save, under ``revision + 1``
-    (the cache takes that revision: if the transaction rolls back, it is stale)."""
+    (the cache takes that revision: if the transaction rolls back, it is stale); returns
+    them."""
     changed = book.take_changed()
     if not changed:
-        return
+        return changed
     new = revision + 1
     _upsert(conn, project_id, new, changed)
     with _lock:
         _books[project_id] = (new, book)
+    return changed
 
 
 def _upsert(conn: Connection, project_id: int, revision: int,

@@ -89,7 +89,10 @@ def _record_project(
             "agent_version": str(t.get("agent_version") or "")[:64], "tool": f.tool,
             "span_kind": f.span_kind, "error_type": f.error_type, "message": f.message,
         })  # fmt: skip
-    save_book(conn, project_id, book, revision)
+    widened = save_book(conn, project_id, book, revision)
+    if widened:  # every issue of a widened template reads its new title, not only these
+        conn.execute(_RETITLE, [{"b_project": project_id, "b_template": i, "b_title": t}
+                                for i, t, _ in widened])  # fmt: skip
     issues = _issues(conn, project_id, parts, {fp: book.template(p["template_id"])
                                                for fp, p in parts.items()}, rows)  # fmt: skip
     for r in rows:
@@ -155,6 +158,12 @@ def _issues(
     return found
 
 
+_RETITLE = (
+    update(FailureIssue)
+    .where(FailureIssue.project_id == bindparam("b_project"),
+           FailureIssue.template_id == bindparam("b_template"))
+    .values(title=bindparam("b_title"))
+)  # fmt: skip
 _MOVE = (
     update(FailureIssue)
     .where(FailureIssue.id == bindparam("b_id"))

@@ -120,3 +120,17 @@ def test_a_trace_the_derive_job_sets_aside_is_an_event(
     assert (issue.span_kind, issue.error_type, issue.title) == (
         "derive", "RecursionError", "maximum recursion depth exceeded")  # fmt: skip
     assert issue.event_count == 1
+
+
+def test_a_widened_template_retitles_every_issue_of_it(client: TestClient, make_key: Any,
+                                                       engine: Engine) -> None:  # fmt: skip
+    key = make_key("ingest")
+    send(client, key, [failing_trace("a", [("orders", "error", "Error: order alpha not found")])])
+    derive(engine)
+    send(client, key, [failing_trace("b", [("refunds", "error", "Error: order beta not found")])])
+    derive(engine)
+    titles = {tool: title for tool, _, title in issues(engine)}
+    assert titles == {
+        "orders": "Error: order <*> not found",
+        "refunds": "Error: order <*> not found",
+    }
