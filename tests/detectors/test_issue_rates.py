@@ -33,8 +33,8 @@ def test_the_gates_hold_a_significant_but_small_change() -> None:
     # Two new traces out of ten: significant against 10,000 clean traces, under min_hit.
     assert not IssueRateDetector().test([count(9, 0, 10_000)], [count(1, 2, 10)]).fired
     assert IssueRateDetector(min_hit=2).test([count(9, 0, 10_000)], [count(1, 2, 10)]).fired
-    # 1.5 times the share: under min_ratio however significant.
-    r = IssueRateDetector().test([count(1, 1000, 10_000)], [count(1, 1500, 10_000)])
+    # 1.3 times the share: under min_ratio however significant.
+    r = IssueRateDetector().test([count(1, 1000, 10_000)], [count(1, 1300, 10_000)])
     assert r.p_value is not None and r.p_value < 1e-6 and not r.fired
 
 
