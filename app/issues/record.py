@@ -76,6 +76,7 @@ def _record_project(
     book, revision = book_for(conn, project_id)
     rows: list[dict[str, Any]] = []
     parts: dict[str, dict[str, Any]] = {}
+    titles: dict[str, str] = {}
     for t, f in found:
         template_id = book.add(f.message or f.error_type)
         agent = str(t.get("agent") or "")
@@ -83,6 +84,7 @@ def _record_project(
                          error_type=f.error_type, template_id=template_id)  # fmt: skip
         parts.setdefault(fp, {"agent": agent, "span_kind": f.span_kind, "tool": f.tool,
                               "error_type": f.error_type, "template_id": template_id})  # fmt: skip
+        titles[fp] = book.template(template_id) or titles.get(fp, "")  # read while present
         rows.append({
             "project_id": project_id, "fp": fp, "trace_id": t["trace_id"], "span_id": f.span_id,
             "source": f.source, "at": f.at or t.get("started_at") or now, "agent": agent,
@@ -93,8 +95,7 @@ def _record_project(
     if widened:  # every issue of a widened template reads its new title, not only these
         conn.execute(_RETITLE, [{"b_project": project_id, "b_template": i, "b_title": t}
                                 for i, t, _ in widened])  # fmt: skip
-    issues = _issues(conn, project_id, parts, {fp: book.template(p["template_id"])
-                                               for fp, p in parts.items()}, rows)  # fmt: skip
+    issues = _issues(conn, project_id, parts, titles, rows)
     for r in rows:
         r["issue_id"] = issues[r.pop("fp")]["id"]
         m = moves[r["issue_id"]]

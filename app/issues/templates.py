@@ -42,6 +42,10 @@ from drain3.template_miner_config import TemplateMinerConfig
 MAX_MESSAGE_CHARS = 300
 DEPTH = 5
 SIM_TH = 0.7
+# Clusters kept per project, least recently matched evicted first (drain3's LRU): memory
+# stays bounded when messages do not template (a tool's whole result as its message). A
+# message of an evicted cluster starts a new one, so a new issue: a split, not a loss.
+MAX_TEMPLATES = 10_000
 MAX_TEMPLATE_CHARS = 1000
 # Masked before Drain sees the message, in this order (each pattern sees the last's output).
 MASKS = (
@@ -71,10 +75,13 @@ def first_line(message: str) -> str:
 class FailureTemplates:
     """One project's Drain clusters: :meth:`add` a message, get its template id."""
 
-    def __init__(self, sim_th: float = SIM_TH, depth: int = DEPTH) -> None:
+    def __init__(
+        self, sim_th: float = SIM_TH, depth: int = DEPTH, max_templates: int = MAX_TEMPLATES
+    ) -> None:
         config = TemplateMinerConfig()
         config.drain_sim_th = sim_th
         config.drain_depth = depth
+        config.drain_max_clusters = max_templates
         config.masking_instructions = [MaskingInstruction(p, name) for p, name in MASKS]
         config.parametrize_numeric_tokens = True
         self._miner = TemplateMiner(persistence_handler=None, config=config)
@@ -105,8 +112,9 @@ class FailureTemplates:
         return int(result["cluster_id"])
 
     def template(self, template_id: int) -> str:
-        cluster = self._miner.drain.id_to_cluster[template_id]
-        return str(cluster.get_template())[:MAX_TEMPLATE_CHARS]
+        """The cluster's template ("" once evicted: read it right after :meth:`add`)."""
+        cluster = self._miner.drain.id_to_cluster.get(template_id)
+        return "" if cluster is None else str(cluster.get_template())[:MAX_TEMPLATE_CHARS]
 
     def __len__(self) -> int:
         return len(self._miner.drain.id_to_cluster)
@@ -114,11 +122,11 @@ class FailureTemplates:
     def rows(self) -> list[tuple[int, str, int]]:
         """Every cluster as ``(template id, template, size)``, what :meth:`restore` takes."""
         return [(c.cluster_id, self.template(c.cluster_id), c.size)
-                for c in self._miner.drain.clusters]  # fmt: skip
+                for c in list(self._miner.drain.clusters) if c is not None]  # fmt: skip
 
     def take_changed(self) -> list[tuple[int, str, int]]:
         """The clusters created or widened since the last call (what must be stored)."""
-        drain = self._miner.drain
-        out = [(i, self.template(i), drain.id_to_cluster[i].size) for i in sorted(self._changed)]
+        found = ((i, self._miner.drain.id_to_cluster.get(i)) for i in sorted(self._changed))
+        out = [(i, self.template(i), c.size) for i, c in found if c is not None]
         self._changed.clear()
         return out
