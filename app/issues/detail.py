@@ -67,7 +67,7 @@ def issue_detail(session: Session, issue: FailureIssue, *, now: datetime) -> Iss
             .where(mine).order_by(FailureEvent.at.desc(), FailureEvent.id.desc()).limit(EXAMPLES)
         )
     ]  # fmt: skip
-    recent = recent_counts(session, [issue.id], now - RECENT).get(issue.id, (0, 0))
+    recent = recent_counts(session, [issue.id], now - RECENT).get(issue.id, (0, 0, 0))
     traffic = session.scalar(
         select(func.count()).select_from(Trace).where(
             Trace.project_id == issue.project_id, Trace.agent == issue.agent,

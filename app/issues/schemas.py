@@ -27,6 +27,7 @@ class IssueOut(BaseModel):
     trace_count: int
     events_24h: int  # recent impact, the list's order
     traces_24h: int
+    events_prev_24h: int  # the 24 h before: its trend
 
 
 class IssuePage(BaseModel):

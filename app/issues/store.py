@@ -34,24 +34,30 @@ def state_of(issue: FailureIssue, now: datetime) -> str:
     )  # fmt: skip
 
 
-def recent_counts(
-    session: Session, issue_ids: list[int], since: datetime
-) -> dict[int, tuple[int, int]]:
-    """Per issue, (events, distinct traces) since ``since`` (``ix_failure_events_issue_at``)."""
+Recent = tuple[int, int, int]  # events and traces since, events in the period before
+
+
+def recent_counts(session: Session, issue_ids: list[int], since: datetime) -> dict[int, Recent]:
+    """Per issue, (events, distinct traces) since ``since`` and the events of the
+    :data:`RECENT` before it, its trend (``ix_failure_events_issue_at``)."""
     if not issue_ids:
         return {}
+    now_part = FailureEvent.at >= since
     rows = session.execute(
-        select(FailureEvent.issue_id, func.count(), func.count(FailureEvent.trace_id.distinct()))
-        .where(FailureEvent.issue_id.in_(issue_ids), FailureEvent.at >= since)
+        select(FailureEvent.issue_id, func.count().filter(now_part),
+               func.count(FailureEvent.trace_id.distinct()).filter(now_part),
+               func.count().filter(~now_part))
+        .where(FailureEvent.issue_id.in_(issue_ids), FailureEvent.at >= since - RECENT)
         .group_by(FailureEvent.issue_id)
     ).all()  # fmt: skip
-    return {int(i): (int(e), int(t)) for i, e, t in rows}
+    return {int(i): (int(e), int(t), int(b)) for i, e, t, b in rows}
 
 
-def issue_out(issue: FailureIssue, now: datetime, recent: tuple[int, int]) -> IssueOut:
+def issue_out(issue: FailureIssue, now: datetime, recent: Recent) -> IssueOut:
     return IssueOut.model_validate({
         **{c: getattr(issue, c) for c in IssueOut.model_fields if hasattr(issue, c)},
         "state": state_of(issue, now), "events_24h": recent[0], "traces_24h": recent[1],
+        "events_prev_24h": recent[2],
     })  # fmt: skip
 
 
@@ -84,7 +90,7 @@ def list_issues(
         if (state_of(i, now) == state if state else state_of(i, now) not in DEFAULT_HIDDEN)
     ]  # fmt: skip
     recent = recent_counts(session, [i.id for i in wanted], now - RECENT)
-    out = [issue_out(i, now, recent.get(i.id, (0, 0))) for i in wanted]
+    out = [issue_out(i, now, recent.get(i.id, (0, 0, 0))) for i in wanted]
     out.sort(key=lambda o: (-o.events_24h, -o.last_seen.timestamp(), o.id))
     return out[:limit]
 

@@ -29,7 +29,10 @@ def test_a_reader_reads_the_list_the_issue_and_the_trace(client: TestClient, mak
     login(client, make_key("read"))
     listed = client.get("/issues").text
     assert '<a href="/issues">Issues</a>' in listed
-    assert "3 events in 3 traces" in listed and "Timeout after &lt;NUM&gt; s" in listed
+    assert (
+        '3 events in 3 traces <span class="small muted trend">(up from 0 the day before)' in listed
+    )
+    assert "Timeout after &lt;NUM&gt; s" in listed and "(down from 1 the day before)" in listed
     issue_id = _issue_id(listed)
     page = client.get(f"/issues/{issue_id}").text
     assert "ToolError in tool <strong>get_reservation</strong> of agent" in page

@@ -51,7 +51,7 @@ def test_on_call_reads_the_issues_and_resolves_one(failing_project, browser, wid
     assert rows.count() == 2
     first = rows.nth(0).inner_text()
     assert "Error: reservation <ID> not found" in first and "3 events in 3 traces" in first
-    assert "resolved" in rows.nth(1).inner_text()  # cancel: quiet for two days
+    assert "resolved" in rows.nth(1).inner_text()  # cancel: quiet for 30 hours
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     page.screenshot(path=str(SHOTS_ISSUES / f"issues-{width}.png"), full_page=True)
 

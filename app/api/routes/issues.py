@@ -85,7 +85,7 @@ def change_state(
         store.change_state(session, issue=issue, to=body.state, note=body.note,
                            actor=principal.actor, now=now)  # fmt: skip
         recent = store.recent_counts(session, [issue.id], now - store.RECENT)
-        return store.issue_out(issue, now, recent.get(issue.id, (0, 0)))
+        return store.issue_out(issue, now, recent.get(issue.id, (0, 0, 0)))
 
 
 @router.post("/{issue_id}/label-examples")

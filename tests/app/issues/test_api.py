@@ -28,7 +28,7 @@ def ago(hours: float) -> str:
 
 def traffic() -> list[list[dict[str, Any]]]:
     """get_reservation fails in 3 traces (v1 and v2) in the last hours; cancel failed once,
-    two days ago (quiet since: resolved); a clean trace of v2."""
+    30 hours ago (quiet since: resolved); a clean trace of v2."""
     return [
         failing_trace("a", [("get_reservation", "error", NOT_FOUND.format("ZFA04Y"))],
                       version="v1", at=ago(3), user="mia"),
@@ -36,7 +36,7 @@ def traffic() -> list[list[dict[str, Any]]]:
                       version="v2", at=ago(2), user="mia"),
         failing_trace("c", [("get_reservation", "error", NOT_FOUND.format("Q1W2E3"))],
                       version="v2", at=ago(1), user="omar"),
-        failing_trace("d", [("cancel", "error", "Timeout after 30 s")], version="v1", at=ago(48)),
+        failing_trace("d", [("cancel", "error", "Timeout after 30 s")], version="v1", at=ago(30)),
         failing_trace("e", [("get_reservation", "ok", "")], version="v2", at=ago(1)),
     ]  # fmt: skip
 
@@ -52,8 +52,8 @@ def test_the_list_and_one_issue(client: TestClient, make_key: Any, engine: Engin
     derive(engine)
     reader = make_key("read")
     everything = listed(client, reader)
-    assert [(i["tool"], i["state"], i["events_24h"]) for i in everything] == [
-        ("get_reservation", "new", 3), ("cancel", "resolved", 0),
+    assert [(i["tool"], i["state"], i["events_24h"], i["events_prev_24h"]) for i in everything] == [
+        ("get_reservation", "new", 3, 0), ("cancel", "resolved", 0, 1),
     ]  # fmt: skip
     top = everything[0]
     assert top["title"] == "Error: reservation <ID> not found"
