@@ -7,6 +7,8 @@ failed outcomes are the errors. So a trace's failure events are
 - each failed *step* (:func:`detectors.agent_steps.agent_steps`: actions, not wrappers;
   a step that failed only because its child raised is left out, the child is the event):
   source ``tool`` for a tool call, ``step`` for any other action;
+- each failed agent or chain span (or root) with no failed span below it: the agent's own
+  code raised; source ``step``, its kind as the span kind;
 - its tool loop (:mod:`app.derive.loops`), source ``loop``, error type ``ToolLoop``;
 - its failed derivation (:mod:`app.derive.failures`), source ``derive``.
 
@@ -25,7 +27,7 @@ from typing import Any
 from app.derive.conversation import TOOL_OUTPUT
 from app.derive.loops import ToolLoop
 from app.issues.failures import Failure
-from detectors.agent_steps import agent_steps
+from detectors.agent_steps import WRAPPER_KINDS, agent_steps
 
 MAX_EVENTS_PER_TRACE = 50  # a trace of 10,000 failing steps is one trace, not 10,000 rows
 _MESSAGE_ATTRIBUTES = ("otel.status_message", "exception.message", "error.message")
@@ -69,7 +71,8 @@ def trace_failures(
 ) -> list[Failure]:
     """The failure events of one trace, at most :data:`MAX_EVENTS_PER_TRACE`."""
     out: list[Failure] = []
-    for span, inherited in agent_steps(spans):
+    steps = agent_steps(spans)
+    for span, inherited in [*steps, *_failed_on_their_own(spans, steps)]:
         if span.get("status") != "error" or inherited:
             continue
         kind = str(span.get("kind") or "step")
@@ -89,6 +92,33 @@ def trace_failures(
             message=_cut("message", loop.sentence()),
         ))  # fmt: skip
     return out
+
+
+def _failed_on_their_own(
+    spans: Sequence[Mapping[str, Any]], steps: Sequence[tuple[Mapping[str, Any], bool]]
+) -> list[tuple[Mapping[str, Any], bool]]:
+    """Failed agent/chain spans and failed roots with no failed span below them: the agent's
+    own code raised (not a tool, not a model call). A failed HTTP span inside a model call
+    is left out: the call around it may have retried and succeeded.
+
+    Each failed span marks its ancestors once (a walk stops at a marked one), so a deep
+    chain costs its length, not its square."""
+    by_id = {str(s["span_id"]): s for s in spans if s.get("span_id") is not None}
+    failed_below: set[str] = set()
+    for s in spans:
+        if s.get("status") != "error":
+            continue
+        parent = s.get("parent_span_id")
+        while parent and parent in by_id and parent not in failed_below:
+            failed_below.add(parent)
+            parent = by_id[parent].get("parent_span_id")
+    step_ids = {str(s["span_id"]) for s, _ in steps}
+    return [
+        (s, False) for s in spans
+        if s.get("status") == "error" and str(s["span_id"]) not in step_ids
+        and str(s["span_id"]) not in failed_below
+        and (s.get("kind") in WRAPPER_KINDS or not s.get("parent_span_id"))
+    ]  # fmt: skip
 
 
 def derive_failure(trace: Mapping[str, Any], reason: str) -> Failure:

@@ -134,3 +134,16 @@ def test_a_widened_template_retitles_every_issue_of_it(client: TestClient, make_
         "orders": "Error: order <*> not found",
         "refunds": "Error: order <*> not found",
     }
+
+
+def test_an_agent_that_raises_on_its_own_is_an_event(client: TestClient, make_key: Any,
+                                                     engine: Engine) -> None:  # fmt: skip
+    events = failing_trace("a", [("lookup", "ok", "")])
+    root = next(e for e in events if e["body"].get("span_id") == "root")
+    root["body"].update(status="error", error_type="KeyError",
+                        attributes={"otel.status_message": "KeyError: 'order_id'"})  # fmt: skip
+    send(client, make_key("ingest"), [events])
+    derive(engine)
+    (issue,) = issues(engine).values()
+    assert (issue.span_kind, issue.tool, issue.error_type, issue.title) == (
+        "agent", "", "KeyError", "KeyError: 'order_id'")  # fmt: skip
