@@ -137,6 +137,7 @@ def _install_web(app: FastAPI) -> None:
         channel_pages,
         derived_form,
         evaluator_pages,
+        issue_pages,
         monitor_settings,
         pages,
         price_pages,
@@ -151,6 +152,7 @@ def _install_web(app: FastAPI) -> None:
     app.include_router(pages.router)
     app.include_router(session_pages.router)
     app.include_router(agent_pages.router)
+    app.include_router(issue_pages.router)
     app.include_router(channel_pages.router)
     app.include_router(monitor_settings.router)
     app.include_router(rule_pages.router)

@@ -100,6 +100,10 @@ def observe_monitor_run(
 LABEL_QUEUE_DEPTH = Gauge(
     "telltale_label_queue_depth", "Labeling queue items by state", ["project_id", "queue", "state"]
 )
+# Failure issues by the state read now (app/issues/states.py), per project.
+FAILURE_ISSUES = Gauge(
+    "telltale_failure_issues", "Failure issues by state", ["project_id", "state"]
+)
 EMBED_JOB_BACKLOG = Gauge("telltale_embed_jobs", "Media embed jobs by status", ["status"])
 EVALUATOR_PAUSED = Gauge(
     "telltale_evaluator_paused",

@@ -14,7 +14,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app import metrics
-from app.models import Alert, DetectorRun, Monitor, Notification, QueueItem
+from app.issues.states import STATES, issue_state
+from app.models import Alert, DetectorRun, FailureIssue, Monitor, Notification, QueueItem
 from app.models.base import Base, utcnow
 from app.models.evaluators import Evaluation, Evaluator, EvaluatorUsage
 from app.models.labeling import LabelQueue
@@ -27,6 +28,7 @@ def refresh(session: Session) -> None:
     _queues(session)
     _embed_jobs(session)
     _evaluators(session)
+    _failure_issues(session)
 
 
 def _alerts(session: Session) -> None:
@@ -118,3 +120,22 @@ def _evaluators(session: Session) -> None:
             metrics.EVALUATOR_BACKLOG.labels(**labels, status=status).set(
                 backlog.get((eid, status), 0)
             )
+
+
+def _failure_issues(session: Session) -> None:
+    """Issues per project and state. The state is read from times, not stored, so each
+    issue's columns are read (a project has its distinct failures by the hundred)."""
+    now = utcnow()
+    counts: dict[int, dict[str, int]] = {}
+    rows = session.execute(select(
+        FailureIssue.project_id, FailureIssue.status, FailureIssue.first_seen,
+        FailureIssue.last_seen, FailureIssue.regressed_at, FailureIssue.status_at,
+    )).all()  # fmt: skip
+    for pid, status, first, last, regressed, status_at in rows:
+        state = issue_state(status=status, first_seen=first, last_seen=last,
+                            regressed_at=regressed, status_at=status_at, now=now)  # fmt: skip
+        mine = counts.setdefault(pid, dict.fromkeys(STATES, 0))
+        mine[state] += 1
+    for pid, by_state in counts.items():
+        for state, n in by_state.items():
+            metrics.FAILURE_ISSUES.labels(project_id=str(pid), state=state).set(n)

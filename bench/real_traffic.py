@@ -361,6 +361,11 @@ class Replay:
             for m in created.json()["monitors"]
             if wanted is None or m["failure_mode"] in wanted
         }
+        if wanted is not None and "ISSUES" in wanted:  # not a default yet (app/issues)
+            made = self.client.post("/api/v1/monitors", headers=self.h_admin, json={
+                "name": "failure issues", "failure_mode": "ISSUES", "interval_seconds": 900})  # fmt: skip
+            made.raise_for_status()
+            self.monitors["ISSUES"] = made.json()["id"]
         self.judge: Any = None
         self.truth: dict[str, tuple[float, bool]] = {}  # trace id -> (reward, judge biased)
         if judge_agreement is not None:

@@ -34,6 +34,10 @@ NEEDS: Mapping[str, str] = MappingProxyType(
         "input_embedding": "the <agent>.input embedding of a trace (joined on trace_id)",
         "output_embedding": "the <agent>.output embedding of a trace (joined on trace_id)",
         "stream_embeddings": "the vectors of the embedding streams a monitor selects (FM-6)",
+        "failure_issues": (
+            "failure issues: per issue, the traces its failure events hit and its agent's "
+            "traces, per window (ISSUES: counted by the service from failed spans and loops)"
+        ),
         "arrivals": (
             "arrival counts per agent, stream and score name, now and at their usual level "
             "(SILENCE: counted by the service, never loaded as records)"
@@ -54,6 +58,8 @@ STEP_ATTRIBUTES = (
 STREAM_NEEDS = frozenset({"stream_embeddings"})
 # The needs that make a detector read arrival counts instead of traces (SILENCE).
 COUNT_NEEDS = frozenset({"arrivals"})
+# The need that makes a detector read failure-issue counts instead of traces (ISSUES).
+ISSUE_NEEDS = frozenset({"failure_issues"})
 # The needs that make trace windows carry per-trace embeddings.
 TRACE_EMBEDDING_NEEDS = frozenset({"input_embedding", "output_embedding"})
 # The need of an alert rule (detectors/rules): its metric per bucket, read from the rollups

@@ -20,8 +20,9 @@ from detectors.drift.embedding_streams import EmbeddingDriftDetector
 from detectors.eval_overfitting import EvalOverfittingDetector
 from detectors.first_hours import FirstHoursDetector
 from detectors.ground_truth import GroundTruthAbsenceDetector
+from detectors.issue_rates import IssueRateDetector
 from detectors.judge_drift import JudgeDriftDetector
-from detectors.needs import COUNT_NEEDS, STREAM_NEEDS
+from detectors.needs import COUNT_NEEDS, ISSUE_NEEDS, STREAM_NEEDS
 from detectors.outcomes import OutcomeRegressionDetector
 from detectors.output_drift import OutputDriftDetector
 from detectors.params import DetectorParameterError, parameter_defaults
@@ -68,6 +69,9 @@ DETECTORS: dict[str, type[Any]] = {
     # An online evaluator's judge that agrees less with the labels of the objective it
     # predicts (detectors/judge_drift.py); a monitor per such evaluator, made with it.
     "JUDGE": JudgeDriftDetector,
+    # Failure issues (app/issues) that are new or hit a larger share of traces than they
+    # did (detectors/issue_rates.py): one alert per issue. Its windows are issue counts.
+    "ISSUES": IssueRateDetector,
 }
 
 
@@ -112,11 +116,12 @@ def checks_silence(mode: str) -> bool:
     return bool(cls.checks_silence) if cls is not None else False
 
 
-# The modes whose windows are trace records (FM-6 reads embedding streams, SILENCE counts).
+# The modes whose windows are trace records (FM-6 reads embedding streams, SILENCE counts,
+# ISSUES issue counts).
 TRACE_DETECTORS: dict[str, type[Any]] = {
     mode: cls
     for mode, cls in DETECTORS.items()
-    if not (STREAM_NEEDS | COUNT_NEEDS) & set(cls.needs)
+    if not (STREAM_NEEDS | COUNT_NEEDS | ISSUE_NEEDS) & set(cls.needs)
 }
 
 

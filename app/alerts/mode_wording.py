@@ -375,6 +375,13 @@ def _judge(ev: Mapping[str, Any]) -> str | None:
     return "; ".join(str(r["summary"]) for r in fell[:2]) or None
 
 
+def _issues(ev: Mapping[str, Any]) -> str | None:
+    """The new or rising failure issues, in the detector's words (detectors.issue_rates)."""
+    summary = ev.get("summary")
+    fired = any(r.get("fired") for r in _rows(ev.get("issues")))
+    return summary if isinstance(summary, str) and fired else None
+
+
 WORDING: dict[str, Callable[[Mapping[str, Any]], str | None]] = {
     "FM-1": _fm1,
     "FM-2": _fm2,
@@ -387,6 +394,7 @@ WORDING: dict[str, Callable[[Mapping[str, Any]], str | None]] = {
     "SILENCE": _silence,
     "EARLY": _first_hours,
     "JUDGE": _judge,
+    "ISSUES": _issues,
 }
 
 

@@ -30,10 +30,11 @@ STATISTIC_NAMES = {
     "SILENCE": "silence test score",
     "EARLY": "first-hours guard score",
     "JUDGE": "judge agreement test score",
+    "ISSUES": "failure issue test score",
 }
 
 # What a run's ``n_current`` counts, per mode (traces unless said).
-COUNTED: dict[str, str | None] = {"FM-6": "vectors", "SILENCE": None}  # None: not said
+COUNTED: dict[str, str | None] = {"FM-6": "vectors", "SILENCE": None, "ISSUES": None}  # None: not said
 
 # Our own words start with a capital; a name (agent, objective, stream) keeps its case.
 PROSE_STARTS = frozenset(

@@ -11,6 +11,7 @@ from app.api.routes import (
     findings,
     health,
     ingest,
+    issues,
     keys,
     media,
     metrics,
@@ -35,6 +36,7 @@ api_router.include_router(scores.router)
 api_router.include_router(traces.router)
 api_router.include_router(sessions.router)
 api_router.include_router(agents.router)
+api_router.include_router(issues.router)
 api_router.include_router(streams.router)
 api_router.include_router(keys.router)
 api_router.include_router(metrics.router)

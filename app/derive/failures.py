@@ -21,6 +21,8 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from app.db import write_transaction
+from app.derive.failure_events import derive_failure
+from app.issues.record import record_failures
 from app.models import Trace
 from app.models.rollups import mark_started
 
@@ -66,4 +68,15 @@ def mark_failed(engine: Engine, trace: dict[str, Any], exc: Exception, *, now: d
         )
         # Set aside, it still counts in its bucket's traffic (app/rollups).
         mark_started(conn, [(trace["project_id"], trace.get("started_at"))])
+        # and its failure to derive is a failure event of its own (app/issues).
+        # A savepoint: should that fail too, the trace is still set aside.
+        key = (trace["project_id"], trace["trace_id"])
+        try:
+            with conn.begin_nested():
+                record_failures(conn, traces=[trace], now=now,
+                                failures={key: [derive_failure(trace, reason)]})  # fmt: skip
+        except OUTAGES:
+            raise
+        except Exception:
+            log.exception("derive: the failure event of trace %r not recorded", trace["trace_id"])
     DERIVE_FAILED.labels(error=type(exc).__name__).inc()

@@ -32,6 +32,7 @@ from sqlalchemy.orm import Session
 
 from app.db import write_transaction
 from app.derive.evaluations import enqueue_derived
+from app.derive.failure_events import trace_failures
 from app.derive.failures import OUTAGES, mark_failed
 from app.derive.groups import load_groups, save_new_groups
 from app.derive.load import DEFAULT_BATCH_SPANS, Batch, Keyset, pending_batch
@@ -47,6 +48,7 @@ from app.derive.text_vectors import (
 )
 from app.derive.trace_fields import DerivedFields, derive_trace, is_explicit, owned
 from app.derive.trace_rows import TRACE_UPDATE, update_row
+from app.issues.record import record_failures
 from app.models.base import utcnow
 from app.models.rollups import mark_started
 from app.monitors.windows.trace_window import step_profiles_of
@@ -204,6 +206,12 @@ def _derive_together(
             row["b_profile"] = profiles.get(key)
             rows.append(row)
         conn.execute(TRACE_UPDATE, rows)
+        # Failures grouped into issues, in this transaction: a re-derived trace replaces its
+        # events, a crash leaves counts and events as one (app/issues/record.py).
+        record_failures(conn, traces=batch.traces, failures={
+            key: trace_failures(t, batch.spans[key], derived[key].loop)
+            for t in batch.traces for key in [(t["project_id"], t["trace_id"])]
+        }, now=now)  # fmt: skip
         # LLM calls sent without a cost, priced before their buckets are marked (app/pricing).
         write_costs(conn, costs)
         # The rollups count settled traces: their buckets are rebuilt (app/rollups).

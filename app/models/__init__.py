@@ -22,6 +22,12 @@ from app.models.core import (
 )
 from app.models.derive import InputGroup  # noqa: F401
 from app.models.evaluators import Evaluation, Evaluator, EvaluatorUsage  # noqa: F401
+from app.models.issues import (  # noqa: F401
+    FailureEvent,
+    FailureIssue,
+    FailureTemplate,
+    IssueStateChange,
+)
 from app.models.labeling import Label, LabelQueue, QueueItem, RejectedLabel  # noqa: F401
 from app.models.media import MediaJob  # noqa: F401
 from app.models.monitors import DetectorRun, Finding, Monitor, MonitorBaseline  # noqa: F401

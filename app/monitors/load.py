@@ -23,13 +23,19 @@ from sqlalchemy.orm import Session
 
 from app.monitors.plan import RunPlan
 from app.monitors.readiness import recorded
-from app.monitors.windows import arrivals, history, label_counts, vectors
+from app.monitors.windows import arrivals, history, issue_counts, label_counts, vectors
 from app.monitors.windows import trace_window as traces
 from app.monitors.windows.cache import WindowCache
 from app.rollups import series as rollup_series
 from app.rollups.buckets import BUCKET_SECONDS, floor_epoch
 from app.scores import roles as score_roles
-from detectors.needs import COUNT_NEEDS, ROLLUP_NEEDS, STREAM_NEEDS, TRACE_EMBEDDING_NEEDS
+from detectors.needs import (
+    COUNT_NEEDS,
+    ISSUE_NEEDS,
+    ROLLUP_NEEDS,
+    STREAM_NEEDS,
+    TRACE_EMBEDDING_NEEDS,
+)
 from detectors.rules.detector import RuleDetector, lookback_buckets
 
 
@@ -59,6 +65,8 @@ def load(
         return _rollups(plan, data=data)
     if needs & COUNT_NEEDS:
         return _arrivals(plan, data=data, cycle=cycle)
+    if needs & ISSUE_NEEDS:
+        return _issues(plan, data=data)
     if needs & STREAM_NEEDS:
         return _streams(plan, data=data, cycle=cycle)
     return _traces(plan, data=data, cycle=cycle, write_engine=write_engine,
@@ -88,6 +96,20 @@ def _arrivals(plan: RunPlan, *, data: Session, cycle: WindowCache) -> RunWindows
         agent=(plan.monitor.selection or {}).get("agent"),
     )  # fmt: skip
     return RunWindows([], counts)
+
+
+def _issues(plan: RunPlan, *, data: Session) -> RunWindows:
+    """The failure issues' counts in the reference and current windows (ISSUES)."""
+    w, agent = plan.windows, (plan.monitor.selection or {}).get("agent")
+
+    def window(start: datetime, end: datetime) -> list[Any]:
+        return issue_counts.issue_counts(
+            data, project_id=plan.project_id, start=start, end=end, agent=agent
+        )
+
+    return RunWindows(
+        window(w.reference_start, w.reference_end), window(w.current_start, w.current_end)
+    )
 
 
 def _streams(plan: RunPlan, *, data: Session, cycle: WindowCache) -> RunWindows:

@@ -42,6 +42,7 @@ from app.models import (
     AlertEvent,
     DetectorRun,
     Embedding,
+    FailureEvent,
     Finding,
     IngestEvent,
     IngestMinute,
@@ -251,7 +252,7 @@ def _purge_traces(
     engine: Engine, *, project_id: int, cutoff: datetime, batch: int, pause_s: float
 ) -> dict[str, int]:
     size = max(1, min(batch, TRACE_BATCH))
-    counts = {"traces": 0, "spans": 0, "span_events": 0}
+    counts = {"traces": 0, "spans": 0, "span_events": 0, "failure_events": 0}
     while True:
         with write_transaction(engine) as conn:
             rows = conn.execute(
@@ -262,7 +263,14 @@ def _purge_traces(
             ).all()
             if rows:
                 trace_ids = [r.trace_id for r in rows]
-                for table, model in (("spans", Span), ("span_events", SpanEvent)):
+                # A trace's failure events go with it; their issues keep the counts
+                # (app/issues: summaries of events no longer stored).
+                parts = (
+                    ("spans", Span),
+                    ("span_events", SpanEvent),
+                    ("failure_events", FailureEvent),
+                )
+                for table, model in parts:
                     result = conn.execute(
                         delete(model).where(
                             model.project_id == project_id, model.trace_id.in_(trace_ids)

@@ -25,6 +25,7 @@ from app.alerts.schemas import SilenceCreate
 from app.db import write_session
 from app.deps import EngineDep, Int4Id, Int8Id, SessionDep, found
 from app.ingest.session_ids import MAX_ID_CHARS
+from app.issues import store as issue_store
 from app.labeling import queues
 from app.labeling.errors import NotFound
 from app.models.base import utcnow
@@ -154,6 +155,12 @@ def alert_page(alert_id: Int8Id, web: WebDep, session: SessionDep) -> Any:
     )
     view["open_for"] = span
     view["state_line"] = alert_state.state_line(alert, span=span, names=keys, now=now)
+    # The failure issues it is about (an ISSUES alert's label) or its examples belong to.
+    named = str((alert.labels or {}).get("issue", ""))
+    view["issues"] = issue_store.issues_among(
+        session, project_id=pid, trace_ids=[t["trace_id"] for t in view["current_examples"]],
+        issue_ids=[int(named)] if named.isdigit() else [],
+    )  # fmt: skip
     return web.render(
         "alert.html", alert=alert, monitor=monitor, me=keys.get(me, me), actor_names=keys, **view
     )
@@ -296,7 +303,8 @@ def trace_page(trace_id: str, web: WebDep, session: SessionDep) -> Any:
         session, project_id=pid, trace=trace, depth=span_depths(trace["spans"])
     )
     turn = sessions.turn_of(session, project_id=pid, trace_id=trace_id)
-    return web.render("trace.html", trace=trace, turn=turn, **view)
+    issues = issue_store.issues_of_trace(session, project_id=pid, trace_id=trace_id)
+    return web.render("trace.html", trace=trace, turn=turn, issues=issues, **view)
 
 
 @router.get("/traces/{trace_id}/conversation")

@@ -66,8 +66,9 @@ def overview_counts(session: Session) -> ExpiringCounts:
 
 
 # Modes no project is expected to watch until it has what they read: their card shows only
-# once a monitor exists (JUDGE: made with an evaluator that predicts an objective).
-OPT_IN = frozenset({"JUDGE"})
+# once a monitor exists (JUDGE: made with an evaluator that predicts an objective; ISSUES:
+# made through POST /api/v1/monitors, not yet among the defaults).
+OPT_IN = frozenset({"JUDGE", "ISSUES"})
 FAILURE_MODES = {
     "FM-1": "Compounding decision errors",
     "FM-2": "Tool failure cascades",
@@ -80,6 +81,7 @@ FAILURE_MODES = {
     "SILENCE": "Silence (traffic or a signal that stops)",
     "EARLY": "First hours (static guards until the calibrated monitors speak)",
     "JUDGE": "Judge agreement (an evaluator's judge against the labels)",
+    "ISSUES": "Failure issues (new or rising ways of failing)",
 }
 
 

@@ -27,6 +27,7 @@ ROUTES: list[tuple[str, str, Any, set[str]]] = [
     ("DELETE", "/api/v1/project/signals", None, {"admin"}),
     ("GET", "/api/v1/monitors/{fm1}/readiness", None, {"read", "annotate", "admin"}),
     ("GET", "/api/v1/sessions", None, {"read", "annotate", "admin"}),
+    ("GET", "/api/v1/issues", None, {"read", "annotate", "admin"}),
     ("GET", "/api/v1/project/model-prices", None, {"read", "annotate", "admin"}),
     ("PUT", "/api/v1/project/model-prices", {"prices": []}, {"admin"}),
     ("GET", "/api/v1/evaluators", None, {"read", "annotate", "admin"}),

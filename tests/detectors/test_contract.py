@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from detectors.drift import mmd_drift
+from detectors.issue_rates import IssueCount
 from detectors.needs import NEEDS
 from detectors.registry import (
     DETECTORS,
@@ -30,7 +31,7 @@ from detectors.silence import ArrivalCount
 from tests.detectors.test_registry import rich_traces
 
 MODES = ("FM-1", "FM-2", "FM-3", "FM-4", "FM-5", "FM-6", "FM-7", "OUTCOME", "SILENCE", "EARLY",
-         "JUDGE")  # fmt: skip
+         "JUDGE", "ISSUES")  # fmt: skip
 NOW = 10_000.0
 # One value per mode that its detector must refuse, named in the error.
 OUT_OF_RANGE = {
@@ -45,6 +46,7 @@ OUT_OF_RANGE = {
     "SILENCE": ("max_ratio", 1.5),
     "EARLY": ("latency_factor", 0.5),
     "JUDGE": ("min_pairs", 1),
+    "ISSUES": ("min_ratio", 0.5),
 }
 
 
@@ -70,12 +72,27 @@ def arrivals(seed: int) -> list[ArrivalCount]:
     return out
 
 
+def issue_counts(seed: int) -> tuple[list[IssueCount], list[IssueCount]]:
+    """ISSUES' windows: 30 issues of two agents hitting traces at steady rates, a day
+    against an hour."""
+    rng = np.random.default_rng(seed)
+    out: tuple[list[IssueCount], list[IssueCount]] = ([], [])
+    for window, traces in ((out[0], 2400), (out[1], 100)):
+        for i in range(30):
+            agent = "a" if i % 2 else "b"
+            hit = int(rng.binomial(traces, 0.002 * (1 + i % 5)))
+            window.append(IssueCount(i + 1, f"error {i}", f"tool{i}", agent, "E", hit, traces))
+    return out
+
+
 def windows(mode: str, seed: int) -> tuple[Any, Any]:
     """Stationary seeded windows: the reference and current come from the same law."""
     if mode == "FM-6":
         return streams(2 * seed), streams(2 * seed + 1)
     if mode == "SILENCE":
         return [], arrivals(seed)
+    if mode == "ISSUES":
+        return issue_counts(seed)
     return rich_traces(200, 2 * seed, "r"), rich_traces(200, 2 * seed + 1, "c")
 
 

@@ -12,7 +12,7 @@ from detectors.params import DetectorParameterError, parameter_defaults
 from detectors.registry import DETECTORS, build_detector
 from detectors.window_permutation import WindowTest
 
-TRACE_MODES = [mode for mode in DETECTORS if mode not in ("FM-6", "SILENCE")]
+TRACE_MODES = [mode for mode in DETECTORS if mode not in ("FM-6", "SILENCE", "ISSUES")]
 
 
 @pytest.mark.parametrize("mode", list(DETECTORS))

@@ -102,6 +102,10 @@ REMEDIES: dict[str, tuple[Remedy, ...]] = {
         _r("config", f"source: a rule such as deployment.environment=eval -> eval "
            f"({_DERIVED_FIELDS_API})"),
     ),
+    "failure_issues": (
+        _r("api", "send traces whose failed tool calls and steps have status ERROR, with "
+           "error.type and a status description (the message grouped into issues)"),
+    ),
     "arrivals": (
         _r("api", "send traces (OTLP POST /v1/traces or POST /api/v1/ingest): silence compares "
            "what arrives with the same hours of earlier days, from 1.5 h after the first"),

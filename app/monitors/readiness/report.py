@@ -71,6 +71,7 @@ RUNS_WITH: dict[str, tuple[tuple[str, ...], ...]] = {
     "SILENCE": (("arrivals",),),
     "EARLY": (("steps",),),
     "JUDGE": (("true_scores",),),
+    "ISSUES": (("failure_issues",),),
 }
 
 
@@ -109,6 +110,7 @@ _TRACE_NEEDS: dict[str, Callable[[WindowCounts], tuple[int, dict[str, Any]]]] = 
     "input_embedding": lambda c: (c.with_input_embedding, {}),
     "output_embedding": lambda c: (c.with_output_embedding, {}),
     "arrivals": lambda c: (c.traces, {}),
+    "failure_issues": lambda c: (c.traces, {}),
 }
 
 
