@@ -156,7 +156,26 @@ def _issues(
                      "regressed_at": None, "new": True}  # fmt: skip
     for fp, issue in found.items():
         issue["want_title"] = titles[fp]
+    if any(issue.get("new") for issue in found.values()):
+        _ensure_monitor(conn, project_id)
     return found
+
+
+def _ensure_monitor(conn: Connection, project_id: int) -> None:
+    """The project's first issue brings its ISSUES monitor, as the first evaluator with an
+    objective brings JUDGE: in a savepoint of the derive transaction, so a replica that
+    made it first (the monitor's name is unique per project) costs this write nothing."""
+    from sqlalchemy.exc import IntegrityError
+    from sqlalchemy.orm import Session
+
+    from app.monitors.defaults import ensure_issues_monitor
+
+    try:
+        with Session(bind=conn, join_transaction_mode="create_savepoint") as session:
+            ensure_issues_monitor(session, project_id=project_id)
+            session.commit()
+    except IntegrityError:
+        pass
 
 
 _RETITLE = (

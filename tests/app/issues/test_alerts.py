@@ -39,11 +39,14 @@ def test_a_new_failure_alerts_by_its_tool_and_message(client: TestClient, make_k
     send(client, make_key("ingest"), _traffic())
     derive(engine)
     admin = make_key("admin")
-    made = client.post("/api/v1/monitors", headers=auth(admin), json={
-        "name": "failure issues", "failure_mode": "ISSUES", "interval_seconds": 900,
-    })  # fmt: skip
-    assert made.status_code in (200, 201), made.text
-    run = client.post(f"/api/v1/monitors/{made.json()['id']}/run", headers=auth(admin),
+    # The project's first issue brought its ISSUES monitor, once.
+    monitors = client.get("/api/v1/monitors", headers=auth(admin)).json()["monitors"]
+    (made,) = [m for m in monitors if m["failure_mode"] == "ISSUES"]
+    assert made["name"] == "Failure issues: new or rising"
+    derive(engine)  # nothing new to derive, no second monitor
+    monitors = client.get("/api/v1/monitors", headers=auth(admin)).json()["monitors"]
+    assert [m["id"] for m in monitors if m["failure_mode"] == "ISSUES"] == [made["id"]]
+    run = client.post(f"/api/v1/monitors/{made['id']}/run", headers=auth(admin),
                       json={"now": NOW.isoformat()}).json()  # fmt: skip
     assert run["status"] == "ok" and run["fired"], json.dumps(run, indent=1)[:3000]
     alerts = client.get("/api/v1/alerts", headers=auth(admin)).json()["alerts"]
