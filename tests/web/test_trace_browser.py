@@ -59,3 +59,28 @@ def test_the_trace_reads_as_a_conversation(otel_trace, browser):  # noqa: F811
     login(narrow, otel_trace["url"], otel_trace["admin"], f"/traces/{otel_trace['trace_id']}")
     assert narrow.evaluate("document.documentElement.scrollWidth") <= 420 + 1
     narrow.screenshot(path=str(SHOTS / "trace-chat-narrow.png"), full_page=True)
+
+
+def test_a_trace_without_content_fits_a_phone(otel_trace, browser):  # noqa: F811
+    """The notice that no message content was captured names a long variable: it wraps
+    at 390 px instead of widening the page (it made it 479 px wide)."""
+    from datetime import UTC, datetime
+
+    at = datetime.now(UTC).isoformat()
+    events = [
+        {"id": "bare", "type": "trace", "body": {"trace_id": "bare", "agent": "shop",
+                                                  "started_at": at, "ended_at": at}},
+        {"id": "bare-s", "type": "span", "body": {"trace_id": "bare", "span_id": "s1",
+                                                   "kind": "tool", "name": "lookup_order",
+                                                   "tool_name": "lookup_order",
+                                                   "started_at": at, "ended_at": at}},
+    ]  # fmt: skip
+    with httpx.Client(base_url=otel_trace["url"], timeout=60) as c:
+        r = c.post("/api/v1/ingest", json={"events": events},
+                   headers={"Authorization": f"Bearer {otel_trace['admin']}"})  # fmt: skip
+        assert r.status_code == 200 and not r.json()["rejected"], r.text
+    phone = browser.new_page(viewport={"width": 390, "height": 844})
+    login(phone, otel_trace["url"], otel_trace["admin"], "/traces/bare")
+    assert "No message content was captured" in phone.locator(".no-messages").first.inner_text()
+    assert phone.evaluate("document.documentElement.scrollWidth") <= 390 + 1
+    phone.screenshot(path=str(SHOTS / "trace-no-content-390.png"), full_page=True)
