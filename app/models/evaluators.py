@@ -71,6 +71,8 @@ class Evaluation(BigId, Created, Base):
         UniqueConstraint("evaluator_id", "version", "trace_id"),
         Index("ix_evaluations_due", "status", "due_at"),
         Index("ix_evaluations_project_trace", "project_id", "trace_id"),
+        # The evaluator page and the agreement read one evaluator's by finish time (0030).
+        Index("ix_evaluations_evaluator_finished", "evaluator_id", "finished_at"),
     )
 
     project_id: Mapped[int] = mapped_column(Integer)
