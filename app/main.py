@@ -136,6 +136,7 @@ def _install_web(app: FastAPI) -> None:
         channel_pages,
         derived_form,
         evaluator_pages,
+        label_pages,
         monitor_settings,
         pages,
         price_pages,
@@ -149,6 +150,7 @@ def _install_web(app: FastAPI) -> None:
     app.include_router(auth_routes.router)
     app.include_router(pages.router)
     app.include_router(session_pages.router)
+    app.include_router(label_pages.router)
     app.include_router(channel_pages.router)
     app.include_router(monitor_settings.router)
     app.include_router(rule_pages.router)
