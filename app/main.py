@@ -140,6 +140,7 @@ def _install_web(app: FastAPI) -> None:
         monitor_settings,
         pages,
         price_pages,
+        queue_pages,
         rule_pages,
         session_pages,
         settings_pages,
@@ -155,6 +156,7 @@ def _install_web(app: FastAPI) -> None:
     app.include_router(monitor_settings.router)
     app.include_router(rule_pages.router)
     app.include_router(evaluator_pages.router)
+    app.include_router(queue_pages.router)
     app.include_router(price_pages.router)
     app.include_router(settings_pages.router)
     app.include_router(derived_form.router)

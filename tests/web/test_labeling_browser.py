@@ -147,3 +147,20 @@ def test_annotator_claims_labels_undoes_and_exports_on_the_demo(demo, browser, w
 def _done_before(page, width: int) -> int:
     """The 390 px run follows the 1280 px one on the same demo: one label more by then."""
     return 0 if width == 1280 else 1
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 900), (390, 844)])
+def test_admin_reads_the_demo_queues_in_settings(demo, browser, width, height):  # noqa: F811
+    page = browser.new_page(viewport={"width": width, "height": height})
+    login(page, demo["url"], demo["admin"], "/settings/queues")
+    rows = page.locator("#queues tbody tr")
+    expect(rows).to_have_count(len(QUEUES))
+    expect(page.locator(f"tr[data-queue='{TRACE_QUEUE}']")).to_contain_text(
+        "traces of support-agent"
+    )
+    page.locator(f"tr[data-queue='{IMAGE_QUEUE}']").get_by_role("link", name="Edit").click()
+    expect(page.locator("#q-streams")).to_have_value("vlm.image")
+    expect(page.locator("#q-values")).to_have_value("as expected, new kind of image, unusable")
+    _fits(page, width)
+    page.screenshot(path=str(SHOTS / f"settings-queues-{width}.png"), full_page=True)
+    page.close()
