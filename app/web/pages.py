@@ -296,4 +296,4 @@ def trace_conversation(trace_id: str, web: WebDep, session: SessionDep) -> Any:
     chat = trace_view.conversation(
         trace["spans"], trace_view.events_of(session, web.principal.project_id, trace_id)
     )
-    return web.render("_chat.html", chat=chat)
+    return web.render("_chat.html", chat=chat, trace=trace)
