@@ -138,9 +138,11 @@ def _install_web(app: FastAPI) -> None:
         derived_form,
         evaluator_pages,
         issue_pages,
+        label_pages,
         monitor_settings,
         pages,
         price_pages,
+        queue_pages,
         rule_pages,
         session_pages,
         settings_pages,
@@ -153,10 +155,12 @@ def _install_web(app: FastAPI) -> None:
     app.include_router(session_pages.router)
     app.include_router(agent_pages.router)
     app.include_router(issue_pages.router)
+    app.include_router(label_pages.router)
     app.include_router(channel_pages.router)
     app.include_router(monitor_settings.router)
     app.include_router(rule_pages.router)
     app.include_router(evaluator_pages.router)
+    app.include_router(queue_pages.router)
     app.include_router(price_pages.router)
     app.include_router(settings_pages.router)
     app.include_router(derived_form.router)

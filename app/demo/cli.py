@@ -151,7 +151,9 @@ def run(args: argparse.Namespace) -> int:
                 monitors=project.monitors, speed=args.speed, tick=timedelta(minutes=args.tick),
                 stop=stop, say=say,
             ).run()  # fmt: skip
-            outcome = _outcome(client, project.keys["admin"], project.queue, receiver, stop)
+            outcome = _outcome(client, project.keys["admin"], project.queues, receiver, stop)
+        if not stop.is_set():
+            _illustrate(url, settings.media_dir, project.project_id, schedule, args)
         for line in summary_lines(schedule, result, outcome):
             say(line)
         if not args.exit_when_done and not stop.is_set():
@@ -243,13 +245,36 @@ def _wait_healthy(
     return False
 
 
+def _illustrate(url: str, media_dir: str, project_id: int, schedule: Any, args: Any) -> None:
+    """The pictures of the images the fill queued (app.demo.labeling.illustrate)."""
+    from app.db import make_engine
+    from app.demo.labeling import illustrate
+
+    engine = make_engine(url)
+    w = Workload(traces_per_hour=args.traces_per_hour)
+    try:
+        illustrate(
+            engine, project_id=project_id, media_dir=media_dir, seed=args.seed,
+            injections=schedule.injections(), start=schedule.start, hours=schedule.hours,
+            images_per_hour=w.images_per_hour, dim=w.embedding_dim,
+        )  # fmt: skip
+    finally:
+        engine.dispose()
+
+
 def _outcome(
-    client: httpx.Client, admin_key: str, queue: str, receiver: Any, stop: threading.Event
+    client: httpx.Client,
+    admin_key: str,
+    queues: tuple[str, ...],
+    receiver: Any,
+    stop: threading.Event,
 ) -> Outcome:
     h = {"Authorization": f"Bearer {admin_key}"}
-    added = 0
+    added = dict.fromkeys(queues, 0)
+    for queue in queues if not stop.is_set() else ():
+        r = client.post(f"/api/v1/queues/{queue}/fill", headers=h)
+        added[queue] = int(r.json()["added"])
     if not stop.is_set():
-        added = int(client.post(f"/api/v1/queues/{queue}/fill", headers=h).json()["added"])
         # The outbox sender polls every second: wait until deliveries stop arriving.
         seen, quiet_since = -1, time.monotonic()
         while time.monotonic() - quiet_since < 3.0 and not stop.is_set():
@@ -258,13 +283,14 @@ def _outcome(
                 seen, quiet_since = n, time.monotonic()
             stop.wait(0.25)
     alerts = client.get("/api/v1/alerts", headers=h, params={"limit": 1000}).json()["alerts"]
-    items = client.get(f"/api/v1/queues/{queue}", headers=h).json().get("items", {})
+    waiting = {
+        q: int(client.get(f"/api/v1/queues/{q}", headers=h).json()["items"].get("pending", 0))
+        for q in queues
+    }
     deliveries = receiver.snapshot()
     return Outcome(
         alerts_by_state=dict(Counter(a["state"] for a in alerts)),
-        queue=queue,
-        queue_depth=int(items.get("pending", 0)),
-        queue_added=added,
+        queues={q: (waiting[q], added[q]) for q in queues},
         delivered=len(deliveries),
         delivered_by_event=dict(Counter(d.event for d in deliveries)),
         rejected_deliveries=receiver.rejected,

@@ -34,6 +34,7 @@ from typing import Any
 
 import httpx
 
+from app.demo.transcripts import add_words
 from pipelines.scenarios import FAILURE_MODES, Injection, generate_workload
 from pipelines.scenarios.convert import epoch
 
@@ -193,6 +194,7 @@ class Replay:
             injections=s.injections(), embedding_dim=w.embedding_dim,
             eval_per_agent_hour=w.eval_per_agent_hour, images_per_hour=w.images_per_hour,
         )  # fmt: skip
+        add_words(events)  # what was asked and answered, for the labeling queue to show
         times, ordered = time_ordered(events)
         t0, now = time.monotonic(), s.start
         while now < s.end and not self.stop.is_set():

@@ -1,7 +1,7 @@
-"""Create (or find again) what the demo needs: project, keys, monitors, queue, channel.
+"""Create (or find again) what the demo needs: project, keys, monitors, queues, channel.
 
 Everything is idempotent by name, so a second demo on the same database reuses the
-project, its seven default monitors, the labeling queue and the webhook channel (whose
+project, its seven default monitors, the labeling queues and the webhook channel (whose
 URL and secret are pointed at this run's receiver, checked against the demo's outbound
 policy like any channel URL). Keys are new on every run: a key is
 stored hashed and can be shown only when it is created.
@@ -18,33 +18,16 @@ from sqlalchemy.orm import Session
 from app.alerts.outbound import OutboundPolicy
 from app.alerts.schemas import ChannelCreate
 from app.alerts.store import create_channel
+from app.demo.labeling import QUEUES, ensure_queues
 from app.keys import create_key, get_or_create_project
-from app.labeling.queues import create_queue
-from app.labeling.schemas import QueueCreate
 from app.models import Channel, Embedding, Monitor, Trace
-from app.models.labeling import LabelQueue
 from app.monitors.defaults import WINDOW, create_defaults
-from pipelines.scenarios import IMAGE_STREAM
 
 PROJECT = "demo"
 # The defaults whose 8 h windows read a day of baseline (app.monitors.defaults).
 DAY_BASELINE_MODES = ("FM-4", "OUTCOME")
 ROLES = ("admin", "ingest", "annotate")
-QUEUE = "vlm-images"
 CHANNEL = "demo receiver"
-QUEUE_BODY = {
-    "name": QUEUE,
-    "description": "Novel VLM images (k-center greedy), boosted where FM-6 fired",
-    "selection": {"streams": [IMAGE_STREAM]},
-    "label_schema": {
-        "type": "categorical",
-        "values": ["as expected", "new kind of image", "unusable"],
-        "correct_values": ["as expected"],
-    },
-    "label_name": "image_ok",
-    "budget_per_period": 40,
-    "fill_interval_seconds": 600,
-}
 
 
 # The demo's monitors are not due on the real clock while it serves (see hold_scheduled_runs).
@@ -56,7 +39,7 @@ class DemoProject:
     project_id: int
     keys: dict[str, str]
     monitors: list[tuple[int, str]]
-    queue: str
+    queues: tuple[str, ...]
     earliest_data: datetime | None
 
 
@@ -75,21 +58,11 @@ def prepare(
         hold_scheduled_runs(session, project_id)
         session.commit()
         pairs = [(m.id, m.failure_mode) for m in monitors]
-        if (
-            session.scalar(
-                select(LabelQueue.id).where(
-                    LabelQueue.project_id == project_id, LabelQueue.name == QUEUE
-                )
-            )
-            is None
-        ):
-            create_queue(
-                session, project_id=project_id, body=QueueCreate.model_validate(QUEUE_BODY)
-            )
+        ensure_queues(session, project_id=project_id)
         _point_channel(session, project_id, receiver_url, secret, outbound)
         session.commit()
         earliest = _earliest_data(session, project_id)
-    return DemoProject(project_id, keys, pairs, QUEUE, earliest)
+    return DemoProject(project_id, keys, pairs, QUEUES, earliest)
 
 
 def compress_windows(monitors: list[Monitor]) -> None:

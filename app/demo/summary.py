@@ -15,9 +15,7 @@ class Outcome:
     """What the service reports after the replay (read back through the API)."""
 
     alerts_by_state: dict[str, int]
-    queue: str
-    queue_depth: int
-    queue_added: int
+    queues: dict[str, tuple[int, int]]  # name -> (items waiting, added by this run's fill)
     delivered: int
     delivered_by_event: dict[str, int]
     rejected_deliveries: int
@@ -85,8 +83,10 @@ def summary_lines(schedule: Schedule, result: ReplayResult, outcome: Outcome) ->
         f"replay took {result.wall_s:.0f} s",
         f"  events sent {result.events_accepted} new, {result.events_duplicate} duplicates",
         f"  alerts: {states}",
-        f"  labeling queue {outcome.queue}: {outcome.queue_depth} items waiting "
-        f"({outcome.queue_added} added by this run's fill)",
+        *(
+            f"  labeling queue {name}: {waiting} items waiting ({added} added by this run's fill)"
+            for name, (waiting, added) in outcome.queues.items()
+        ),
         f"  notifications delivered to the receiver: {outcome.delivered} signed and verified"
         + (f"; {outcome.rejected_deliveries} rejected" if outcome.rejected_deliveries else ""),
     ]

@@ -1,8 +1,9 @@
 """Where detectors fired: windows that boost a sample's priority, and FM-4 label requests.
 
 Read from the engine's ``detector_runs`` (joined to ``monitors`` for the stream or agent a
-run watched). A run is a window [window_start, window_end] of one stream (FM-6) or one
-agent (FM-4); samples whose time falls in a fired window are worth labeling first.
+run watched). A run is a window [window_start, window_end] of one stream (FM-6), one agent
+(FM-4) or the project's outcomes (OUTCOME: a fall in what the traces end in is where a
+label tells most); samples whose time falls in a fired window are worth labeling first.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from sqlalchemy.orm import Session
 
 from app.models.monitors import DetectorRun, Monitor
 
-BOOST_MODES = ("FM-6", "FM-4")
+BOOST_MODES = ("FM-6", "FM-4", "OUTCOME")
+WHAT = {"FM-6": "drift", "FM-4": "accuracy drop", "OUTCOME": "outcome change"}
 BOOST_WEIGHT = 2.0
 
 
@@ -47,7 +49,7 @@ class FiredWindow:
             if self.agent
             else "project"
         )
-        what = "drift" if self.failure_mode == "FM-6" else "accuracy drop"
+        what = WHAT.get(self.failure_mode, "change")
         return (
             f"{self.failure_mode} {what} fired on {scope} "
             f"({self.monitor}, window {self.start:%Y-%m-%d %H:%M}–{self.end:%H:%M} UTC)"
@@ -57,7 +59,7 @@ class FiredWindow:
 def fired_windows(
     session: Session, *, project_id: int, start: datetime, end: datetime
 ) -> list[FiredWindow]:
-    """FM-6 and FM-4 runs that fired with a window overlapping [start, end]."""
+    """FM-6, FM-4 and OUTCOME runs that fired with a window overlapping [start, end]."""
     rows = session.execute(
         select(DetectorRun, Monitor.name, Monitor.selection)
         .join(Monitor, Monitor.id == DetectorRun.monitor_id)

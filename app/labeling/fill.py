@@ -4,8 +4,8 @@ Per stream, candidates are the newest embeddings not yet queued and not yet labe
 anchors are the stream's earliest embeddings (the reference) plus everything already
 queued or labeled. ``select_for_active_learning`` (k-center greedy) picks candidates far
 from every anchor and from each other, with distances weighted ×2 for samples inside a
-window where FM-6 or FM-4 fired. FM-4 "needs labels" requests add unlabeled traces of the
-cohorts it named, and judge checks (:mod:`app.labeling.judge_checks`) judged traces of an
+window where FM-6, FM-4 or OUTCOME fired. FM-4 "needs labels" requests add unlabeled traces of
+the cohorts it named, and judge checks (:mod:`app.labeling.judge_checks`) judged traces of an
 evaluator whose objective the queue labels. ``(queue_id, sample_key)`` is unique, so racing fills never duplicate.
 """
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from datetime import datetime
+
+from sqlalchemy import case, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -71,3 +73,30 @@ def delete_queue(session: Session, *, project_id: int, name: str) -> None:
     queue = get_queue(session, project_id=project_id, name=name)
     session.delete(queue)
     session.commit()
+
+
+def progress(
+    session: Session, *, queue_ids: list[int], key_id: int | None, now: datetime
+) -> dict[int, dict[str, int]]:
+    """What the labeling index says of each queue, for the annotator ``key_id``: ``items``,
+    ``labeled``, ``skipped``, ``left`` (claimable: pending or a lease past its expiry),
+    ``mine`` (live leases of this key) and ``others`` (live leases of other keys, which
+    nobody else can claim until they expire)."""
+    names = ("items", "labeled", "skipped", "left", "mine", "others")
+    out = {qid: dict.fromkeys(names, 0) for qid in queue_ids}
+    live = (QueueItem.status == "leased") & (QueueItem.lease_expires_at >= now)
+    state = case(
+        (QueueItem.status.in_(("labeled", "skipped")), QueueItem.status),
+        (live & (QueueItem.leased_by == key_id), "mine"),
+        (live, "others"),
+        else_="left",
+    )
+    rows = session.execute(
+        select(QueueItem.queue_id, state, func.count())
+        .where(QueueItem.queue_id.in_(queue_ids))
+        .group_by(QueueItem.queue_id, state)
+    )
+    for qid, what, n in rows:
+        out[qid][what] += int(n)
+        out[qid]["items"] += int(n)
+    return out

@@ -9,6 +9,7 @@ from urllib.parse import quote
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.labeling.why import why_picked
 from app.models import Span, Trace
 from app.models.labeling import LabelQueue, QueueItem
 from app.models.media import MediaJob
@@ -69,24 +70,6 @@ def trace_summaries(
             "output": attrs.get("output") if isinstance(attrs.get("output"), str) else None,
         }
     return out
-
-
-def why_picked(item: QueueItem) -> str:
-    """The item's reason in an annotator's words (the stored ``reason`` is for developers).
-
-    >>> why_picked(QueueItem(stream="vlm.image", novelty=0.8312, boost=1.0, reason=""))
-    'Picked because it is unlike the vlm.image samples already seen or labeled (novelty 0.83): labeling it teaches the most.'
-    """
-    stream = f"{item.stream} " if item.stream else ""
-    text = f"Picked because it is unlike the {stream}samples already seen or labeled"
-    if item.novelty is not None:
-        text += f" (novelty {item.novelty:.2f})"
-    text += ": labeling it teaches the most."
-    boost = item.boost or 1.0
-    if boost > 1 and "boosted" in (item.reason or ""):
-        detail = item.reason.split(": ", 1)[-1]
-        text += f" It ranks {boost:g}× higher because {detail}."
-    return text
 
 
 def item_payloads(

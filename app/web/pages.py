@@ -1,4 +1,4 @@
-"""The pages: overview, monitor, alerts, trace explorer, labeling.
+"""The pages: overview, monitor, alerts, trace explorer (labeling: app.web.label_pages).
 
 Pages read through the features' store functions with the request's session, as the API
 does. Quick actions (ack, resolve, silence, label) are calls from the page's script to the
@@ -26,8 +26,6 @@ from app.db import write_session
 from app.deps import EngineDep, Int4Id, Int8Id, SessionDep, found
 from app.ingest.session_ids import MAX_ID_CHARS
 from app.issues import store as issue_store
-from app.labeling import queues
-from app.labeling.errors import NotFound
 from app.models.base import utcnow
 from app.monitors import defaults
 from app.monitors import store as monitors
@@ -314,20 +312,4 @@ def trace_conversation(trace_id: str, web: WebDep, session: SessionDep) -> Any:
     chat = trace_view.conversation(
         trace["spans"], trace_view.events_of(session, web.principal.project_id, trace_id)
     )
-    return web.render("_chat.html", chat=chat)
-
-
-@router.get("/label")
-def label_index(web: WebDep, session: SessionDep) -> Any:
-    found = queues.list_queues(session, project_id=web.principal.project_id)
-    return web.render("label_index.html", queues=[q.name for q in found])
-
-
-@router.get("/label/{queue_name}")
-def label_page(queue_name: str, web: WebDep, session: SessionDep) -> Any:
-    try:
-        queue = queues.get_queue(session, project_id=web.principal.project_id, name=queue_name)
-    except NotFound:
-        raise HTTPException(404, f"queue {queue_name!r} not found in this project") from None
-    counts = queues.item_counts(session, queue_ids=[queue.id])[queue.id]
-    return web.render("label.html", queue=queue, counts=counts)
+    return web.render("_chat.html", chat=chat, trace=trace)

@@ -32,6 +32,21 @@ def image_vectors(
     injections: Sequence[Injection] = (),
 ) -> tuple[np.ndarray, np.ndarray]:
     """Times (epoch s, sorted) and unit vectors (float32) of the image stream."""
+    times, vecs, _, _ = image_draws(seed, t_start, duration_s, images_per_hour, dim, injections)
+    return times, vecs
+
+
+def image_draws(
+    seed: int,
+    t_start: float,
+    duration_s: float,
+    images_per_hour: float,
+    dim: int,
+    injections: Sequence[Injection] = (),
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Times, vectors, and what each image shows: its cluster (``N_CLUSTERS`` is the new
+    one FM-6 brings) and its shift along the new camera's direction. The demo draws a
+    picture of each from the last two (:mod:`app.demo.pictures`)."""
     rng = np.random.default_rng(stable_int("images", seed))
     n = int(rng.poisson(images_per_hour * duration_s / 3600.0))
     times = np.sort(rng.uniform(0.0, duration_s, n)) + t_start
@@ -51,7 +66,7 @@ def image_vectors(
     which = np.where(u_new < new_cluster, N_CLUSTERS, which)
     vecs = common + CLUSTER_WEIGHT * clusters[which] + NOISE * noise + shift[:, None] * shift_dir
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    return times, vecs.astype(np.float32)
+    return times, vecs.astype(np.float32), which, shift
 
 
 def image_events(

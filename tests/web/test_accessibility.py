@@ -49,7 +49,7 @@ def test_no_page_has_a_serious_accessibility_violation(world, browser):  # noqa:
         "/", f"/monitors/{world['fm2']['id']}", "/alerts", f"/alerts/{alert_id}", "/traces",
         str(trace), "/settings/keys", "/settings/monitors", "/settings/channels",
         "/settings/silences", "/settings/scores", "/settings/derived", "/settings/retention", "/label",
-        "/label/support",
+        "/label/support", "/settings/queues", "/settings/queues/support",
     ]  # fmt: skip
     for path in paths:
         page.goto(f"{world['url']}{path}")

@@ -218,7 +218,7 @@ def test_annotator_labels_three_items_with_the_keyboard(world, browser):
         assert item and item not in seen
         seen.append(item)
         assert page.locator("#item").get_attribute("data-content") == "yes"
-        assert page.locator("#item .reason").inner_text().startswith("Picked because it is unlike")
+        assert page.locator("#item .reason").inner_text().startswith("Unlike anything labeled so far")
         assert page.locator("#item a[href^='/traces/']").count() == 1
         page.locator("#item .conversation :is(ol.chat, p.muted:not(.small))").wait_for()
         page.keyboard.press("1")

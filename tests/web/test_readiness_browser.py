@@ -36,7 +36,9 @@ def project(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[dict[str
         end = (t + timedelta(seconds=2)).isoformat()
         events += [
             {"id": f"tr-{tid}", "type": "trace", "body": {
-                "trace_id": tid, "agent": "support", "started_at": t.isoformat(), "ended_at": end}},
+                "trace_id": tid, "agent": "support", "started_at": t.isoformat(), "ended_at": end,
+                # as the OTLP receiver stores a trace: remedies then speak OTel
+                "attributes": {"otel.agent_key": "support"}}},
             {"id": f"sp-{tid}", "type": "span", "body": {
                 "trace_id": tid, "span_id": "s1", "kind": "llm", "name": "chat gpt-4o",
                 "started_at": t.isoformat(), "ended_at": end}},
@@ -81,10 +83,13 @@ def test_panel_lists_the_missing_need_with_its_remedy_then_shows_ready(project, 
     assert any("telltale.input_hash" in t for t in texts), texts
     assert any("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only" in t for t in texts)
     assert need.locator("li.remedy").first.is_visible()
-    # FM-1 reads steps, which plain spans carry: only its step confidence is missing.
+    # FM-1 reads steps, which plain spans carry, but one step a trace cannot feed it: the
+    # card says so instead of counting the steps present.
     fm1 = page.locator("section.mode[data-mode=FM-1] .readiness")
-    assert fm1.get_attribute("data-readiness") == "partial"
-    assert fm1.locator("li.need").count() == 1
+    assert fm1.get_attribute("data-readiness") == "missing"
+    steps = fm1.locator("li.need[data-need=steps]")
+    steps.locator("summary").click()
+    assert "0 of 60 traces make three or more tool calls" in steps.inner_text()
     page.screenshot(path=str(SHOTS / "readiness-missing.png"), full_page=True)
 
     content_arrives(project["client"])
@@ -93,6 +98,10 @@ def test_panel_lists_the_missing_need_with_its_remedy_then_shows_ready(project, 
     assert card.get_attribute("data-readiness") == "ready"
     assert card.locator("li.need").count() == 0
     assert "data ready" in card.inner_text()
+    # FM-7's diversity test runs on the decisions: the rest is optional, and said so.
+    fm7 = page.locator("section.mode[data-mode=FM-7] .readiness")
+    assert "ready, 3 optional missing" in fm7.locator(".badge").first.inner_text()
+    assert fm7.locator("li.need .optional").count() == 3
     page.screenshot(path=str(SHOTS / "readiness-ready.png"), full_page=True)
 
     page.goto(f"{project['url']}/monitors/{project['fm3']['id']}")

@@ -27,7 +27,9 @@ _REQUESTED = "telltale.tool_calls.requested"
 # Span and score flags are counted on at most this many traces of a window (measured on
 # PostgreSQL, 2 cores: 20,000 traces with 60,000 spans in 0.3 s for all seven monitors).
 MAX_TRACES_COUNTED = 20_000
-_SCALED = ("with_spans", "with_step_confidence", "with_tool_steps", "with_label", "with_proxy")
+_SCALED = ("with_spans", "with_step_confidence", "with_tool_steps", "with_label", "with_proxy",
+           "with_three_tool_steps")  # fmt: skip
+_OTLP_KEY = "otel.agent_key"  # every trace row the OTLP receiver writes carries it
 
 
 @dataclass
@@ -48,6 +50,9 @@ class WindowCounts:
     with_proxy: int = 0
     with_input_embedding: int = 0
     with_output_embedding: int = 0
+    # None where not counted (counts a run kept before these existed): no verdict on them.
+    with_three_tool_steps: int | None = None  # traces with 3+ tool calls (FM-1's shape)
+    via_otlp: int | None = None  # traces that arrived through OTLP (else the native API)
     counted_traces: int = 0  # the traces span and score flags were counted on
     # (name, stored kind, source, scores, traces) per score name in the window
     score_names: list[tuple[str, str, str, int, int]] = field(default_factory=list)
@@ -89,6 +94,7 @@ def window_counts(
                 func.count(func.distinct(Trace.attributes["decision"].as_string())),
                 _count_if(Trace.attributes["confidence"].as_string().is_not(None)),
                 func.count(Trace.counterfactual_of),
+                _count_if(Trace.attributes[_OTLP_KEY].as_string().is_not(None)),
             ),
             sel,
             start,
@@ -98,7 +104,7 @@ def window_counts(
     ).one()
     (out.traces, out.eval_traces, out.with_input_hash, out.with_entry_point,
      out.with_decision, out.distinct_decisions, out.with_confidence,
-     out.with_counterfactual) = map(int, row)  # fmt: skip
+     out.with_counterfactual, out.via_otlp) = map(int, row)  # fmt: skip
     if not out.traces:
         return out
     # Span and score flags are per trace: beyond MAX_TRACES_COUNTED, every k-th trace row
@@ -129,11 +135,21 @@ def window_counts(
         _per_trace(Span.trace_id, in_traces, Span.confidence.is_not(None), tool)
     ).one()
     out.with_spans, out.with_step_confidence, out.with_tool_steps = map(int, row)
+    several = (
+        select(Span.trace_id)
+        .where(in_traces, tool)
+        .group_by(Span.trace_id)
+        .having(func.count() >= 3)
+        .subquery()
+    )
+    out.with_three_tool_steps = int(session.scalar(select(func.count()).select_from(several)) or 0)
     _score_counts(session, sel, traces, as_of, out)
     if out.counted_traces != out.traces:
         scale = out.traces / max(out.counted_traces, 1)
         for name in _SCALED:
-            setattr(out, name, min(out.traces, round(getattr(out, name) * scale)))
+            value = getattr(out, name)
+            if value is not None:
+                setattr(out, name, min(out.traces, round(value * scale)))
     _embedding_counts(session, sel, start, end, as_of, out)
     return out
 

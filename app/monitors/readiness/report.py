@@ -41,7 +41,7 @@ from app.models.evaluators import Evaluator
 from app.monitors.decision import baseline
 from app.monitors.decision import state as monitor_state
 from app.monitors.readiness import counts as readiness_counts
-from app.monitors.readiness import recorded
+from app.monitors.readiness import fit, recorded
 from app.monitors.readiness.counts import WindowCounts
 from app.monitors.readiness.remedies import REMEDIES, score_role_remedies
 from app.monitors.windows import history
@@ -89,6 +89,7 @@ class Need:
     of: int | None  # the traces of the window (None: a count of vectors)
     detail: dict[str, Any]
     remedies: list[dict[str, str]]
+    optional: bool = False  # missing, but the verdict comes without it (app.monitors.readiness.fit)
 
 
 # need -> (count, detail) from the window's counts
@@ -123,29 +124,49 @@ def _present(need: str, count: int, detail: dict[str, Any]) -> bool:
 
 
 def trace_needs(
-    needs: tuple[str, ...], counts: WindowCounts, roles: score_roles.ScoreRoles
+    needs: tuple[str, ...],
+    counts: WindowCounts,
+    roles: score_roles.ScoreRoles,
+    *,
+    failure_mode: str = "",
 ) -> list[Need]:
+    """Each need with its count, present or not, and for a missing one its remedies as this
+    mode and these traces read them (:mod:`app.monitors.readiness.fit`)."""
+    shape = fit.shape_note(failure_mode, counts)
+    found = {n: _TRACE_NEEDS[n](counts) for n in needs}
+    present = {
+        n for n, (c, d) in found.items() if _present(n, c, d) and not (shape and n == "steps")
+    }
+    optional = fit.can_run(RUNS_WITH.get(failure_mode, ()), present)
+    native = counts.via_otlp == 0 and counts.traces > 0
     out = []
     for name in needs:
-        count, detail = _TRACE_NEEDS[name](counts)
-        present = _present(name, count, detail)
+        count, detail = found[name]
+        if name in present:
+            out.append(Need(name, True, count, counts.traces, detail, []))
+            continue
         remedies: list[dict[str, str]] = []
-        if not present:
-            if name in ("true_scores", "proxy_scores"):
-                remedies += score_role_remedies(name, counts.score_names, roles=roles)
-            remedies += REMEDIES[name]
-            if name == "input_hash" and count:
-                remedies.insert(0, {"how": "note", "text": f"{count} traces carry an input "
-                                    "identity but none repeats in this window"})  # fmt: skip
-            elif name == "decision" and count:
-                remedies.insert(0, {"how": "note", "text": f"all {count} traces carry the same "
-                                    "decision: a constant tells no change (a derived decision "
-                                    "of traces captured without content reads the same on "
-                                    "each)"})  # fmt: skip
-            elif count and count < MIN_COUNT.get(name, 1):
-                remedies.insert(0, {"how": "note", "text": f"{count} traces carry it; a "
-                                    f"verdict needs {MIN_COUNT[name]} in the window"})  # fmt: skip
-        out.append(Need(name, present, count, counts.traces, detail, remedies))
+        if shape and name == "steps":
+            out.append(Need(name, False, count, counts.traces, {**detail, "shape": shape},
+                            [{"how": "note", "text": shape}]))  # fmt: skip
+            continue
+        if name in ("true_scores", "proxy_scores"):
+            remedies += score_role_remedies(name, counts.score_names, roles=roles)
+        remedies += REMEDIES[name]
+        remedies = fit.fitted(remedies, need=name, failure_mode=failure_mode,
+                              optional=optional, native=native)  # fmt: skip
+        if name == "input_hash" and count:
+            remedies.insert(0, {"how": "note", "text": f"{count} traces carry an input "
+                                "identity but none repeats in this window"})  # fmt: skip
+        elif name == "decision" and count:
+            remedies.insert(0, {"how": "note", "text": f"all {count} traces carry the same "
+                                "decision: a constant tells no change (a derived decision "
+                                "of traces captured without content reads the same on "
+                                "each)"})  # fmt: skip
+        elif count and count < MIN_COUNT.get(name, 1):
+            remedies.insert(0, {"how": "note", "text": f"{count} traces carry it; a "
+                                f"verdict needs {MIN_COUNT[name]} in the window"})  # fmt: skip
+        out.append(Need(name, False, count, counts.traces, detail, remedies, optional))
     return out
 
 
@@ -259,7 +280,7 @@ def monitor_readiness(
             kept = counts.recorded_by
             answer["window"] = {"start": kept["start"], "end": kept["end"]}
             answer["counted_by_run"] = {"id": kept["run_id"], "at": kept["at"]}
-        needs = trace_needs(needs_names, counts, roles)
+        needs = trace_needs(needs_names, counts, roles, failure_mode=monitor.failure_mode)
         _paused_evaluators(session, pid, needs, now)
         answer["traces"] = counts.traces
         answer["counted_traces"] = counts.counted_traces
@@ -289,6 +310,7 @@ def monitor_readiness(
             "of": n.of,
             "detail": n.detail,
             "remedies": n.remedies,
+            "optional": n.optional,
         }
         for n in needs
     ]

@@ -22,6 +22,9 @@ class NeedOut(ResponseModel):
     of: int | None = Field(description="traces in the window (FM-6: null)")
     detail: dict[str, Any]
     remedies: list[RemedyOut] = Field(description="how to send it; empty when present")
+    optional: bool = Field(
+        False, description="missing, but the monitor gives its verdict without it"
+    )
 
 
 class ScoreNameOut(ResponseModel):

@@ -80,29 +80,39 @@
     setChoices(labelable);
     itemEl.appendChild(el("p", current.why || current.reason || "", "reason"));
     if (s.image_url) {
+      // The image with its caption (what the service was told it shows), if it has one.
+      const fig = document.createElement("figure");
       const img = document.createElement("img");
       img.src = s.image_url;
-      img.alt = s.sample_id || "sample image";
-      itemEl.appendChild(img);
+      img.alt = s.text || s.sample_id || "sample image";
+      fig.appendChild(img);
+      if (s.text) fig.appendChild(el("figcaption", s.text));
+      itemEl.appendChild(fig);
+    } else if (s.text) {
+      itemEl.appendChild(el("h3", s.trace ? "Request" : "Text"));
+      itemEl.appendChild(el("pre", s.text, "content"));
     }
     if (s.trace) {
       const t = s.trace;
       itemEl.appendChild(el("p", `Trace ${t.trace_id} · ${t.agent || ""} ${t.agent_version || ""} · ${t.status || ""} · decision ${t.decision || "–"} · ${t.steps ?? "?"} steps`, "small muted"));
-    }
-    if (s.text) { itemEl.appendChild(el("h3", "Input")); itemEl.appendChild(el("pre", s.text, "content")); }
-    if (s.trace && s.trace.output) { itemEl.appendChild(el("h3", "Output")); itemEl.appendChild(el("pre", s.trace.output, "content")); }
-    if (s.trace) {
       const box = el("div", undefined, "conversation");
       box.appendChild(el("p", "Loading the conversation…", "muted small"));
       itemEl.appendChild(box);
       const shown = current.id;
       // Server-rendered and escaped: the trace page's own chat markup, same origin.
-      fetch(`/traces/${encodeURIComponent(s.trace.trace_id)}/conversation`, { credentials: "same-origin" })
+      fetch(`/traces/${encodeURIComponent(t.trace_id)}/conversation`, { credentials: "same-origin" })
         .then((r) => (r.ok ? r.text() : Promise.reject(r.status)))
-        .then((html) => { if (current && current.id === shown) box.innerHTML = html; })
+        .then((html) => {
+          if (!current || current.id !== shown) return;
+          box.innerHTML = html;
+          // The request and the answer are shown from the trace itself: the note that no
+          // model messages were captured (and how to capture them with OTel) is not news.
+          if (t.text || t.output) box.querySelectorAll(".no-messages").forEach((n) => n.remove());
+        })
         .catch(() => { box.innerHTML = ""; box.appendChild(el("p", "The conversation could not be loaded.", "muted small")); });
+      if (t.output) { itemEl.appendChild(el("h3", "Answer")); itemEl.appendChild(el("pre", t.output, "content answer")); }
       const a = el("a", "Open the trace (new tab)");
-      a.href = `/traces/${encodeURIComponent(s.trace.trace_id)}`;
+      a.href = `/traces/${encodeURIComponent(t.trace_id)}`;
       a.target = "_blank";
       a.rel = "noopener";
       itemEl.appendChild(a);

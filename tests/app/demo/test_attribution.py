@@ -62,7 +62,7 @@ def test_summary_counts_cross_mode_firings_apart_from_false_alarms() -> None:
     )
     outcome = Outcome(
         alerts_by_state={}, delivered=0, delivered_by_event={}, rejected_deliveries=0,
-        queue="vlm-images", queue_depth=0, queue_added=0,
+        queues={"vlm-images": (0, 0)},
     )  # fmt: skip
     text = "\n".join(summary_lines(SCHEDULE, result, outcome))
     assert "false alarms: FM-1 x1\n" in text and "    FM-6 saw FM-5 x2" in text

@@ -105,8 +105,9 @@ def test_demo_detects_every_mode_and_runs_twice(tmp_path: Path) -> None:
         line = rf"FM-{k}  \S+ \S+  detected after \d+h\d\dm \(simulated\) since injection"
         assert re.search(line, out), f"FM-{k} not detected:\n{out}"
     assert "detected 7 of 7" in out
-    depth = re.search(r"labeling queue vlm-images: (\d+) items waiting", out)
-    assert depth and int(depth.group(1)) > 0, out
+    for queue in ("support-answers", "vlm-images"):
+        depth = re.search(rf"labeling queue {queue}: (\d+) items waiting", out)
+        assert depth and int(depth.group(1)) > 0, out
     delivered = re.search(
         r"notifications delivered to the receiver: (\d+) signed and verified", out
     )

@@ -43,8 +43,9 @@ def test_what_the_demo_prints_fits_a_terminal():
         events_accepted=123_456, events_duplicate=12, runs=378, completed=True, wall_s=143,
     )  # fmt: skip
     outcome = Outcome(
-        alerts_by_state={"firing": 7, "resolved": 2}, queue="vlm-images", queue_depth=120,
-        queue_added=120, delivered=11, rejected_deliveries=1,
+        alerts_by_state={"firing": 7, "resolved": 2},
+        queues={"support-answers": (30, 30), "vlm-images": (120, 120)},
+        delivered=11, rejected_deliveries=1,
         delivered_by_event={"alert.firing": 9, "alert.resolved": 2, "alert.repeat": 3},
     )  # fmt: skip
     keys = {"admin": "tt_" + "x" * 43, "ingest": "tt_" + "y" * 43}

@@ -14,19 +14,28 @@ from tests.conftest import auth
 NOW = datetime(2026, 11, 2, 12, tzinfo=UTC)
 
 
-def plain_llm_traces(n: int, *, start: datetime, prefix: str = "t") -> list[dict[str, Any]]:
-    """What plain openai-v2 spans without content give: one LLM step per trace, no input
-    identity, no decision, no confidence, no tool calls."""
+def plain_llm_traces(
+    n: int, *, start: datetime, prefix: str = "t", tools: int = 0
+) -> list[dict[str, Any]]:
+    """What plain openai-v2 spans without content give: one LLM step per trace (and
+    ``tools`` tool calls after it), no input identity, no decision, no confidence; stored
+    as the OTLP receiver stores a trace (``otel.agent_key``), so remedies speak OTel."""
     out: list[dict[str, Any]] = []
     for i in range(n):
         t = start + timedelta(seconds=60 * i)
         tid = f"{prefix}{i:04d}"
         out.append({"id": f"tr-{tid}", "type": "trace", "body": {
             "trace_id": tid, "agent": "support", "started_at": t.isoformat(),
-            "ended_at": (t + timedelta(seconds=2)).isoformat()}})  # fmt: skip
+            "ended_at": (t + timedelta(seconds=2)).isoformat(),
+            "attributes": {"otel.agent_key": "support"}}})  # fmt: skip
         out.append({"id": f"sp-{tid}", "type": "span", "body": {
             "trace_id": tid, "span_id": "s1", "kind": "llm", "name": "chat gpt-4o",
             "started_at": t.isoformat(), "ended_at": (t + timedelta(seconds=2)).isoformat()}})  # fmt: skip
+        for j in range(tools):
+            out.append({"id": f"sp-{tid}-{j}", "type": "span", "body": {
+                "trace_id": tid, "span_id": f"s{j + 2}", "kind": "tool", "tool_name": "search",
+                "step_index": j + 1, "started_at": t.isoformat(),
+                "ended_at": (t + timedelta(seconds=1)).isoformat()}})  # fmt: skip
     return out
 
 
@@ -70,14 +79,16 @@ def test_plain_spans_list_what_is_missing_and_how_to_send_it(client, make_key):
     ingest(client, admin, plain_llm_traces(120, start=NOW - timedelta(minutes=150)))
     fm1 = readiness(client, reader, monitors, "FM-1")
     assert fm1["traces"] == 90 and fm1["window"]["end"].startswith("2026-11-02T12:00:00")
-    assert fm1["status"] == "partial"  # steps, but no step confidence
+    # Steps on every trace, but one step a trace: no tool call after an earlier failure
+    # can exist, so the steps cannot feed FM-1 and it says so (not "steps yes 90/90").
+    assert fm1["status"] == "missing"
     needs = by_need(fm1)
     assert (needs["steps"]["present"], needs["steps"]["count"], needs["steps"]["of"]) == (
-        True,
+        False,
         90,
         90,
     )
-    assert needs["steps"]["remedies"] == []
+    assert texts(needs["steps"]).startswith("0 of 90 traces make three or more tool calls")
     assert not needs["step_confidence"]["present"]
     assert "telltale.confidence" in texts(needs["step_confidence"])
 
@@ -197,8 +208,9 @@ def test_readiness_is_a_fixed_number_of_count_queries(client, make_key, engine):
         statements.clear()
         readiness(client, reader, monitors, "FM-7")
         # 12 counts, plus 2 seeks for where the history begins (app/monitors/windows/history.py)
-        # 1 for the monitor's latest run and 1 for the project's paused evaluators.
-        assert len(statements) == small <= 16, (len(statements), small)
+        # 1 for the monitor's latest run, 1 for the project's paused evaluators and 1 for
+        # the traces with three tool calls (FM-1's shape, app/monitors/readiness/fit.py).
+        assert len(statements) == small <= 17, (len(statements), small)
         assert not any(
             "FROM spans" in s and "GROUP BY" not in s and "count" not in s.lower()
             for s in statements
@@ -260,10 +272,10 @@ def test_too_few_or_constant_signals_are_missing_and_say_why(client, make_key):
 
 def test_ready_is_not_claimed_when_the_last_run_gave_no_verdict(client, make_key):
     admin, reader, monitors = setup(client, make_key)
-    # 90 one-step traces: FM-1 has its steps (partial) but no step follows an error; the
-    # project's first trace 9 h back (no verdict before a whole reference of data).
+    # 90 traces of three tool calls: FM-1 has its steps (partial) but no step follows an
+    # error; the project's first trace 9 h back (no verdict before a whole reference).
     ingest(client, admin, plain_llm_traces(1, start=NOW - timedelta(hours=9), prefix="first"))
-    ingest(client, admin, plain_llm_traces(120, start=NOW - timedelta(minutes=150)))
+    ingest(client, admin, plain_llm_traces(120, start=NOW - timedelta(minutes=150), tools=3))
     assert readiness(client, reader, monitors, "FM-1")["status"] == "partial"
     r = client.post(
         f"/api/v1/monitors/{monitors['FM-1']}/run", headers=auth(admin),
@@ -273,7 +285,7 @@ def test_ready_is_not_claimed_when_the_last_run_gave_no_verdict(client, make_key
     answer = readiness(client, reader, monitors, "FM-1")
     assert answer["status"] == "insufficient"
     assert answer["last_run"]["status"] == "insufficient_data"
-    assert "multi-step traces" in answer["last_run"]["reason"]
+    assert "after an earlier error" in answer["last_run"]["reason"]
 
 
 def test_missing_is_not_claimed_when_the_last_run_gave_a_verdict(client, make_key):
