@@ -120,8 +120,11 @@ def test_annotator_claims_labels_undoes_and_exports_on_the_demo(demo, browser, w
     page.screenshot(path=str(SHOTS / f"trace-item-{width}.png"), full_page=True)
 
     first = item.get_attribute("data-item-id")
+    # The queue's count as this page shows it: under xdist the other width's run may or
+    # may not have labeled on this module's demo first.
+    before = int(page.locator("#labeled-count").inner_text())
     page.keyboard.press("1")  # resolved
-    expect(page.locator("#labeled-count")).to_have_text(str(1 + _done_before(page, width)))
+    expect(page.locator("#labeled-count")).to_have_text(str(before + 1))
     expect(item).not_to_have_attribute("data-item-id", first or "")
     page.keyboard.press("u")
     expect(page.locator("#status")).to_contain_text("label undone")
@@ -142,11 +145,6 @@ def test_annotator_claims_labels_undoes_and_exports_on_the_demo(demo, browser, w
     _fits(page, width)
     page.screenshot(path=str(SHOTS / f"image-item-{width}.png"), full_page=True)
     context.close()
-
-
-def _done_before(page, width: int) -> int:
-    """The 390 px run follows the 1280 px one on the same demo: one label more by then."""
-    return 0 if width == 1280 else 1
 
 
 @pytest.mark.parametrize(("width", "height"), [(1280, 900), (390, 844)])
