@@ -191,13 +191,18 @@ JUDGE_MONITOR: dict[str, Any] = {
 
 def ensure_judge_monitor(session: Session, *, project_id: int) -> Monitor:
     """The project's judge-agreement monitor, created if it has none."""
-    found = session.scalar(
-        select(Monitor).where(Monitor.project_id == project_id, Monitor.failure_mode == "JUDGE")
-    )
+    return _ensure(session, project_id=project_id, spec=JUDGE_MONITOR)
+
+
+def _ensure(session: Session, *, project_id: int, spec: dict[str, Any]) -> Monitor:
+    """The project's monitor of ``spec``'s failure mode, made from ``spec`` if it has none:
+    the monitors a project's data bring rather than the defaults (JUDGE, ISSUES)."""
+    found = session.scalar(select(Monitor).where(
+        Monitor.project_id == project_id, Monitor.failure_mode == spec["failure_mode"]))  # fmt: skip
     if found is not None:
         return found
     return create_monitor(session, project_id=project_id, body=MonitorCreate.model_validate(
-        {**JUDGE_MONITOR, "interval_seconds": 900, "auto_resolve_after": 3}))  # fmt: skip
+        {**spec, "interval_seconds": 900, "auto_resolve_after": 3}))  # fmt: skip
 
 
 # Made with the project's first failure issue (app/issues/record.py), not among the
@@ -214,10 +219,4 @@ ISSUES_MONITOR: dict[str, Any] = {
 
 def ensure_issues_monitor(session: Session, *, project_id: int) -> Monitor:
     """The project's new-or-rising-issue monitor, created if it has none."""
-    found = session.scalar(
-        select(Monitor).where(Monitor.project_id == project_id, Monitor.failure_mode == "ISSUES")
-    )
-    if found is not None:
-        return found
-    return create_monitor(session, project_id=project_id, body=MonitorCreate.model_validate(
-        {**ISSUES_MONITOR, "interval_seconds": 900, "auto_resolve_after": 3}))  # fmt: skip
+    return _ensure(session, project_id=project_id, spec=ISSUES_MONITOR)
