@@ -18,6 +18,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from app.auth.cookies import csrf_ok, csrf_token
 from app.auth.logins import current_login, session_secret
 from app.keys import Principal
+from app.web.evidence_view import time_words
 
 # Templates and static assets ship inside the package, so an installed wheel finds them.
 WEB_DIR = Path(__file__).resolve().parent
@@ -40,6 +41,8 @@ def every(seconds: int | float) -> str:
 
 
 templates.env.filters["every"] = every
+# An ISO time from stored evidence as the pages write times (``2026-03-02 09:15 UTC``).
+templates.env.filters["when"] = lambda v: (time_words(v) or v) if isinstance(v, str) else v
 PAGE_ROLE = "read"
 INGEST_ONLY = (
     "This key can only send data (role 'ingest'); the pages show a project's data, "

@@ -132,11 +132,11 @@ def _cell(v: Any, *, key: str = "") -> Any:
     if isinstance(v, str):
         if key.endswith("counted_traces"):
             return VALUE_WORDS.get(v, v)
-        return _time_words(v) or v
+        return time_words(v) or v
     return v
 
 
-def _time_words(v: str) -> str | None:
+def time_words(v: str) -> str | None:
     """An ISO time as ``2026-03-02 09:15 UTC``; None for any other text."""
     if len(v) < 16 or v[4:5] != "-" or "T" not in v:
         return None
